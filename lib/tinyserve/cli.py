@@ -1,0 +1,189 @@
+"""The `tinyserve` command. Bad input: one line on stderr, exit 2, no traceback."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import TinyserveError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not argparse's usage block
+        raise TinyserveError(f"{self.prog}: {message}")
+
+
+def _positive_int(name: str):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}")
+        if v < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+        return v
+    return parse
+
+
+def _nonneg_float(name: str):
+    def parse(s: str) -> float:
+        try:
+            v = float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}")
+        if not v >= 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number >= 0, got {s}")
+        return v
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (see DESIGN.md's contract)."""
+    p = _Parser(prog="tinyserve", description="A small but real LLM batching engine on a tiny GPT.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    g = sub.add_parser("generate", help="greedy continuation of one prompt")
+    g.add_argument("prompt")
+    g.add_argument("--max-new-tokens", type=_positive_int("--max-new-tokens"), default=64)
+    g.add_argument("--dtype", default="float32")
+    g.add_argument("--device", default="auto")
+    g.add_argument("--json", action="store_true", help="print {prompt_tokens, tokens, text}")
+
+    r = sub.add_parser("run", help="run a workload under a batching policy")
+    r.add_argument("--workload", required=True, help="a name from `tinyserve workloads`, or FILE.jsonl")
+    r.add_argument("--policy", required=True, help="static | dynamic | continuous | chunked")
+    r.add_argument("--batch-size", type=_positive_int("--batch-size"))
+    r.add_argument("--timeout", type=_nonneg_float("--timeout"), help="seconds (static, dynamic)")
+    r.add_argument("--chunk-size", type=_positive_int("--chunk-size"))
+    r.add_argument("--max-batch-tokens", type=_positive_int("--max-batch-tokens"))
+    order = r.add_mutually_exclusive_group()
+    order.add_argument("--prefill-first", dest="prefill_first", action="store_true", default=None)
+    order.add_argument("--decode-first", dest="prefill_first", action="store_false")
+    r.add_argument("--clock", default="modeled", help="modeled (default) | wall")
+    r.add_argument("--hardware", help="cost-model preset for the modeled clock (see --help of calibrate)")
+    r.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help="bytes of KV slabs")
+    r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help="positions per slab")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--dtype", default="float32")
+    r.add_argument("--device", default="auto")
+    r.add_argument("--dry-run", action="store_true", help="known output lengths: simulate without the model")
+    r.add_argument("--json", action="store_true")
+    r.add_argument("--tokens", action="store_true", help="include generated tokens in --json")
+    r.add_argument("--trace", type=Path, metavar="OUT.json", help="write the full trace")
+    r.add_argument("--perfetto", type=Path, metavar="OUT.json", help="write a Chrome-trace/Perfetto file")
+    r.add_argument("--progress", action="store_true", default=None, help="show progress even when not a terminal")
+
+    sub.add_parser("workloads", help="list workload names")
+    e = sub.add_parser("export-hf", help="write a folder transformers' GPT2LMHeadModel loads")
+    e.add_argument("dir", type=Path)
+    b = sub.add_parser("bench", help="side-by-side benchmark against transformers")
+    b.add_argument("--json", action="store_true")
+    b.add_argument("--repeats", type=_positive_int("--repeats"), default=3)
+    b.add_argument("--quick", action="store_true", help="a small workload (smoke test)")
+    c = sub.add_parser("calibrate", help="fit the cpu cost-model preset to measured step times")
+    c.add_argument("--out", type=Path, help="write the preset JSON here")
+    c.add_argument("--quick", action="store_true")
+    return p
+
+
+def cmd_generate(a) -> None:
+    from .model import load_model
+    from .tokenizer import EOS, decode, encode
+
+    if not a.prompt:
+        raise TinyserveError("prompt: empty (give at least one character)")
+    model = load_model(device=a.device, dtype=a.dtype)
+    ids = encode(a.prompt)
+    out = model.generate(ids, a.max_new_tokens, eos=EOS)
+    text = decode(out)
+    if a.json:
+        print(json.dumps({"prompt_tokens": ids, "tokens": out, "text": text}, ensure_ascii=False))
+    else:
+        print(a.prompt + text)
+
+
+def cmd_run(a) -> None:
+    from .engine import Engine
+
+    for path in (a.trace, a.perfetto):
+        if path is not None and not path.parent.exists():
+            raise TinyserveError(f"output: directory {path.parent} does not exist")
+    if a.tokens and a.dry_run:
+        raise TinyserveError("--tokens: a dry run computes no tokens (drop --dry-run or --tokens)")
+    engine = Engine(device=a.device, dtype=a.dtype)
+    progress = a.progress if a.progress is not None else (sys.stderr.isatty() and not a.json)
+    workload = Path(a.workload) if a.workload.endswith(".jsonl") else a.workload
+    tr = engine.run(workload, a.policy, batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
+                    max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first, clock=a.clock,
+                    hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len,
+                    dry_run=a.dry_run, seed=a.seed, progress=progress)
+    rejected = [r for r in tr.requests if r.status == "rejected"]
+    for r in rejected:
+        print(f"tinyserve: rejected request {r.id}: {r.finish_reason}", file=sys.stderr)
+    if a.trace:
+        tr.save(a.trace)
+    if a.perfetto:
+        tr.save_perfetto(a.perfetto)
+    if a.json:
+        print(json.dumps(tr.summary(tokens=a.tokens)))
+    else:
+        from .report import format_summary
+        print(format_summary(tr))
+    if rejected and len(rejected) == len(tr.requests):
+        raise TinyserveError("workload: every request was rejected (see the lines above)")
+
+
+def cmd_workloads(a) -> None:
+    from .workloads import list_workloads
+
+    for name, desc in list_workloads():
+        print(f"{name:28s} {desc}")
+    print(f"{'FILE.jsonl':28s} one request a line: see README")
+
+
+def cmd_export_hf(a) -> None:
+    from .hf import export_hf
+    from .model import load_model
+
+    out = export_hf(load_model(device="cpu"), a.dir)
+    print(f"wrote {out} (load with transformers.GPT2LMHeadModel.from_pretrained)")
+
+
+def cmd_bench(a) -> None:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise TinyserveError("bench: needs transformers — pip install 'transformers==5.24.0' psutil")
+    from .bench import main as bench_main
+
+    bench_main(a)
+
+
+def cmd_calibrate(a) -> None:
+    from .clock import run_calibration
+
+    preset = run_calibration(quick=a.quick, out=a.out)
+    print(json.dumps(preset.to_dict() if hasattr(preset, "to_dict") else preset.__dict__, indent=2, default=str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `tinyserve` console script."""
+    try:
+        a = build_parser().parse_args(argv)
+        {"generate": cmd_generate, "run": cmd_run, "workloads": cmd_workloads, "export-hf": cmd_export_hf,
+         "bench": cmd_bench, "calibrate": cmd_calibrate}[a.cmd](a)
+    except TinyserveError as e:
+        msg = str(e)
+        print(msg if msg.startswith("tinyserve") else f"tinyserve: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tinyserve: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

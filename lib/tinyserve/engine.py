@@ -1,0 +1,252 @@
+"""The one step loop. Each step: the policy plans, the model runs ONE forward over every token of the plan,
+greedy tokens are sampled, requests advance, slots are freed, the clock moves, the step is recorded."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+import torch
+
+from .cache import SlotPool, kv_bytes_per_token, num_slots_for
+from .errors import TinyserveError
+from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model
+from .policies import Policy, make_policy
+from .requests import ABORTED, FINISHED, REJECTED, RUNNING, WAITING, Request
+from .tokenizer import EOS
+from .trace import SlotWork, StepRecord, Trace
+
+Workload = str | Path | list[Request]
+
+
+def fresh(r: Request) -> Request:
+    """A copy of r with an empty lifecycle, so a workload can be run again."""
+    return Request(r.id, list(r.prompt), r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len_hint)
+
+
+def resolve_workload(workload: Workload, seed: int = 0) -> tuple[str, list[Request]]:
+    """(name, fresh requests) from a workload name, a JSONL path or a list of requests."""
+    from .workloads import get_workload, load_jsonl
+
+    if isinstance(workload, (list, tuple)):
+        return "custom", [fresh(r) for r in workload]
+    if isinstance(workload, Path) or str(workload).endswith(".jsonl"):
+        return str(workload), load_jsonl(workload)
+    return str(workload), get_workload(str(workload), seed=seed)
+
+
+def make_clock(clock: str, hardware: str | None):
+    """'modeled' (under a hardware preset) or 'wall' (measured); hardware applies to the modeled clock only."""
+    from . import clock as clocks
+
+    if clock == "wall" and hardware is not None:
+        raise TinyserveError("hardware: applies to the modeled clock only (drop --hardware or use --clock modeled)")
+    return clocks.make_clock(clock, hardware)
+
+
+class Run:
+    """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
+
+    def __init__(self, model: TinyGPT | None, cfg: GPTConfig, requests: list[Request], policy: Policy, clock,
+                 workload_name: str, dtype: torch.dtype, device: torch.device, kv_budget: int | None,
+                 max_model_len: int | None, dry_run: bool):
+        self.model, self.policy, self.clock, self.dry_run = model, policy, clock, dry_run
+        self.requests = requests
+        self.device = device
+        self.now = 0.0
+        self.num_done = 0  # finished by the engine (aborts not counted)
+        self.steps: list[StepRecord] = []
+        self.forward_s = 0.0  # wall time inside build_step + forward + sampling
+        self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
+        limit = cfg.n_positions
+        if max_model_len is not None:
+            if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or not 1 <= max_model_len <= limit:
+                raise TinyserveError(f"max_model_len: must be an integer in 1..{limit}, got {max_model_len!r}")
+            limit = max_model_len
+        ids = set()
+        for r in requests:
+            if r.id in ids:
+                raise TinyserveError(f"requests: duplicate id {r.id!r}")
+            ids.add(r.id)
+            if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
+                raise TinyserveError(f"arrival_s: request {r.id!r} must be a finite number >= 0, got {r.arrival_s!r}")
+            reason = None
+            if r.prompt_len < 1:
+                reason = "empty prompt"
+            elif r.max_new_tokens < 1:
+                reason = f"max_new_tokens must be >= 1, got {r.max_new_tokens}"
+            elif r.prompt_len + r.max_new_tokens > limit:
+                reason = (f"prompt {r.prompt_len} tokens + max_new_tokens {r.max_new_tokens} exceeds "
+                          f"{'max_model_len' if max_model_len else 'the context'} of {limit}")
+            if reason:
+                r.status, r.finish_reason = REJECTED, reason
+            elif dry_run and r.known_output_len() is None:
+                raise TinyserveError(f"dry_run: request {r.id!r} has no known output length "
+                                     "(set ignore_eos, or output_len_hint from an earlier real run)")
+        accepted = [r for r in requests if r.status != REJECTED]
+        slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+        bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, torch.empty((), dtype=dtype).element_size())
+        self.pool = SlotPool(num_slots_for(policy.batch_size, kv_budget, slab * bpt), slab, bpt)
+        self.kv = None if dry_run else KVCache(cfg, self.pool.num_slots, slab, dtype, device)
+        self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
+        self.workload_name = workload_name
+        policy.bind(self.pool)
+
+    @property
+    def done(self) -> bool:
+        """No request is left to arrive, wait or run."""
+        return not self.pending and not self.policy.waiting and not self.policy.running
+
+    def abort(self, request_id: str) -> None:
+        """Stop a request; its slot and KV are free for the next step. Unknown or finished ids are errors."""
+        r = next((x for x in self.requests if x.id == request_id), None)
+        if r is None:
+            raise TinyserveError(f"request_id: unknown {request_id!r}")
+        if r.done:
+            raise TinyserveError(f"request_id: {request_id!r} is already {r.status}")
+        if r in self.pending:
+            self.pending.remove(r)
+        r.status, r.finish_s, r.finish_reason = ABORTED, self.now, "aborted"
+        self.policy.finished(r)
+
+    def step(self) -> StepRecord | None:
+        """Run one step; None when nothing could run now (the clock then jumps to the next event)."""
+        t_loop = time.perf_counter()
+        while self.pending and self.pending[0].arrival_s <= self.now:
+            self.policy.add(self.pending.popleft())
+        plan = self.policy.plan(self.now, more_coming=bool(self.pending))
+        works = plan.works
+        if not works:
+            events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s) if t is not None]
+            if not events:
+                if not self.done:
+                    raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # a bug
+                return None
+            if min(events) <= self.now:
+                raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")
+            self.now = min(events)
+            return None
+        sampled: list[int] = []
+        measured = None
+        if not self.dry_run:
+            t0 = time.perf_counter()
+            sampled = self._forward(works)
+            measured = time.perf_counter() - t0
+            self.forward_s += measured
+        start = self.now
+        self.now += self.clock.step_time(works, measured)
+        newly_done = self._advance(works, sampled, start)
+        used = sum(r.context_len for r in self.policy.running) * self.pool.bytes_per_token
+        rec = StepRecord(len(self.steps), start, self.now - start,
+                         [SlotWork(w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding) for w in works],
+                         self.pool.reserved_bytes(), used, measured)
+        self.steps.append(rec)
+        for r in newly_done:
+            self.policy.finished(r)
+        self.num_done += len(newly_done)
+        self.loop_s += time.perf_counter() - t_loop
+        return rec
+
+    def _forward(self, works) -> list[int]:
+        segments, sample = [], []
+        for w in works:
+            r = w.request
+            if w.phase == "prefill":
+                segments.append((w.slot, w.start, r.prompt[w.start:w.start + w.tokens]))
+                sample.append(w.start + w.tokens == r.prompt_len)
+                if w.padding:  # really computed, attends only to itself, thrown away
+                    segments.append((-1, 0, [EOS] * w.padding))
+                    sample.append(False)
+            else:
+                segments.append((w.slot, w.start, [r.output[-1]]))
+                sample.append(w.phase == "decode")
+        logits = self.model.forward_step(build_step(segments, sample, self.device), self.kv)
+        return logits.argmax(-1).tolist()
+
+    def _advance(self, works, sampled: list[int], start: float) -> list[Request]:
+        """Apply the step's results to its requests; return those that are now done."""
+        it = iter(sampled)
+        done = []
+        for w in works:
+            r = w.request
+            if r.admitted_s is None:  # admitted = first computed
+                r.admitted_s, r.status = start, RUNNING
+            if w.phase == "prefill":
+                r.num_prefilled += w.tokens
+                r.prefill_computed_tokens += w.tokens + w.padding
+                if r.num_prefilled < r.prompt_len:
+                    continue
+            else:
+                r.decode_computed_tokens += 1
+                if w.phase == "wasted":
+                    continue
+            tok = next(it) if not self.dry_run else -1
+            r.output.append(tok)
+            r.token_times.append(self.now)
+            target = r.known_output_len() if self.dry_run else r.max_new_tokens
+            if r.output_len >= target or (tok == EOS and not r.ignore_eos):
+                r.status, r.finish_s = FINISHED, self.now
+                r.finish_reason = "eos" if tok == EOS and not r.ignore_eos else "length"
+                done.append(r)
+        return done
+
+    def trace(self) -> Trace:
+        """The record of this run so far."""
+        hw = getattr(getattr(self.clock, "hardware", None), "name", None)
+        return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
+                     self.policy.knobs(), self.dry_run, self.steps, self.requests)
+
+
+class Engine:
+    """A model and the settings to run it; every run() starts from empty queues and slots."""
+
+    def __init__(self, model: TinyGPT | None = None, device: str = "auto", dtype: str = "float32"):
+        self._model = model
+        self.device, self.dtype = device, dtype
+        if dtype not in DTYPES:
+            raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPES)})")
+
+    @property
+    def model(self) -> TinyGPT:
+        """The model, loaded on first use (dry runs never load it)."""
+        if self._model is None:
+            self._model = load_model(device=self.device, dtype=self.dtype)
+        return self._model
+
+    def start(self, workload: Workload, policy: str | Policy = "continuous", *, batch_size: int | None = None,
+              timeout: float | None = None, chunk_size: int | None = None, max_batch_tokens: int | None = None,
+              prefill_first: bool | None = None, clock: str = "modeled", hardware: str | None = None,
+              kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
+              seed: int = 0) -> Run:
+        """Set up a run without stepping it (for step-by-step use, aborts, notebooks)."""
+        if not isinstance(policy, Policy):
+            policy = make_policy(policy, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first)
+        if kv_budget is not None and (isinstance(kv_budget, bool) or not isinstance(kv_budget, int) or kv_budget < 1):
+            raise TinyserveError(f"kv_budget: must be a positive integer number of bytes, got {kv_budget!r}")
+        clk = make_clock(clock, hardware)
+        if dry_run and clk.name != "modeled":
+            raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
+        name, requests = resolve_workload(workload, seed)
+        if dry_run and self._model is None:  # the shipped model's shape, never loaded
+            cfg, dt, dev = GPTConfig(), DTYPES[self.dtype], torch.device("cpu")
+        else:
+            m = self.model
+            cfg, dt, dev = m.config, m.dtype, m.device
+        return Run(None if dry_run else self.model, cfg, requests, policy, clk, name, dt, dev, kv_budget,
+                   max_model_len, dry_run)
+
+    def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
+            **knobs) -> Trace:
+        """Run a workload to the end and return its Trace (knobs as in start())."""
+        run = self.start(workload, policy, **knobs)
+        from tqdm import tqdm
+
+        show = sys.stderr.isatty() if progress is None else progress
+        accepted = sum(r.status != REJECTED for r in run.requests)
+        with tqdm(total=accepted, unit="req", delay=1.0, disable=not show, desc=run.policy.name) as bar:
+            while not run.done:
+                run.step()
+                bar.update(run.num_done - bar.n)
+        return run.trace()

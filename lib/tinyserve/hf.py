@@ -1,0 +1,242 @@
+"""Export TinyGPT to transformers' GPT2LMHeadModel and load such a folder back (transformers is optional).
+
+TinyGPT *is* GPT-2 (learned positions, pre-LayerNorm, GELU(tanh) = HF's "gelu_new", tied embeddings), so the
+mapping is a renaming plus one transpose: HF's `Conv1D` stores its weight as (in, out), our `nn.Linear` as
+(out, in). Weights travel as safetensors only; nothing here unpickles a file.
+
+    export_hf(model, "out/")                       # GPT2LMHeadModel.from_pretrained("out/") loads it
+    hf = to_hf_model(model)                        # the same network in memory, same dtype and device
+    model = load_hf("out/")                        # any GPT-2 safetensors folder -> TinyGPT
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .errors import TinyserveError
+from .model import GPTConfig, TinyGPT, resolve_device, resolve_dtype
+from .tokenizer import BOS, EOS
+
+if TYPE_CHECKING:  # only for type hints: importing tinyserve must not need transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+_INSTALL_HINT = "transformers is not installed: pip install 'transformers==5.24.0'"
+_CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # HF Conv1D: weight is (in, out)
+# Buffers that older GPT-2 checkpoints carry (the causal mask); they hold no learned weights.
+_IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
+
+
+def _is_conv1d_weight(name: str) -> bool:
+    """True for a (TinyGPT-named) weight that HF keeps in a Conv1D, i.e. transposed."""
+    return name.startswith("h.") and name.endswith(".weight") and any(f".{c}." in name for c in _CONV1D)
+
+
+def _transformers() -> Any:
+    """Import transformers lazily so the engine, CLI and notebooks run without it."""
+    try:
+        import transformers
+    except ImportError as e:
+        raise TinyserveError(_INSTALL_HINT) from e
+    return transformers
+
+
+def hf_config(cfg: GPTConfig) -> "GPT2Config":
+    """The GPT2Config describing a TinyGPT of shape cfg (dropout off: this is an inference export)."""
+    tf = _transformers()
+    return tf.GPT2Config(
+        vocab_size=cfg.vocab_size,
+        n_positions=cfg.n_positions,
+        n_embd=cfg.n_embd,
+        n_layer=cfg.n_layer,
+        n_head=cfg.n_head,
+        n_inner=None,  # None means 4 * n_embd, our MLP width
+        activation_function="gelu_new",  # GELU with the tanh approximation, as in MLP.forward
+        layer_norm_epsilon=cfg.layer_norm_eps,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        scale_attn_weights=True,
+        scale_attn_by_inverse_layer_idx=False,
+        reorder_and_upcast_attn=False,
+        tie_word_embeddings=True,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+    )
+
+
+def to_hf_state_dict(model: TinyGPT) -> dict[str, torch.Tensor]:
+    """Our parameters under GPT2LMHeadModel's names, Conv1D weights transposed to (in, out).
+
+    The tied output head is not listed: HF ties lm_head.weight to transformer.wte.weight itself.
+    """
+    out: dict[str, torch.Tensor] = {}
+    for name, t in model.state_dict().items():
+        if _is_conv1d_weight(name):
+            t = t.T
+        # a copy, so the HF model never shares (and silently mutates) our parameters' storage
+        out[f"transformer.{name}"] = t.detach().clone(memory_format=torch.contiguous_format)
+    return out
+
+
+def to_hf_model(model: TinyGPT) -> "GPT2LMHeadModel":
+    """The same network as a transformers GPT2LMHeadModel, on model's device and dtype, in eval mode."""
+    tf = _transformers()
+    # Build on the meta device: no time spent on a random init that is overwritten right away.
+    with torch.device("meta"):
+        hf = tf.GPT2LMHeadModel(hf_config(model.config))
+    state = to_hf_state_dict(model)
+    # assign=True adopts our tensors' device and dtype instead of copying into meta placeholders.
+    missing, unexpected = hf.load_state_dict(state, strict=False, assign=True)
+    hf.tie_weights()  # re-point lm_head.weight at the newly assigned wte
+    missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:  # a mapping bug, not a user error: say exactly which names disagree
+        raise TinyserveError(f"hf: weight names do not match GPT-2 (missing {missing}, unexpected {unexpected})")
+    if hf.lm_head.weight.data_ptr() != hf.transformer.wte.weight.data_ptr():
+        raise TinyserveError("hf: lm_head is not tied to wte after conversion")
+    # Every tensor must now live where our model does (a meta tensor left over would mean a missing weight).
+    for name, t in list(hf.named_parameters()) + list(hf.named_buffers()):
+        if t.device != model.device:
+            raise TinyserveError(f"hf: {name} is on {t.device}, expected {model.device}")
+    hf.config.dtype = model.dtype  # recorded in config.json, so dtype="auto" loads what was written
+    hf.generation_config.bos_token_id = BOS
+    hf.generation_config.eos_token_id = EOS
+    # GPT-2 has no pad token; padding with EOS is the usual convention and stops generate() warning.
+    hf.generation_config.pad_token_id = EOS
+    return hf.eval()
+
+
+def export_hf(model: TinyGPT, out_dir: str | Path) -> Path:
+    """Write a folder GPT2LMHeadModel.from_pretrained(out_dir) loads: config.json, generation_config.json and
+    model.safetensors (HF names, weights in the model's own dtype, so the export is lossless)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise TinyserveError(f"export-hf: {out} exists and is not a directory")
+    hf = to_hf_model(model)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        hf.save_pretrained(out)
+    except OSError as e:
+        raise TinyserveError(f"export-hf: cannot write {out} ({e})") from e
+    return out
+
+
+def _check_hf_config(raw: dict[str, Any], path: Path) -> GPTConfig:
+    """A GPTConfig from an HF GPT-2 config.json, refusing variants TinyGPT does not compute."""
+    def bad(what: str) -> TinyserveError:
+        return TinyserveError(f"load-hf: {path / 'config.json'}: {what}; TinyGPT supports plain GPT-2 only")
+
+    if raw.get("model_type", "gpt2") != "gpt2":
+        raise bad(f"model_type is {raw.get('model_type')!r}, not 'gpt2'")
+    act = raw.get("activation_function", "gelu_new")
+    if act not in ("gelu_new", "gelu_pytorch_tanh"):  # both are GELU(tanh), what MLP.forward computes
+        raise bad(f"activation_function {act!r}")
+    for key, want in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
+                      ("add_cross_attention", False), ("tie_word_embeddings", True)):
+        if raw.get(key, want) != want:
+            raise bad(f"{key} is {raw[key]!r}")
+    try:
+        n_embd = int(raw.get("n_embd", raw.get("hidden_size")))
+        cfg = GPTConfig(
+            vocab_size=int(raw["vocab_size"]),
+            n_positions=int(raw.get("n_positions", raw.get("max_position_embeddings"))),
+            n_layer=int(raw.get("n_layer", raw.get("num_hidden_layers"))),
+            n_head=int(raw.get("n_head", raw.get("num_attention_heads"))),
+            n_embd=n_embd,
+            layer_norm_eps=float(raw.get("layer_norm_epsilon", 1e-5)),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise bad(f"missing or invalid shape field ({e})") from e
+    if raw.get("n_inner") not in (None, 4 * n_embd):
+        raise bad(f"n_inner is {raw['n_inner']}, not 4 * n_embd")
+    if cfg.n_embd % cfg.n_head:
+        raise bad(f"n_embd {cfg.n_embd} is not divisible by n_head {cfg.n_head}")
+    return cfg
+
+
+def _safetensors_files(path: Path) -> list[Path]:
+    """The weight files of an HF folder: model.safetensors, or the shards its index names."""
+    single, index = path / "model.safetensors", path / "model.safetensors.index.json"
+    if single.is_file():
+        return [single]
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise TinyserveError(f"load-hf: {index} is corrupt ({e})") from e
+        return [path / s for s in shards]
+    if any((path / n).exists() for n in ("pytorch_model.bin", "model.bin", "tf_model.h5")):
+        raise TinyserveError(f"load-hf: {path} holds only pickled/other weights; re-save it with safetensors "
+                             "(tinyserve never unpickles weight files)")
+    raise TinyserveError(f"load-hf: {path} has no model.safetensors")
+
+
+def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None) -> TinyGPT:
+    """Read an HF GPT-2 folder (config.json + safetensors) into a TinyGPT, in eval mode.
+
+    dtype None keeps the dtype the weights were stored in when tinyserve runs it on that device (float32,
+    float64, bfloat16 on cuda), else float32; "float32" etc. converts. Does not need transformers.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    cfg_file = path / "config.json"
+    if not cfg_file.is_file():
+        raise TinyserveError(f"load-hf: missing {cfg_file}")
+    try:
+        raw = json.loads(cfg_file.read_text())
+    except (ValueError, OSError) as e:
+        raise TinyserveError(f"load-hf: {cfg_file} is not valid JSON ({e})") from e
+    if not isinstance(raw, dict):
+        raise TinyserveError(f"load-hf: {cfg_file} is not a JSON object")
+    cfg = _check_hf_config(raw, path)
+    dev = resolve_device(device)
+
+    state: dict[str, torch.Tensor] = {}
+    for f in _safetensors_files(path):
+        try:
+            state.update(load_file(str(f)))
+        except (SafetensorError, OSError, ValueError) as e:
+            raise TinyserveError(f"load-hf: {f} is corrupt ({str(e).strip()[:200] or type(e).__name__})") from e
+
+    ours: dict[str, torch.Tensor] = {}
+    head = None
+    for name, t in state.items():
+        if name.endswith(_IGNORED_SUFFIXES):
+            continue
+        if name == "lm_head.weight":
+            head = t
+            continue
+        # GPT2LMHeadModel saves "transformer.h.0...", a bare GPT2Model saves "h.0..."
+        key = name.removeprefix("transformer.")
+        if _is_conv1d_weight(key):
+            t = t.T
+        ours[key] = t.contiguous()
+    # Our head is tied to wte; an untied head we would silently drop must be refused instead.
+    if head is not None and "wte.weight" in ours and not torch.equal(head, ours["wte.weight"]):
+        raise TinyserveError(f"load-hf: {path}: lm_head.weight differs from wte (untied head); TinyGPT ties them")
+
+    with torch.device("meta"):  # shapes only: load_state_dict(assign=True) supplies the real tensors
+        model = TinyGPT(cfg)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(ours))
+    unexpected = sorted(set(ours) - set(expected))
+    if missing or unexpected:
+        raise TinyserveError(f"load-hf: {path}: weights do not match GPT-2 of this config "
+                             f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    for k, t in ours.items():
+        if tuple(t.shape) != tuple(expected[k].shape):
+            raise TinyserveError(f"load-hf: {path}: {k} has shape {tuple(t.shape)}, config implies "
+                                 f"{tuple(expected[k].shape)}")
+    if dtype is not None:
+        dt = resolve_dtype(dtype, dev)
+    else:
+        # Keep the stored precision when tinyserve can run it there (float16 never; bfloat16 on cuda only).
+        stored = {t.dtype for t in ours.values()}
+        runnable = {torch.float32, torch.float64} | ({torch.bfloat16} if dev.type == "cuda" else set())
+        dt = stored.pop() if len(stored) == 1 and stored <= runnable else torch.float32
+    model.load_state_dict({k: t.to(dtype=dt) for k, t in ours.items()}, assign=True)
+    return model.to(device=dev).eval()

@@ -1,0 +1,35 @@
+"""Plain-text summary of a trace, for the terminal."""
+from __future__ import annotations
+
+from .trace import Trace
+
+
+def format_summary(tr: Trace) -> str:
+    """A few lines: settings, throughput, latency percentiles, slot and KV accounting."""
+    m = tr.metrics()
+    unit = "modeled" if tr.clock == "modeled" else "wall"
+    hw = f" on {tr.hardware}" if tr.hardware else ""
+    knobs = ", ".join(f"{k}={v}" for k, v in tr.knobs.items() if v is not None)
+    lines = [
+        f"{tr.policy} ({knobs}) on {tr.workload}: {tr.num_slots} slots, {unit} clock{hw}"
+        + (" [dry run]" if tr.dry_run else ""),
+        f"  requests  {m['num_finished']} finished, {m['num_rejected']} rejected, {m['num_aborted']} aborted;"
+        f" {m['num_steps']} steps in {m['duration_s']:.3f} s",
+        f"  throughput  {m['output_throughput']:.1f} tok/s, {m['request_throughput']:.2f} req/s",
+    ]
+    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
+        s = m[key]
+        if s["mean"] is None:
+            continue
+        lines.append(f"  {key:8s} mean {s['mean']:9.2f}  p50 {s['p50']:9.2f}  p90 {s['p90']:9.2f}"
+                     f"  p99 {s['p99']:9.2f}  max {s['max']:9.2f}")
+    ss = m["slot_steps"]
+    lines += [
+        f"  slots  utilization {m['slot_utilization']:.1%}; slot-steps useful {ss['useful']:.1f}, padding "
+        f"{ss['padding']:.1f}, wasted {ss['wasted']:.0f}, idle {ss['idle']:.0f}",
+        f"  tokens  prefill {m['prefill_tokens']}, padding {m['padding_tokens']}, decode {m['decode_tokens']},"
+        f" wasted {m['wasted_decode_tokens']}",
+        f"  kv  reserved peak {m['kv_reserved_bytes_peak'] / 2**20:.1f} MiB, used peak "
+        f"{m['kv_used_bytes_peak'] / 2**20:.1f} MiB",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""A request and its lifecycle; a step's unit of work on one slot."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WAITING, RUNNING, FINISHED, REJECTED, ABORTED = "waiting", "running", "finished", "rejected", "aborted"
+
+
+@dataclass
+class Request:
+    """One generation request: its prompt, its limits, and (filled by the engine) what happened to it."""
+
+    id: str
+    prompt: list[int]  # token ids, BOS first
+    max_new_tokens: int
+    arrival_s: float = 0.0
+    ignore_eos: bool = False
+    output_len_hint: int | None = None  # known output length (from an earlier run) for dry runs
+
+    status: str = WAITING
+    slot: int = -1
+    num_prefilled: int = 0  # prompt tokens already in the KV slab
+    output: list[int] = field(default_factory=list)
+    token_times: list[float] = field(default_factory=list)
+    admitted_s: float | None = None
+    finish_s: float | None = None
+    finish_reason: str | None = None  # "length" | "eos" | "aborted" | the rejection reason
+    prefill_computed_tokens: int = 0  # incl. padding computed on its behalf
+    decode_computed_tokens: int = 0  # incl. tokens computed after it was done (wasted)
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt)
+
+    @property
+    def output_len(self) -> int:
+        return len(self.output)
+
+    @property
+    def done(self) -> bool:
+        """True once it needs no more computing (its slot may still be held, as in static batching)."""
+        return self.status in (FINISHED, REJECTED, ABORTED)
+
+    @property
+    def first_token_s(self) -> float | None:
+        return self.token_times[0] if self.token_times else None
+
+    @property
+    def context_len(self) -> int:
+        """Tokens whose K/V are in the slab."""
+        return self.num_prefilled + max(0, self.output_len - 1)
+
+    def known_output_len(self) -> int | None:
+        """The output length, if it is fixed before running (EOS ignored, or a hint)."""
+        if self.output_len_hint is not None:
+            return self.output_len_hint
+        return self.max_new_tokens if self.ignore_eos else None
+
+
+@dataclass
+class Work:
+    """What one slot computes in one step."""
+
+    slot: int
+    request: Request | None
+    phase: str  # "prefill" | "decode" | "wasted"
+    start: int  # first position computed
+    tokens: int  # tokens computed at positions start .. start+tokens-1
+    padding: int = 0  # padding tokens computed alongside (static prefill): real compute, output thrown away
+    token_ids: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def context(self) -> int:
+        """Keys this work attends to at its last position."""
+        return self.start + self.tokens

@@ -1,0 +1,254 @@
+"""Seeded workloads: the chapter's scenarios, a long-tailed traffic mix, and requests read from JSONL.
+
+Every call returns fresh Request objects (the engine mutates them). All named workloads set ignore_eos, so
+output lengths, and with them every count and modeled time, are the same on any machine. Randomness comes
+only from random.Random(seed) objects created here, never from global state.
+
+Prompts are real text: [BOS] + bytes of Python standard-library source (data/prompts.txt, committed so every
+machine and Python version sees the same bytes) taken at a seeded offset. The tiny GPT was trained on that
+kind of text, so its continuations are plausible, but nothing here depends on what it generates.
+
+chapter-7.2-longtail, the distributions and why:
+  * 80% short chat turns: prompt ~ lognormal(median 60, sigma 0.8) clipped to 8..400 tokens, output ~
+    lognormal(median 40, sigma 1.0) clipped to 4..400.
+  * 20% long RAG completions: prompt uniform 800..2,500 tokens (retrieved passages), output uniform 150..600.
+  Real chat/RAG traffic is long-tailed: the evaluations of Orca and vLLM replayed ShareGPT-style
+  conversations whose output lengths span two orders of magnitude with a small mean; the mixture reproduces
+  that (output p99/p50 is about 10) while keeping prompt + output <= 3,100 < the 4,096-token context.
+  Arrivals are Poisson (exponential gaps) at `rate` requests/s. Default 4 req/s, chosen for the default
+  h200-70b-fp8 preset: the mean request has ~395 prompt and ~125 output tokens, so 4 req/s asks for ~1,580
+  prefill tokens/s (~0.22 s of compute per second at ~1 PFLOP/s effective) and ~500 output tokens/s, which
+  continuous batching serves with ~10-15 sequences decoding in ~20-25 ms steps: busy, not saturated.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import TinyserveError
+from .requests import Request
+from .tokenizer import BOS, encode
+
+PROMPTS_FILE = Path(__file__).parent / "data" / "prompts.txt"
+CONTEXT = 4096  # the shipped model's n_positions; named workloads keep prompt + output within it
+MAX_PROMPT_LEN = 1_000_000  # JSONL prompt_len sanity bound (far beyond any context; the engine rejects > CONTEXT)
+
+
+@lru_cache(maxsize=1)
+def _text() -> bytes:
+    """The prompt corpus without its one-line provenance header."""
+    return PROMPTS_FILE.read_bytes().split(b"\n", 1)[1]
+
+
+def _prompt(n_tokens: int, rng: random.Random) -> list[int]:
+    text = _text()
+    off = rng.randrange(len(text))
+    need = n_tokens - 1
+    reps = (off + need) // len(text) + 1  # wrap around for prompts longer than the corpus
+    return [BOS] + list((text * reps)[off:off + need])
+
+
+def make_prompt(n_tokens: int, seed: int = 0) -> list[int]:
+    """Exactly n_tokens ids: BOS then n_tokens-1 bytes of real text from a seeded offset of prompts.txt."""
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
+        raise TinyserveError(f"prompt length: must be an integer >= 1, got {n_tokens!r}")
+    return _prompt(n_tokens, random.Random(seed))
+
+
+# ------------------------------------------------------------------------------------------ named workloads
+def _padding(rng: random.Random, short_prompt: int, long_prompt: int, max_new_tokens: int) -> list[Request]:
+    if max(short_prompt, long_prompt) + max_new_tokens > CONTEXT:
+        raise TinyserveError(f"workload chapter-7.1-padding: the longer prompt + max_new_tokens must be <= {CONTEXT}")
+    return [Request(f"r{i}", _prompt(p, rng), max_new_tokens, 0.0, ignore_eos=True)
+            for i, p in enumerate((short_prompt, long_prompt))]
+
+
+def _finisher(rng: random.Random, n: int, long_output: int, short_output: int) -> list[Request]:
+    return [Request(f"r{i}", _prompt(rng.randint(16, 32), rng), long_output if i == 0 else short_output, 0.0,
+                    ignore_eos=True) for i in range(n)]
+
+
+def _longtail(rng: random.Random, n: int, rate: float) -> list[Request]:
+    out, t = [], 0.0
+    for i in range(n):
+        t += -math.log(1.0 - rng.random()) / rate  # exponential gap: Poisson arrivals
+        if rng.random() < 0.8:  # short chat turn
+            p = min(400, max(8, round(rng.lognormvariate(math.log(60), 0.8))))
+            o = min(400, max(4, round(rng.lognormvariate(math.log(40), 1.0))))
+        else:  # long RAG completion
+            p, o = rng.randint(800, 2500), rng.randint(150, 600)
+        out.append(Request(f"r{i}", _prompt(p, rng), o, round(t, 6), ignore_eos=True))
+    return out
+
+
+def _long_prompt(rng: random.Random, n: int, arrival_s: float, long_prompt: int) -> list[Request]:
+    reqs = [Request(f"r{i}", _prompt(32, rng), 300, 0.0, ignore_eos=True) for i in range(n)]
+    return reqs + [Request("long", _prompt(long_prompt, rng), 32, float(arrival_s), ignore_eos=True)]
+
+
+# name -> (description, builder, {knob: (default, kind, lo, hi)}); kind "int" (lo..hi), "float>" or "float>="
+WORKLOADS: dict[str, tuple[str, Callable[..., list[Request]], dict[str, tuple[Any, str, float, float | None]]]] = {
+    "chapter-7.1-padding": (
+        "a 50- and a 4,000-token prompt together, 16 output tokens each (F2: padding)", _padding,
+        {"short_prompt": (50, "int", 1, CONTEXT - 1), "long_prompt": (4000, "int", 1, CONTEXT - 1),
+         "max_new_tokens": (16, "int", 1, CONTEXT - 1)}),
+    "chapter-7.1-finisher": (
+        "32 requests at once: one 2,000-token output (r0), 31 of 20 tokens (F3: fastest finisher)", _finisher,
+        {"n": (32, "int", 1, 100_000), "long_output": (2000, "int", 1, CONTEXT - 32),
+         "short_output": (20, "int", 1, CONTEXT - 32)}),
+    "chapter-7.2-longtail": (
+        "80% short chat turns + 20% long RAG completions, long-tailed outputs, Poisson arrivals (F6, F7)", _longtail,
+        {"n": (100, "int", 1, 100_000), "rate": (4.0, "float>", 0.0, None)}),
+    "chapter-7.3-long-prompt": (
+        "30 requests (32-token prompts, 300-token outputs) decoding when a 4,000-token prompt 'long' arrives (F8)",
+        _long_prompt,
+        {"n": (30, "int", 1, 100_000), "arrival_s": (0.5, "float>=", 0.0, None),
+         "long_prompt": (4000, "int", 1, CONTEXT - 32)}),
+}
+
+
+def list_workloads() -> list[tuple[str, str]]:
+    """(name, one-line description) of every named workload."""
+    return [(name, spec[0]) for name, spec in WORKLOADS.items()]
+
+
+def _check_knob(workload: str, knob: str, value: Any, kind: str, lo: float, hi: float | None) -> int | float:
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+        rng = f"an integer in {lo}..{hi}"
+    else:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
+            value > lo if kind == "float>" else value >= lo)
+        rng = f"a finite number {kind[5:]} {lo:g}"
+    if not ok:
+        raise TinyserveError(f"workload {workload}: {knob} must be {rng}, got {_show(value)}")
+    return value
+
+
+def get_workload(name: str, seed: int = 0, **knobs: Any) -> list[Request]:
+    """Fresh requests of a named workload (or a FILE.jsonl), seeded; knobs override the defaults."""
+    if name not in WORKLOADS:
+        if isinstance(name, str) and name.endswith(".jsonl"):
+            if knobs:
+                raise TinyserveError(f"workload {name}: a JSONL file takes no knobs (got {', '.join(knobs)})")
+            return load_jsonl(name, seed=seed)
+        raise TinyserveError(f"workload: unknown {name!r} (choose {', '.join(WORKLOADS)}, or FILE.jsonl)")
+    _, build, spec = WORKLOADS[name]
+    for k in knobs:
+        if k not in spec:
+            raise TinyserveError(f"workload {name}: unknown knob {k!r} (knobs: {', '.join(spec) or 'none'})")
+    args = {k: _check_knob(name, k, knobs.get(k, d), kind, lo, hi) for k, (d, kind, lo, hi) in spec.items()}
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TinyserveError(f"seed: must be an integer, got {seed!r}")
+    return build(random.Random(seed), **args)
+
+
+# ------------------------------------------------------------------------------------------------- JSONL
+FIELDS = ("id", "prompt", "prompt_len", "max_new_tokens", "arrival_s", "ignore_eos")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # JSON true is not 1
+
+
+def _show(v: Any) -> str:
+    """A value for an error message, cut short (a bad field may hold a megabyte)."""
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _unicode(s: str) -> bool:
+    """False for strings holding lone surrogates (JSON "\\ud800" escapes decode to them; they are not text)."""
+    try:
+        s.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _parse_line(obj: Any, where: str, lineno: int, seed: int) -> Request:
+    if not isinstance(obj, dict):
+        raise TinyserveError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    unknown = [k for k in obj if k not in FIELDS]
+    if unknown:
+        raise TinyserveError(f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(FIELDS)})")
+    rid = obj.get("id", str(lineno))
+    if not isinstance(rid, str) or not rid or not _unicode(rid):
+        raise TinyserveError(f"{where}: field 'id' must be a non-empty string of valid Unicode, got {_show(rid)}")
+    if ("prompt" in obj) == ("prompt_len" in obj):
+        raise TinyserveError(f"{where}: give exactly one of the fields 'prompt' (text) and 'prompt_len' (int)")
+    if "prompt" in obj:
+        text = obj["prompt"]
+        if not isinstance(text, str):
+            raise TinyserveError(f"{where}: field 'prompt' must be a string, got {type(text).__name__}")
+        if not text:
+            raise TinyserveError(f"{where}: field 'prompt' is empty (needs at least 1 character)")
+        if not _unicode(text):
+            raise TinyserveError(f"{where}: field 'prompt' holds a lone surrogate (\\ud800-\\udfff), not valid Unicode")
+        prompt = encode(text)
+    else:
+        n = obj["prompt_len"]
+        if not _is_int(n) or not 1 <= n <= MAX_PROMPT_LEN:
+            raise TinyserveError(f"{where}: field 'prompt_len' must be an integer in 1..{MAX_PROMPT_LEN}, got {_show(n)}")
+        prompt = _prompt(n, random.Random(seed * 1_000_003 + lineno))  # per line: editing one line moves no other
+    if "max_new_tokens" not in obj:
+        raise TinyserveError(f"{where}: missing field 'max_new_tokens'")
+    m = obj["max_new_tokens"]
+    if not _is_int(m) or m < 1:
+        raise TinyserveError(f"{where}: field 'max_new_tokens' must be an integer >= 1, got {_show(m)}")
+    a = obj.get("arrival_s", 0.0)
+    try:
+        ok = isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(float(a)) and a >= 0
+    except OverflowError:  # an integer too big for a float
+        ok = False
+    if not ok:
+        raise TinyserveError(f"{where}: field 'arrival_s' must be a finite number >= 0, got {_show(a)}")
+    eos = obj.get("ignore_eos", False)
+    if not isinstance(eos, bool):
+        raise TinyserveError(f"{where}: field 'ignore_eos' must be true or false, got {_show(eos)}")
+    return Request(rid, prompt, m, float(a), ignore_eos=eos)
+
+
+def load_jsonl(path: str | Path, seed: int = 0) -> list[Request]:
+    """Requests from a JSONL file, one JSON object a line, sorted stably by arrival_s.
+
+    Fields: id (str, default: the 1-based line number in the file), prompt (text, encoded with BOS) or
+    prompt_len (int; synthetic text, seeded per line), max_new_tokens (int >= 1), arrival_s (default 0),
+    ignore_eos (default false). Blank lines are skipped but still counted. Any problem raises TinyserveError
+    naming the file, the line and the field. Prompts too long for the model are kept: the engine rejects
+    them one by one while the rest run.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TinyserveError(f"workload {path}: no such file" + (" (a directory)" if path.is_dir() else ""))
+    try:
+        data = path.read_bytes().decode("utf-8-sig")  # tolerate a BOM, nothing else
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise TinyserveError(f"workload {path}, line {line}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
+    except OSError as e:
+        raise TinyserveError(f"workload {path}: cannot read ({e.strerror})") from None
+    reqs: list[Request] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(data.split("\n"), start=1):  # not splitlines(): JSON may hold U+2028 raw
+        if not line.strip(" \t\r"):
+            continue
+        where = f"workload {path}, line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TinyserveError(f"{where}: malformed JSON ({e.msg} at column {e.colno})") from None
+        except (ValueError, RecursionError) as e:  # e.g. an integer with too many digits, absurd nesting
+            raise TinyserveError(f"{where}: malformed JSON ({type(e).__name__})") from None
+        req = _parse_line(obj, where, lineno, seed)
+        if req.id in first_line:
+            raise TinyserveError(f"{where}: duplicate id {req.id!r} (first on line {first_line[req.id]})")
+        first_line[req.id] = lineno
+        reqs.append(req)
+    if not reqs:
+        raise TinyserveError(f"workload {path}: no requests (the file is empty)")
+    return sorted(reqs, key=lambda r: r.arrival_s)
