@@ -107,3 +107,17 @@ def checkpoint_model() -> TinyGPT:
 def get_model() -> Callable[..., TinyGPT]:
     """get_model(kind, device="cpu", dtype=torch.float64) -> a cached model copy; do not modify it."""
     return model_copy
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Run a module's tiny tensor ops on one intra-op thread, then restore the setting.
+
+    The parity tests push a few hundred tokens through a 128-wide model: threads gain nothing there, and on a
+    busy 2-core machine OpenMP's spinning made them 10-50x slower (measured: 6 s on one thread vs 45-60 s on
+    two while other jobs ran). Results do not depend on it: every comparison has a tolerance or is float64.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import transformers
 from conftest import ATOL, DEVICES, DTYPES, MODEL_KINDS
 from safetensors import safe_open
 from safetensors.torch import save_file
@@ -23,6 +22,7 @@ from tinyserve.model import KVCache, TinyGPT, build_step
 from tinyserve.tokenizer import BOS, EOS, encode
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 LONG = "Continuous batching refills a slot the moment a sequence finishes. "
 PROMPTS = {
     "ascii": encode("Hello"),
@@ -253,3 +253,12 @@ def test_load_hf_float16_folder_becomes_float32(exported, tmp_path: Path) -> Non
     assert model.dtype == torch.float32
     assert torch.equal(model.wte.weight, hf.transformer.wte.weight.float())
     assert torch.equal(model.h[1].mlp.c_fc.weight, hf.transformer.h[1].mlp.c_fc.weight.float().T)
+
+
+def test_export_hf_to_a_file_is_a_clear_error(random_model: TinyGPT, tmp_path: Path) -> None:
+    target = tmp_path / "taken"
+    target.write_text("not a folder")
+    with pytest.raises(TinyserveError, match="exists and is not a directory"):
+        export_hf(random_model, target)
+    with pytest.raises(TinyserveError, match="cannot write"):
+        export_hf(random_model, target / "below")

@@ -22,6 +22,7 @@ from tinyserve.model import (
 from tinyserve.tokenizer import encode
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def full_logits(model: TinyGPT, ids: list[int]) -> torch.Tensor:

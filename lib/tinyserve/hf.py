@@ -115,11 +115,17 @@ def export_hf(model: TinyGPT, out_dir: str | Path) -> Path:
     if out.exists() and not out.is_dir():
         raise TinyserveError(f"export-hf: {out} exists and is not a directory")
     hf = to_hf_model(model)
+    hf_logging = _transformers().utils.logging
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a one-file save needs no "Writing model shards" bar on stderr
     try:
         out.mkdir(parents=True, exist_ok=True)
         hf.save_pretrained(out)
     except OSError as e:
         raise TinyserveError(f"export-hf: cannot write {out} ({e})") from e
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     return out
 
 

@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .errors import TinyserveError
+from .tokenizer import EOS
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
@@ -32,6 +33,10 @@ class GPTConfig:
     n_head: int = 4
     n_embd: int = 128
     layer_norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.n_head < 1 or self.n_embd % self.n_head:
+            raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
 
     @property
     def head_dim(self) -> int:
@@ -236,7 +241,7 @@ class TinyGPT(nn.Module):
         return self.ln_f(x[s.logits_rows]) @ self.wte.weight.T
 
     @torch.inference_mode()
-    def generate(self, prompt: list[int], max_new_tokens: int, stop_at_eos: bool = True, eos: int | None = None) -> list[int]:
+    def generate(self, prompt: list[int], max_new_tokens: int, stop_at_eos: bool = True, eos: int = EOS) -> list[int]:
         """Greedy continuation of one prompt through the KV cache (the 'running alone' path)."""
         total = len(prompt) + max_new_tokens
         check_length(len(prompt), max_new_tokens, self.config.n_positions)
@@ -247,7 +252,7 @@ class TinyGPT(nn.Module):
             logits = self.forward_step(build_step([seg], [True], self.device), kv)
             tok = int(logits[0].argmax())
             out.append(tok)
-            if stop_at_eos and eos is not None and tok == eos:
+            if stop_at_eos and tok == eos:
                 break
             seg = (0, seg[1] + len(seg[2]), [tok])
         return out
@@ -301,13 +306,14 @@ def load_model(path: str | Path | None = None, device: str = "auto", dtype: str 
         state = load_file(str(weights))
         model = TinyGPT(cfg)
         model.load_state_dict(state)
-    except (ValueError, TypeError, RuntimeError, SafetensorError, json.JSONDecodeError) as e:
-        raise TinyserveError(f"checkpoint: {path} is corrupt or does not match the model ({str(e).splitlines()[0][:200]})")
+    except (ValueError, TypeError, RuntimeError, OSError, SafetensorError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise TinyserveError(f"checkpoint: {path} is corrupt or does not match the model ({first})")
     return model.to(device=dev, dtype=dt).eval()
 
 
 def save_model(model: TinyGPT, path: str | Path) -> None:
-    """Write config.json + model.safetensors (the tied head is stored once, as wte)."""
+    """Write config.json + model.safetensors in float32 (the shipped format; the tied head is stored once, as wte)."""
     from safetensors.torch import save_file
 
     path = Path(path)
