@@ -138,6 +138,10 @@ def test_preset_files_round_trip_and_are_validated(tmp_path):
     f.write_text(json.dumps(bad))
     with pytest.raises(TinyserveError, match="bandwidth_Bps"):
         get_preset(str(f))
+    bad["bandwidth_Bps"], bad["n_layer"] = 1e12, 10 ** 400
+    f.write_text(json.dumps(bad))
+    with pytest.raises(TinyserveError, match="n_layer"):
+        get_preset(str(f))
     f.write_text("{not json")
     with pytest.raises(TinyserveError, match="cannot read"):
         load_preset(f)
@@ -187,3 +191,19 @@ def test_calibration_on_a_small_random_model_is_sane(one_thread):
     again = ModeledClock(p)  # the preset reproduces its own recorded predictions
     assert again.decode_step_time(8, 128) == pytest.approx(
         next(q["modeled_s"] for q in pts if q["kind"] == "decode" and q["batch"] == 8 and q["context"] == 128), abs=1e-6)
+
+
+def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
+    p = get_preset("cpu-tiny")
+    assert p.sources[0].startswith("calibrated on ") and "tinyserve calibrate" in p.sources[0]
+    assert (p.n_layer, p.attn_dim, p.kv_bytes_per_token) == (4, 128, 2 * 4 * 128 * 4)  # float32 slabs
+    pts = p.details["points"]
+    assert {q["kind"] for q in pts} == {"decode", "prefill"} and len(pts) >= 15
+    assert {q["batch"] for q in pts if q["kind"] == "decode"} == {1, 4, 16, 32, 64}
+    assert max(q["tokens"] for q in pts if q["kind"] == "prefill") == 2048
+    clock = ModeledClock(p)  # the preset reproduces the predictions it recorded
+    for q in pts:
+        works = decodes(q["batch"], q["context"]) if q["kind"] == "decode" else [Work(0, None, "prefill", 0, q["tokens"])]
+        assert clock.step_time(works) == pytest.approx(q["modeled_s"], abs=1e-6)
+    rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
+    assert p.details["fit"]["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)

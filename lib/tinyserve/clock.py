@@ -51,6 +51,13 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
             "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float}
 
 
+def _finite(v: float) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int beyond float range
+        return False
+
+
 def load_preset(path: str | Path) -> HardwarePreset:
     """Read a preset JSON file, checking every field (a user may pass their own calibration file)."""
     path = Path(path)
@@ -66,7 +73,7 @@ def load_preset(path: str | Path) -> HardwarePreset:
                              f"(unknown: {sorted(set(d) - allowed)}, missing: {sorted(allowed - set(d) - {'details'})})")
     for k, typ in _NUMBERS.items():
         v = d[k]
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)
         ok = ok and (v >= 0 if k == "overhead_s" else v > 0) and (typ is float or float(v).is_integer())
         if not ok:
             raise TinyserveError(f"hardware: {path}: {k} must be a finite number "
