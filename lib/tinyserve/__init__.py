@@ -9,12 +9,12 @@ from __future__ import annotations
 from .errors import TinyserveError
 
 __version__ = "0.1.0"
-__all__ = ["TinyserveError", "run", "engine", "__version__"]
+__all__ = ["TinyserveError", "run", "shared_engine", "__version__"]
 
 _engines: dict = {}
 
 
-def engine(device: str = "auto", dtype: str = "float32"):
+def shared_engine(device: str = "auto", dtype: str = "float32"):
     """A shared Engine on the shipped model (loaded once per device and dtype)."""
     from .engine import Engine
 
@@ -26,4 +26,4 @@ def engine(device: str = "auto", dtype: str = "float32"):
 
 def run(workload, policy: str = "continuous", *, device: str = "auto", dtype: str = "float32", **knobs):
     """Run a workload (name, FILE.jsonl or list of Requests) under a policy; returns the Trace."""
-    return engine(device, dtype).run(workload, policy, **knobs)
+    return shared_engine(device, dtype).run(workload, policy, **knobs)

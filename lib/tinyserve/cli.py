@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true")
     b.add_argument("--repeats", type=_positive_int("--repeats"), default=3)
     b.add_argument("--quick", action="store_true", help="a small workload (smoke test)")
+    b.add_argument("--device", default="auto", help="auto (cuda when present) | cpu | cuda")
     c = sub.add_parser("calibrate", help="fit the cpu cost-model preset to measured step times")
     c.add_argument("--out", type=Path, help="write the preset JSON here")
     c.add_argument("--quick", action="store_true")
@@ -107,7 +108,9 @@ def cmd_run(a) -> None:
     from .engine import Engine
 
     for path in (a.trace, a.perfetto):
-        if path is not None and not path.parent.exists():
+        if path is not None and path.is_dir():
+            raise TinyserveError(f"output: {path} is a directory (give a file name, e.g. {path / 'trace.json'})")
+        if path is not None and not path.parent.is_dir():
             raise TinyserveError(f"output: directory {path.parent} does not exist")
     if a.tokens and a.dry_run:
         raise TinyserveError("--tokens: a dry run computes no tokens (drop --dry-run or --tokens)")
@@ -121,17 +124,20 @@ def cmd_run(a) -> None:
     rejected = [r for r in tr.requests if r.status == "rejected"]
     for r in rejected:
         print(f"tinyserve: rejected request {r.id}: {r.finish_reason}", file=sys.stderr)
-    if a.trace:
-        tr.save(a.trace)
-    if a.perfetto:
-        tr.save_perfetto(a.perfetto)
+    if rejected and len(rejected) == len(tr.requests):
+        raise TinyserveError("workload: every request was rejected (see the lines above)")
+    try:
+        if a.trace:
+            tr.save(a.trace)
+        if a.perfetto:
+            tr.save_perfetto(a.perfetto)
+    except OSError as e:
+        raise TinyserveError(f"output: cannot write {e.filename} ({e.strerror})") from None
     if a.json:
         print(json.dumps(tr.summary(tokens=a.tokens)))
     else:
         from .report import format_summary
         print(format_summary(tr))
-    if rejected and len(rejected) == len(tr.requests):
-        raise TinyserveError("workload: every request was rejected (see the lines above)")
 
 
 def cmd_workloads(a) -> None:

@@ -3,6 +3,7 @@ greedy tokens are sampled, requests advance, slots are freed, the clock moves, t
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
 from collections import deque
@@ -12,7 +13,7 @@ import torch
 
 from .cache import SlotPool, kv_bytes_per_token, num_slots_for
 from .errors import TinyserveError
-from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model
+from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model, resolve_device
 from .policies import Policy, make_policy
 from .requests import ABORTED, FINISHED, REJECTED, RUNNING, WAITING, Request
 from .tokenizer import EOS
@@ -72,6 +73,12 @@ class Run:
             ids.add(r.id)
             if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
                 raise TinyserveError(f"arrival_s: request {r.id!r} must be a finite number >= 0, got {r.arrival_s!r}")
+            if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < cfg.vocab_size
+                       for t in r.prompt):
+                raise TinyserveError(f"prompt: request {r.id!r} must hold integer token ids in 0..{cfg.vocab_size - 1}")
+            if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
+                raise TinyserveError(f"max_new_tokens: request {r.id!r} must be an integer >= 1, "
+                                     f"got {r.max_new_tokens!r}")
             reason = None
             if r.prompt_len < 1:
                 reason = "empty prompt"
@@ -207,6 +214,8 @@ class Engine:
         self.device, self.dtype = device, dtype
         if dtype not in DTYPES:
             raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPES)})")
+        if model is None:
+            resolve_device(device)  # a bad --device is an error for dry runs too
 
     @property
     def model(self) -> TinyGPT:

@@ -35,8 +35,15 @@ class GPTConfig:
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        if self.n_head < 1 or self.n_embd % self.n_head:
+        for k in ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{k} must be a positive integer, got {v!r}")
+        if self.n_embd % self.n_head:
             raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+            raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")
 
     @property
     def head_dim(self) -> int:
