@@ -76,12 +76,28 @@ class Block(nn.Module):
         self.mlp = MLP(cfg)
 
 
+# Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips
+# reading more than this many (slot, key) pairs of the slabs. Measured on CPU; a heuristic, exactness is unaffected.
+GROUP_CALL_COST = 256
+
+
+@dataclass
+class DecodeGroup:
+    """Decodes in the slot range [lo, hi): one attention call over a view of their slabs, keys [0, T)."""
+
+    lo: int
+    hi: int
+    rows: torch.Tensor  # rows of the step's decode tokens in this group
+    offsets: torch.Tensor  # their slot - lo
+    mask: torch.Tensor  # (hi - lo, 1, 1, T) bool, True = attend
+
+
 @dataclass
 class StepInput:
     """One ragged step, as index tensors the model can use without Python loops over tokens.
 
-    Rows are the step's tokens concatenated. Decode rows (one token each, slot >= 0) attend to their slab in
-    one batched call over the slot range [dec_lo, dec_hi); each prefill segment attends on its own.
+    Rows are the step's tokens concatenated. Decode rows (one token each, slot >= 0) attend to their slabs in a
+    few batched calls, each over a range of neighbouring slots; each prefill segment attends on its own.
     A segment with slot -1 is padding: computed, attending only to itself, never stored.
     """
 
@@ -90,13 +106,28 @@ class StepInput:
     write_rows: torch.Tensor  # rows whose K/V go into a slab
     write_slots: torch.Tensor
     write_pos: torch.Tensor
-    dec_rows: torch.Tensor  # (D,) rows of decode tokens
-    dec_slot_offsets: torch.Tensor  # (D,) slot - dec_lo
-    dec_lo: int
-    dec_hi: int
-    dec_mask: torch.Tensor | None  # (dec_hi-dec_lo, 1, 1, T) bool, True = attend
+    decode_groups: list[DecodeGroup]
     prefills: list[tuple[int, int, int, int]]  # (row_start, n_tokens, slot, start_pos)
     logits_rows: torch.Tensor  # rows whose next-token logits are wanted
+
+
+def group_decodes(dec: list[tuple[int, int, int]]) -> list[list[tuple[int, int, int]]]:
+    """Split (row, slot, context) decodes, sorted by slot, into runs of neighbouring slots.
+
+    One call over a slot range reads every slot's slab up to the longest context in the range, so a long
+    sequence next to short ones makes them all pay; a new group costs one more call. Greedy, left to right.
+    """
+    groups: list[list[tuple[int, int, int]]] = []
+    lo = hi = T = 0
+    for d in dec:
+        _, slot, ctx = d
+        if groups and (slot + 1 - lo) * max(T, ctx) <= (hi - lo) * T + GROUP_CALL_COST + ctx:
+            groups[-1].append(d)
+            hi, T = slot + 1, max(T, ctx)
+        else:
+            groups.append([d])
+            lo, hi, T = slot, slot + 1, ctx
+    return groups
 
 
 def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device) -> StepInput:
@@ -127,21 +158,15 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
     def t(x: list[int]) -> torch.Tensor:
         return torch.tensor(x, dtype=torch.long, device=device)
 
-    dec_lo = dec_hi = 0
-    mask = None
-    if dec:
-        slots = [s for _, s, _ in dec]
-        dec_lo, dec_hi = min(slots), max(slots) + 1
-        lens = [1] * (dec_hi - dec_lo)  # slots in the range that do not decode see one (ignored) key
-        for _, s, L in dec:
-            lens[s - dec_lo] = L
-        T = max(lens)
-        mask = (torch.arange(T, device=device)[None, :] < t(lens)[:, None])[:, None, None, :]
-    return StepInput(
-        t(ids), t(pos), t(wr_rows), t(wr_slots), t(wr_pos),
-        t([r for r, _, _ in dec]), t([s - dec_lo for _, s, _ in dec]), dec_lo, dec_hi, mask,
-        prefills, t(logit_rows),
-    )
+    groups = []
+    for g in group_decodes(sorted(dec, key=lambda d: d[1])):
+        lo, hi = g[0][1], g[-1][1] + 1
+        lens = [1] * (hi - lo)  # slots in the range that do not decode see one (ignored) key
+        for _, slot, ctx in g:
+            lens[slot - lo] = ctx
+        mask = (torch.arange(max(lens), device=device)[None, :] < t(lens)[:, None])[:, None, None, :]
+        groups.append(DecodeGroup(lo, hi, t([r for r, _, _ in g]), t([slot - lo for _, slot, _ in g]), mask))
+    return StepInput(t(ids), t(pos), t(wr_rows), t(wr_slots), t(wr_pos), groups, prefills, t(logit_rows))
 
 
 class KVCache:
@@ -221,14 +246,13 @@ class TinyGPT(nn.Module):
                 kc[s.write_slots, :, s.write_pos] = k[s.write_rows]
                 vc[s.write_slots, :, s.write_pos] = v[s.write_rows]
             y = torch.empty(N, H, hd, dtype=x.dtype, device=x.device)
-            if s.dec_rows.numel():
-                # a view of the slot range, no copy: the slabs are read in place
-                T = s.dec_mask.shape[-1]
-                qd = q.new_zeros(s.dec_hi - s.dec_lo, H, 1, hd)
-                qd[s.dec_slot_offsets, :, 0] = q[s.dec_rows]
-                yd = F.scaled_dot_product_attention(
-                    qd, kc[s.dec_lo:s.dec_hi, :, :T], vc[s.dec_lo:s.dec_hi, :, :T], attn_mask=s.dec_mask)
-                y[s.dec_rows] = yd[s.dec_slot_offsets, :, 0]
+            for g in s.decode_groups:
+                # a view of the group's slabs, no copy: the cache is read in place
+                T = g.mask.shape[-1]
+                qd = q.new_zeros(g.hi - g.lo, H, 1, hd)
+                qd[g.offsets, :, 0] = q[g.rows]
+                yd = F.scaled_dot_product_attention(qd, kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T], attn_mask=g.mask)
+                y[g.rows] = yd[g.offsets, :, 0]
             for row, n, slot, start in s.prefills:
                 qs = q[row:row + n].transpose(0, 1).unsqueeze(0)  # (1, H, n, hd)
                 if slot < 0:  # padding: attends to itself only, stored nowhere
