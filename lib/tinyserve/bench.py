@@ -275,12 +275,15 @@ def decode_curve_hf(hf, batches=DECODE_BATCHES, context: int = DECODE_CONTEXT, n
     with torch.inference_mode():
         for B in batches:
             ids = torch.randint(0, 256, (B, context), generator=torch.Generator().manual_seed(B)).to(dev)
-            cache = hf(input_ids=ids, use_cache=True).cache  # transformers 5.x: `cache`, not `past_key_values`
+            first = hf(input_ids=ids, use_cache=True)
+            # transformers 5.24 calls it `cache` (`past_key_values` is deprecated); older 5.x only knows the latter
+            name = "cache" if getattr(first, "cache", None) is not None else "past_key_values"
+            cache = getattr(first, name)
             nxt = ids[:, -1:]
             pos = torch.full((B, 1), context, device=dev)
 
             def step():
-                logits = hf(input_ids=nxt, cache=cache, position_ids=pos, use_cache=True).logits
+                logits = hf(input_ids=nxt, position_ids=pos, use_cache=True, **{name: cache}).logits
                 cache.crop(-1)  # drop the key just appended: back to `context` keys for the next repeat
                 return logits[:, -1].argmax(-1).tolist()
 

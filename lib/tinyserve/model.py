@@ -77,8 +77,11 @@ class Block(nn.Module):
 
 
 # Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips
-# reading more than this many (slot, key) pairs of the slabs. Measured on CPU; a heuristic, exactness is unaffected.
+# reading more than this many (slot, key) pairs of the slabs. Measured on CPU (about 300 was best); on a GPU
+# reading keys is cheap and every call costs kernel launches, so it splits only for big savings. A heuristic:
+# exactness is unaffected.
 GROUP_CALL_COST = 256
+GROUP_CALL_COST_CUDA = 65536
 
 
 @dataclass
@@ -111,17 +114,18 @@ class StepInput:
     logits_rows: torch.Tensor  # rows whose next-token logits are wanted
 
 
-def group_decodes(dec: list[tuple[int, int, int]]) -> list[list[tuple[int, int, int]]]:
+def group_decodes(dec: list[tuple[int, int, int]], call_cost: int | None = None) -> list[list[tuple[int, int, int]]]:
     """Split (row, slot, context) decodes, sorted by slot, into runs of neighbouring slots.
 
     One call over a slot range reads every slot's slab up to the longest context in the range, so a long
     sequence next to short ones makes them all pay; a new group costs one more call. Greedy, left to right.
     """
+    call_cost = GROUP_CALL_COST if call_cost is None else call_cost
     groups: list[list[tuple[int, int, int]]] = []
     lo = hi = T = 0
     for d in dec:
         _, slot, ctx = d
-        if groups and (slot + 1 - lo) * max(T, ctx) <= (hi - lo) * T + GROUP_CALL_COST + ctx:
+        if groups and (slot + 1 - lo) * max(T, ctx) <= (hi - lo) * T + call_cost + ctx:
             groups[-1].append(d)
             hi, T = slot + 1, max(T, ctx)
         else:
@@ -159,7 +163,8 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
         return torch.tensor(x, dtype=torch.long, device=device)
 
     groups = []
-    for g in group_decodes(sorted(dec, key=lambda d: d[1])):
+    cost = GROUP_CALL_COST_CUDA if torch.device(device).type == "cuda" else None
+    for g in group_decodes(sorted(dec, key=lambda d: d[1]), cost):
         lo, hi = g[0][1], g[-1][1] + 1
         lens = [1] * (hi - lo)  # slots in the range that do not decode see one (ignored) key
         for _, slot, ctx in g:
