@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import json
 import math
+import os
 import random
 import sysconfig
 import textwrap
@@ -26,32 +28,50 @@ SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packa
 MAX_DOC_BYTES = 3000
 
 
+def _segment(lines: list[str], node: ast.AST, padded: bool) -> str:
+    """ast.get_source_segment over lines split once (calling it per node re-splits the file: quadratic)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    head = lines[first].encode()
+    if first == last:
+        return head[node.col_offset:node.end_col_offset].decode()
+    pad = "".join(c if c in "\f\t" else " " for c in head[:node.col_offset].decode()) if padded else ""
+    return (pad + head[node.col_offset:].decode() + "".join(lines[first + 1:last])
+            + lines[last].encode()[:node.end_col_offset].decode())
+
+
 def _segments(tree: ast.Module, src: str) -> list[str]:
     docs = []
+    lines = list(io.StringIO(src, newline=""))  # line breaks as ast counts them (a form feed is not one)
+    plain = src.splitlines()
     mod_doc = ast.get_docstring(tree, clean=False)
     if mod_doc:
         docs.append('"""' + mod_doc.strip() + '\n"""\n')
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            docs.append(ast.get_source_segment(src, node, padded=False) or "")
+            docs.append(_segment(lines, node, padded=False))
         elif isinstance(node, ast.ClassDef):
             methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
             first = methods[0].lineno - 1 - len(methods[0].decorator_list) if methods else node.end_lineno
-            header = "\n".join(src.splitlines()[node.lineno - 1 - len(node.decorator_list):first])
-            docs.append(header)
+            docs.append("\n".join(plain[node.lineno - 1 - len(node.decorator_list):first]))
             for m in methods:
-                seg = ast.get_source_segment(src, m, padded=True) or ""
-                docs.append(textwrap.dedent(seg))
+                docs.append(textwrap.dedent(_segment(lines, m, padded=True)))
     return docs
 
 
-def corpus_documents() -> list[str]:
-    """All documents of this Python's standard library, in a fixed order."""
+def stdlib_files() -> list[Path]:
+    """The standard library's .py files, in a fixed order, without tests, IDLE and installed packages."""
     root = Path(sysconfig.get_paths()["stdlib"])
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)  # prune: site-packages can be huge
+        files += [Path(dirpath) / f for f in filenames if f.endswith(".py")]
+    return sorted(files)
+
+
+def corpus_documents(max_files: int | None = None) -> list[str]:
+    """All documents of this Python's standard library (or of its first max_files files), in a fixed order."""
     docs: list[str] = []
-    for f in sorted(root.rglob("*.py")):
-        if SKIP_DIRS & set(f.relative_to(root).parts):
-            continue
+    for f in stdlib_files()[:max_files]:
         try:
             src = f.read_text(encoding="utf-8")
             tree = ast.parse(src)
@@ -76,10 +96,10 @@ def token_stream(docs: list[str], seed: int) -> torch.Tensor:
 
 
 def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 256, seed: int = 0,
-          lr: float = 3e-3, log_every: int = 50) -> dict:
-    """Train until `steps` or `minutes` (whichever first); save the checkpoint and its card; return stats."""
+          lr: float = 3e-3, log_every: int = 50, max_files: int | None = None, sample_tokens: int = 120) -> dict:
+    """Train until `steps` or `minutes` (whichever first); save the checkpoint and its numbers; return stats."""
     torch.manual_seed(seed)
-    docs = corpus_documents()
+    docs = corpus_documents(max_files)
     data = token_stream(docs, seed)
     n_val = len(data) // 50
     train_data, val_data = data[n_val:], data[:n_val]
@@ -109,7 +129,7 @@ def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 2
 
     t0 = time.time()
     deadline = t0 + minutes * 60
-    warmup, step, loss_avg = 100, 0, None
+    warmup, step, loss_avg, first_loss = min(100, max(1, steps // 10)), 0, None, None
     model.train()
     while step < steps and time.time() < deadline:
         # cosine schedule over the step budget, or over the time budget when that is the binding one
@@ -122,19 +142,20 @@ def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 2
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        first_loss = loss.item() if first_loss is None else first_loss
         loss_avg = loss.item() if loss_avg is None else 0.95 * loss_avg + 0.05 * loss.item()
         step += 1
         if step % log_every == 0:
             print(f"step {step} loss {loss_avg:.3f} ({time.time() - t0:.0f}s)", flush=True)
     elapsed = time.time() - t0
-    stats = {"steps": step, "train_loss": round(loss_avg or float("nan"), 4), "val_loss": round(val_loss(), 4),
+    stats = {"steps": step, "first_loss": round(first_loss or float("nan"), 4), "train_loss": round(loss_avg or float("nan"), 4), "val_loss": round(val_loss(), 4),
              "train_seconds": round(elapsed, 1), "tokens_seen": step * batch * block, "batch": batch, "block": block,
              "corpus_documents": len(docs), "corpus_tokens": len(data), "seed": seed, "lr": lr,
              "params": model.num_params(), "torch": torch.__version__,
              "python_stdlib": sysconfig.get_paths()["stdlib"].rsplit("/", 1)[-1]}
     model.eval()
     save_model(model, out)
-    samples = {p: decode(model.generate(encode(p), 120, eos=EOS)) for p in ("def ", "class ", "import ", '"""')}
+    samples = {p: decode(model.generate(encode(p), sample_tokens, eos=EOS)) for p in ("def ", "class ", "import ", '"""')}
     stats["samples"] = samples
     (out / "training.json").write_text(json.dumps(stats, indent=2) + "\n")
     return stats
