@@ -20,6 +20,7 @@ from .tokenizer import EOS
 from .trace import SlotWork, StepRecord, Trace
 
 Workload = str | Path | list[Request]
+PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
 
 
 def fresh(r: Request) -> Request:
@@ -248,13 +249,14 @@ class Engine:
 
     def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
             **knobs) -> Trace:
-        """Run a workload to the end and return its Trace (knobs as in start())."""
+        """Run a workload to the end and return its Trace (knobs as in start()); progress: None = auto."""
         run = self.start(workload, policy, **knobs)
         from tqdm import tqdm
 
-        show = sys.stderr.isatty() if progress is None else progress
+        # default: a bar in a terminal or a notebook kernel; tqdm's delay keeps runs under 1 s silent
+        show = (sys.stderr.isatty() or "ipykernel" in sys.modules) if progress is None else progress
         accepted = sum(r.status != REJECTED for r in run.requests)
-        with tqdm(total=accepted, unit="req", delay=1.0, disable=not show, desc=run.policy.name) as bar:
+        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=run.policy.name) as bar:
             while not run.done:
                 run.step()
                 bar.update(run.num_done - bar.n)
