@@ -13,6 +13,8 @@ import pytest
 import torch
 
 from tinyserve.model import CHECKPOINT_DIR, GPTConfig, TinyGPT, load_model
+from tinyserve.requests import Request
+from tinyserve.tokenizer import EOS
 
 CUDA = torch.cuda.is_available()
 DEVICES = [
@@ -121,3 +123,16 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def greedy_alone(model: TinyGPT, r: Request) -> list[int]:
+    """The reference for batching tests: full recompute of one request, no KV cache, no batch."""
+    ids, out = list(r.prompt), []
+    with torch.no_grad():
+        for _ in range(r.max_new_tokens):
+            tok = int(model(torch.tensor([ids], device=model.device))[0, -1].argmax())
+            out.append(tok)
+            if tok == EOS and not r.ignore_eos:
+                break
+            ids.append(tok)
+    return out

@@ -5,6 +5,7 @@ import random
 
 import pytest
 import torch
+from conftest import greedy_alone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,20 +22,6 @@ CTX = 96
 def model() -> TinyGPT:
     torch.manual_seed(1)
     return TinyGPT(GPTConfig(n_positions=CTX, n_layer=2, n_head=2, n_embd=32)).double().eval()
-
-
-def greedy_alone(model: TinyGPT, r: Request) -> list[int]:
-    """The reference: full recompute of one request, no cache, no batch."""
-    ids = list(r.prompt)
-    out: list[int] = []
-    with torch.no_grad():
-        for _ in range(r.max_new_tokens):
-            tok = int(model(torch.tensor([ids]))[0, -1].argmax())
-            out.append(tok)
-            if tok == EOS and not r.ignore_eos:
-                break
-            ids.append(tok)
-    return out
 
 
 def make_requests(seed: int, n: int, max_prompt: int = 30, max_out: int = 12, spread: float = 0.05,

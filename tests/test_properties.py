@@ -14,6 +14,7 @@ import random
 
 import pytest
 import torch
+from conftest import greedy_alone as reference
 from conftest import make_random_model
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -33,12 +34,8 @@ POLICIES = ["static", "dynamic", "continuous-prefill-first", "continuous-decode-
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matmuls: one thread is fastest, and robust when the machine is shared (restored afterwards)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def one_thread(torch_one_thread):
+    """Tiny matmuls: one thread (conftest's torch_one_thread), for every test of this module."""
 
 
 @pytest.fixture(scope="module")
@@ -53,18 +50,10 @@ _REF: dict = {}
 
 
 def greedy_alone(model, r: Request) -> list[int]:
-    """Full recompute of one request, no KV cache, no batch (memoised per prompt/length/eos rule)."""
+    """conftest's full-recompute reference, memoised per prompt/length/eos rule."""
     key = (tuple(r.prompt), r.max_new_tokens, r.ignore_eos)
     if key not in _REF:
-        ids, out = list(r.prompt), []
-        with torch.no_grad():
-            for _ in range(r.max_new_tokens):
-                tok = int(model(torch.tensor([ids]))[0, -1].argmax())
-                out.append(tok)
-                if tok == EOS and not r.ignore_eos:
-                    break
-                ids.append(tok)
-        _REF[key] = out
+        _REF[key] = reference(model, r)
     return _REF[key]
 
 

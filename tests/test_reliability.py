@@ -17,15 +17,14 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-import torch
-from conftest import make_random_model
+from conftest import greedy_alone, make_random_model
 
 import tinyserve
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.model import CHECKPOINT_DIR, load_model
 from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS, EOS
+from tinyserve.tokenizer import BOS
 from tinyserve.workloads import get_workload
 
 LIB = Path(tinyserve.__file__).parent
@@ -33,12 +32,8 @@ CTX = 96
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matmuls: one thread is fastest, and robust when the machine is shared (restored afterwards)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def one_thread(torch_one_thread):
+    """Tiny matmuls: one thread (conftest's torch_one_thread), for every test of this module."""
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +44,6 @@ def model():
 def small_requests(n: int, out: int = 6) -> list[Request]:
     return [Request(f"s{i}", [BOS] + [(37 * i + 11 * j) % 256 for j in range(3 + i % 7)], out, 0.001 * (i // 3),
                     ignore_eos=True) for i in range(n)]
-
-
-def alone(model, r: Request) -> list[int]:
-    ids, out = list(r.prompt), []
-    with torch.no_grad():
-        for _ in range(r.max_new_tokens):
-            tok = int(model(torch.tensor([ids]))[0, -1].argmax())
-            out.append(tok)
-            if tok == EOS and not r.ignore_eos:
-                break
-            ids.append(tok)
-    return out
 
 
 # ------------------------------------------------------------------------------------------------ bad knobs
@@ -191,7 +174,7 @@ def test_a_full_kv_budget_makes_requests_wait_never_vanish(model, policy, knobs)
     tr = Engine(model).run(reqs, policy, kv_budget=slab, **knobs)
     assert tr.num_slots == 1
     assert [r.status for r in tr.requests] == ["finished"] * 12
-    assert all(r.output == alone(model, r) for r in tr.requests)
+    assert all(r.output == greedy_alone(model, r) for r in tr.requests)
     assert all(len(s.works) == 1 and s.kv_reserved_bytes == slab for s in tr.steps)
     # one at a time, first come first served: each runs start to end before the next one starts
     spans = sorted((r.admitted_s, r.finish_s, r.arrival_s) for r in tr.requests)

@@ -15,7 +15,7 @@ from .cache import SlotPool, kv_bytes_per_token, num_slots_for
 from .errors import TinyserveError
 from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model, resolve_device
 from .policies import Policy, make_policy
-from .requests import ABORTED, FINISHED, REJECTED, RUNNING, WAITING, Request
+from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from .tokenizer import EOS
 from .trace import SlotWork, StepRecord, Trace
 
