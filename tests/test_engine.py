@@ -5,7 +5,7 @@ import random
 
 import pytest
 import torch
-from conftest import greedy_alone
+from conftest import greedy_alone, make_random_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -263,3 +263,17 @@ def test_dry_run_needs_known_output_lengths(model):
     for r in reqs:
         r.output_len_hint = 3
     assert Engine(model).run(reqs, "continuous", dry_run=True).metrics()["output_tokens"] == 6
+
+
+def test_a_real_run_replays_as_a_dry_run_even_when_eos_decided_the_lengths():
+    m = make_random_model(n_positions=CTX, seed=3, n_layer=2, n_head=2, n_embd=32)
+    with torch.no_grad():  # push EOS towards what every final hidden state shares: some requests end by EOS
+        m.wte.weight[EOS] += 1.5 * m.ln_f.bias / m.ln_f.bias.norm()
+    reqs = make_requests(12, 8, max_out=30, ignore_eos=False)
+    real = Engine(m).run(reqs, "chunked", batch_size=3, chunk_size=4)
+    assert {r.finish_reason for r in real.requests} == {"eos", "length"}
+    replay = real.replay_requests()
+    assert [r.output_len_hint for r in replay] == [r.output_len for r in real.requests]
+    dry = Engine(m).run(replay, "chunked", batch_size=3, chunk_size=4, dry_run=True)
+    assert dry.metrics() == real.metrics()
+    assert [s.works for s in dry.steps] == [s.works for s in real.steps]

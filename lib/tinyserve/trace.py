@@ -64,6 +64,11 @@ class Trace:
                 return r
         raise KeyError(request_id)
 
+    def replay_requests(self) -> list[Request]:
+        """Fresh copies of the accepted requests with their real output lengths as hints, for dry-run replays."""
+        return [Request(r.id, list(r.prompt), r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len)
+                for r in self.requests if r.status == FINISHED]
+
     def slot_phases(self) -> np.ndarray:
         """(num_slots, num_steps) array of phase names ('idle' where a slot did nothing)."""
         grid = np.full((self.num_slots, len(self.steps)), "idle", dtype=object)
