@@ -39,6 +39,12 @@ def resolve_workload(workload: Workload, seed: int = 0) -> tuple[str, list[Reque
     return str(workload), get_workload(str(workload), seed=seed)
 
 
+def _valid_ids(ids: list, vocab: int) -> bool:
+    """Token ids are integers (not bools) in 0..vocab-1; plain ints first, the slow ABC check only if needed."""
+    return all(type(t) is int and 0 <= t < vocab for t in ids) or all(
+        isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < vocab for t in ids)
+
+
 def make_clock(clock: str, hardware: str | None):
     """'modeled' (under a hardware preset) or 'wall' (measured); hardware applies to the modeled clock only."""
     from . import clock as clocks
@@ -74,8 +80,7 @@ class Run:
             ids.add(r.id)
             if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
                 raise TinyserveError(f"arrival_s: request {r.id!r} must be a finite number >= 0, got {r.arrival_s!r}")
-            if not all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < cfg.vocab_size
-                       for t in r.prompt):
+            if not _valid_ids(r.prompt, cfg.vocab_size):
                 raise TinyserveError(f"prompt: request {r.id!r} must hold integer token ids in 0..{cfg.vocab_size - 1}")
             if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
                 raise TinyserveError(f"max_new_tokens: request {r.id!r} must be an integer >= 1, "
