@@ -139,7 +139,7 @@ class Run:
                 return None
             if min(events) <= self.now:
                 raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")
-            self.now = min(events)
+            self.now = min(events)  # idle until the next arrival or timeout: jumped, never slept (either clock)
             return None
         sampled: list[int] = []
         measured = None
