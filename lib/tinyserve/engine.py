@@ -54,6 +54,33 @@ def make_clock(clock: str, hardware: str | None):
     return clocks.make_clock(clock, hardware)
 
 
+def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: str, dry_run: bool) -> None:
+    """Raise on malformed requests; mark those that can never fit as rejected (the others still run)."""
+    ids = set()
+    for r in requests:
+        if r.id in ids:
+            raise TinyserveError(f"requests: duplicate id {r.id!r}")
+        ids.add(r.id)
+        if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
+            raise TinyserveError(f"arrival_s: request {r.id!r} must be a finite number >= 0, got {r.arrival_s!r}")
+        if not _valid_ids(r.prompt, vocab):
+            raise TinyserveError(f"prompt: request {r.id!r} must hold integer token ids in 0..{vocab - 1}")
+        if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
+            raise TinyserveError(f"max_new_tokens: request {r.id!r} must be an integer >= 1, got {r.max_new_tokens!r}")
+        reason = None
+        if r.prompt_len < 1:
+            reason = "empty prompt"
+        elif r.max_new_tokens < 1:
+            reason = f"max_new_tokens must be >= 1, got {r.max_new_tokens}"
+        elif r.prompt_len + r.max_new_tokens > limit:
+            reason = f"prompt {r.prompt_len} tokens + max_new_tokens {r.max_new_tokens} exceeds {limit_name} of {limit}"
+        if reason:
+            r.status, r.finish_reason = REJECTED, reason
+        elif dry_run and r.known_output_len() is None:
+            raise TinyserveError(f"dry_run: request {r.id!r} has no known output length "
+                                 "(set ignore_eos, or output_len_hint from an earlier real run)")
+
+
 class Run:
     """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
 
@@ -73,31 +100,7 @@ class Run:
             if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or not 1 <= max_model_len <= limit:
                 raise TinyserveError(f"max_model_len: must be an integer in 1..{limit}, got {max_model_len!r}")
             limit = max_model_len
-        ids = set()
-        for r in requests:
-            if r.id in ids:
-                raise TinyserveError(f"requests: duplicate id {r.id!r}")
-            ids.add(r.id)
-            if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
-                raise TinyserveError(f"arrival_s: request {r.id!r} must be a finite number >= 0, got {r.arrival_s!r}")
-            if not _valid_ids(r.prompt, cfg.vocab_size):
-                raise TinyserveError(f"prompt: request {r.id!r} must hold integer token ids in 0..{cfg.vocab_size - 1}")
-            if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
-                raise TinyserveError(f"max_new_tokens: request {r.id!r} must be an integer >= 1, "
-                                     f"got {r.max_new_tokens!r}")
-            reason = None
-            if r.prompt_len < 1:
-                reason = "empty prompt"
-            elif r.max_new_tokens < 1:
-                reason = f"max_new_tokens must be >= 1, got {r.max_new_tokens}"
-            elif r.prompt_len + r.max_new_tokens > limit:
-                reason = (f"prompt {r.prompt_len} tokens + max_new_tokens {r.max_new_tokens} exceeds "
-                          f"{'max_model_len' if max_model_len else 'the context'} of {limit}")
-            if reason:
-                r.status, r.finish_reason = REJECTED, reason
-            elif dry_run and r.known_output_len() is None:
-                raise TinyserveError(f"dry_run: request {r.id!r} has no known output length "
-                                     "(set ignore_eos, or output_len_hint from an earlier real run)")
+        check_requests(requests, cfg.vocab_size, limit, 'max_model_len' if max_model_len else 'the context', dry_run)
         accepted = [r for r in requests if r.status != REJECTED]
         slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
         bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, torch.empty((), dtype=dtype).element_size())
