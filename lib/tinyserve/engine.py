@@ -23,17 +23,12 @@ Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
 
 
-def fresh(r: Request) -> Request:
-    """A copy of r with an empty lifecycle, so a workload can be run again."""
-    return Request(r.id, list(r.prompt), r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len_hint)
-
-
 def resolve_workload(workload: Workload, seed: int = 0) -> tuple[str, list[Request]]:
     """(name, fresh requests) from a workload name, a JSONL path or a list of requests."""
     from .workloads import get_workload, load_jsonl
 
     if isinstance(workload, (list, tuple)):
-        return "custom", [fresh(r) for r in workload]
+        return "custom", [r.fresh() for r in workload]
     if isinstance(workload, Path) or str(workload).endswith(".jsonl"):
         return str(workload), load_jsonl(workload)
     return str(workload), get_workload(str(workload), seed=seed)

@@ -50,6 +50,11 @@ class Request:
         """Tokens whose K/V are in the slab."""
         return self.num_prefilled + max(0, self.output_len - 1)
 
+    def fresh(self, output_len_hint: int | None = None) -> Request:
+        """A copy with an empty lifecycle (so a workload can run again), optionally with a known output length."""
+        hint = self.output_len_hint if output_len_hint is None else output_len_hint
+        return Request(self.id, list(self.prompt), self.max_new_tokens, self.arrival_s, self.ignore_eos, hint)
+
     def known_output_len(self) -> int | None:
         """The output length, if it is fixed before running (EOS ignored, or a hint)."""
         if self.output_len_hint is not None:

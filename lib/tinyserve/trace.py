@@ -66,8 +66,7 @@ class Trace:
 
     def replay_requests(self) -> list[Request]:
         """Fresh copies of the accepted requests with their real output lengths as hints, for dry-run replays."""
-        return [Request(r.id, list(r.prompt), r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len)
-                for r in self.requests if r.status == FINISHED]
+        return [r.fresh(output_len_hint=r.output_len) for r in self.requests if r.status == FINISHED]
 
     def slot_phases(self) -> np.ndarray:
         """(num_slots, num_steps) array of phase names ('idle' where a slot did nothing)."""
