@@ -1,6 +1,8 @@
 """The chapter's mechanics, out of the named workloads (counts and modeled times: deterministic anywhere)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -49,7 +51,8 @@ def _worst_stall(tr) -> float:
 
 def test_chunked_prefill_cuts_the_in_flight_decodes_worst_stall(engine):
     prefill_first = engine.run("chapter-7.3-long-prompt", "continuous", prefill_first=True, dry_run=True)
-    decode_first = engine.run("chapter-7.3-long-prompt", "continuous", prefill_first=False, dry_run=True)
+    # decode-first without a bound (drain, then refill): the newcomer waits for all 30 decodes to finish
+    decode_first = engine.run("chapter-7.3-long-prompt", "continuous", max_waiting_steps=math.inf, dry_run=True)
     chunked = engine.run("chapter-7.3-long-prompt", "chunked", chunk_size=512, dry_run=True)
     ttft = {name: (t.request("long").first_token_s - t.request("long").arrival_s)
             for name, t in [("pf", prefill_first), ("df", decode_first), ("ch", chunked)]}

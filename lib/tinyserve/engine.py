@@ -17,7 +17,7 @@ from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model, 
 from .policies import Policy, make_policy
 from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from .tokenizer import EOS
-from .trace import SlotWork, StepRecord, Trace
+from .trace import SlotWork, StepRecord, Trace, snapshot_requests
 
 Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
@@ -152,7 +152,7 @@ class Run:
         used = sum(r.context_len for r in self.policy.running) * self.pool.bytes_per_token
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [SlotWork(w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding) for w in works],
-                         self.pool.reserved_bytes(), used, measured)
+                         self.pool.reserved_bytes(), used, measured, len(self.policy.waiting))
         self.steps.append(rec)
         for r in newly_done:
             self.policy.finished(r)
@@ -204,10 +204,10 @@ class Run:
         return done
 
     def trace(self) -> Trace:
-        """The record of this run so far."""
+        """The record of this run so far: a snapshot that later steps do not change."""
         hw = getattr(getattr(self.clock, "hardware", None), "name", None)
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
-                     self.policy.knobs(), self.dry_run, self.steps, self.requests)
+                     dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests))
 
 
 class Engine:
@@ -230,12 +230,14 @@ class Engine:
 
     def start(self, workload: Workload, policy: str | Policy = "continuous", *, batch_size: int | None = None,
               timeout: float | None = None, chunk_size: int | None = None, max_batch_tokens: int | None = None,
-              prefill_first: bool | None = None, clock: str = "modeled", hardware: str | None = None,
+              prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
+              clock: str = "modeled", hardware: str | None = None,
               kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
               seed: int = 0) -> Run:
         """Set up a run without stepping it (for step-by-step use, aborts, notebooks)."""
         if not isinstance(policy, Policy):
-            policy = make_policy(policy, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first)
+            policy = make_policy(policy, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first,
+                                 max_waiting_steps)
         if kv_budget is not None and (isinstance(kv_budget, bool) or not isinstance(kv_budget, int) or kv_budget < 1):
             raise TinyserveError(f"kv_budget: must be a positive integer number of bytes, got {kv_budget!r}")
         clk = make_clock(clock, hardware)

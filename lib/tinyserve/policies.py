@@ -3,6 +3,7 @@
 static      gather B requests, prefill them padded to the longest prompt, decode until the last one finishes
 dynamic     static, but the batch also launches when a timeout since its first waiting request expires
 continuous  iteration-level: a finished request leaves its slot the step it finishes; the next one enters
+            (prefill-first, or decode-first for at most max_waiting_steps decode steps, as TGI's router)
 chunked     continuous, with a per-step token budget: decodes first, then prefill chunks fill what is left
 """
 from __future__ import annotations
@@ -19,8 +20,12 @@ POLICIES = ("static", "dynamic", "continuous", "chunked")
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_TIMEOUT_S = 0.1  # dynamic batching's default wait for stragglers
 DEFAULT_CHUNK = 512  # the chapter's example chunk length
+# decode-first's bound: TGI's router forces waiting requests in after max_waiting_tokens decode steps, default 20
+# (text-generation-inference launcher, --max-waiting-tokens)
+DEFAULT_MAX_WAITING_STEPS = 20
+UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in flight (drain, then refill)
 # knobs beyond batch_size that each policy takes
-KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first"},
+KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
          "chunked": {"chunk_size", "max_batch_tokens"}}
 
 
@@ -129,18 +134,35 @@ class DynamicBatching(StaticBatching):
 class ContinuousBatching(Policy):
     """Iteration-level scheduling: slots are refilled from the FIFO queue after every step.
 
-    prefill_first: a newcomer's whole prompt runs in the next step beside the decodes (they stall for it);
-    otherwise (decode-first) newcomers wait until no decode is in flight (their TTFT pays instead).
+    max_waiting_steps decides when a newcomer's prefill may join the decodes (it stalls them for a step):
+      0          prefill-first: the next step, beside the decodes
+      N > 0      decode-first with a bound: newcomers wait while decodes run, and are forced in after N decode
+                 steps in which a slot was free for them (TGI's max_waiting_tokens; TGI counts from its last
+                 prefill, we count the steps the queue actually waited, so a late newcomer waits too)
+      UNBOUNDED  decode-first without a bound: newcomers enter only when no decode is in flight
+    prefill_first=True is max_waiting_steps=0 (the default); prefill_first=False alone means the TGI default, 20.
     """
 
     name = "continuous"
 
-    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, prefill_first: bool = True):
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, prefill_first: bool | None = None,
+                 max_waiting_steps: float | None = None):
         super().__init__(batch_size)
-        self.prefill_first = prefill_first
+        self.max_waiting_steps = _waiting_steps(prefill_first, max_waiting_steps)
+        self.waited = 0  # decode steps the queue has waited with a slot free for it
+
+    @property
+    def prefill_first(self) -> bool:
+        return self.max_waiting_steps == 0
+
+    def bind(self, pool: SlotPool) -> None:
+        super().bind(pool)
+        self.waited = 0
 
     def knobs(self) -> dict:
-        return {"batch_size": self.batch_size, "prefill_first": self.prefill_first}
+        # JSON has no infinity: null stands for unbounded
+        bound = None if self.max_waiting_steps == UNBOUNDED else self.max_waiting_steps
+        return {"batch_size": self.batch_size, "prefill_first": self.prefill_first, "max_waiting_steps": bound}
 
     def _admit(self) -> None:
         while self.waiting and self.pool.num_free and len(self.running) < self.batch_size:
@@ -151,10 +173,24 @@ class ContinuousBatching(Policy):
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         decodes = self._decodes()
-        if self.prefill_first or not decodes:
+        room = self.waiting and self.pool.num_free and len(self.running) < self.batch_size
+        if not decodes or self.waited >= self.max_waiting_steps:
             self._admit()
+            self.waited = 0
+        elif room:
+            self.waited += 1  # this decode step runs while a newcomer could have entered
         return Plan(decodes + [Work(r.slot, r, "prefill", r.num_prefilled, r.prompt_len - r.num_prefilled)
                                for r in self.running if r.num_prefilled < r.prompt_len])
+
+
+def _waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:
+    """One bound from the two ways of saying it (prefill_first is the older, coarser knob)."""
+    if max_waiting_steps is None:
+        return DEFAULT_MAX_WAITING_STEPS if prefill_first is False else 0
+    if prefill_first is not None and prefill_first != (max_waiting_steps == 0):
+        raise TinyserveError(f"max_waiting_steps: {max_waiting_steps!r} contradicts prefill_first={prefill_first} "
+                             "(prefill-first is max_waiting_steps=0; give one of the two)")
+    return max_waiting_steps
 
 
 class ChunkedPrefill(ContinuousBatching):
@@ -164,7 +200,7 @@ class ChunkedPrefill(ContinuousBatching):
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, chunk_size: int = DEFAULT_CHUNK,
                  max_batch_tokens: int | None = None):
-        super().__init__(batch_size, prefill_first=True)
+        super().__init__(batch_size, max_waiting_steps=0)
         self.chunk_size = chunk_size
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else chunk_size + batch_size
 
@@ -198,12 +234,12 @@ def _int(name: str, value, lo: int) -> int:
 
 def make_policy(name: str, batch_size: int | None = None, timeout: float | None = None,
                 chunk_size: int | None = None, max_batch_tokens: int | None = None,
-                prefill_first: bool | None = None) -> Policy:
+                prefill_first: bool | None = None, max_waiting_steps: int | float | None = None) -> Policy:
     """Build a policy by name, validating its knobs; a knob that does not apply to the policy is an error."""
     if name not in POLICIES:
         raise TinyserveError(f"policy: unknown {name!r} (choose {', '.join(POLICIES)})")
     given = {"timeout": timeout, "chunk_size": chunk_size, "max_batch_tokens": max_batch_tokens,
-             "prefill_first": prefill_first}
+             "prefill_first": prefill_first, "max_waiting_steps": max_waiting_steps}
     for knob, v in given.items():
         if v is not None and knob not in KNOBS[name]:
             users = " and ".join(p for p in POLICIES if knob in KNOBS[p])
@@ -218,7 +254,15 @@ def make_policy(name: str, batch_size: int | None = None, timeout: float | None 
     if name == "dynamic":
         return DynamicBatching(b, DEFAULT_TIMEOUT_S if timeout is None else timeout)
     if name == "continuous":
-        return ContinuousBatching(b, True if prefill_first is None else bool(prefill_first))
+        if prefill_first is not None and not isinstance(prefill_first, bool):
+            raise TinyserveError(f"prefill_first: must be True or False, got {prefill_first!r}")
+        if max_waiting_steps is not None and max_waiting_steps != UNBOUNDED:
+            if isinstance(max_waiting_steps, bool) or not isinstance(max_waiting_steps, (int, float)) or not (
+                    float(max_waiting_steps).is_integer() and max_waiting_steps >= 0):
+                raise TinyserveError(f"max_waiting_steps: must be an integer >= 0 (0 = prefill-first) or math.inf "
+                                     f"(unbounded), got {max_waiting_steps!r}")
+            max_waiting_steps = int(max_waiting_steps)
+        return ContinuousBatching(b, prefill_first, max_waiting_steps)
     c = _int("chunk_size", chunk_size if chunk_size is not None else DEFAULT_CHUNK, 1)
     t = _int("max_batch_tokens", max_batch_tokens if max_batch_tokens is not None else c + b, 1)
     if t < b:
