@@ -1,0 +1,90 @@
+"""A trace told as a published figure tells it: per iteration, who computes what, and who waits and why.
+
+Read-only views of a Trace for the gallery notebook (chapters/7.5) and its tests; nothing here schedules.
+Iterations are numbered from 1, as the figures number them (the trace's step index + 1).
+"""
+from __future__ import annotations
+
+from .trace import Trace
+
+PHASE_MARK = {"prefill": "p", "decode": "d", "wasted": "w"}
+
+
+def frames(trace: Trace) -> list[list[str]]:
+    """Per step, each work as 'id:d' (decode), 'id:w' (wasted decode) or 'id:pN' (N prompt tokens; +padM)."""
+    out = []
+    for s in trace.steps:
+        row = []
+        for w in s.works:
+            mark = f"{w.request_id}:{PHASE_MARK[w.phase]}"
+            if w.phase == "prefill":
+                mark += str(w.tokens) + (f"+pad{w.padding}" if w.padding else "")
+            row.append(mark)
+        out.append(row)
+    return out
+
+
+def waiting(trace: Trace, step: int) -> list[tuple[str, str]]:
+    """(request id, why) for each request that had arrived by this step but computes nothing in it yet."""
+    s = trace.steps[step]
+    computing = {w.request_id for w in s.works}
+    knobs = trace.knobs
+    cap = min(knobs.get("batch_size", trace.num_slots), trace.num_slots)
+    budget = knobs.get("max_batch_tokens")
+    out = []
+    for r in trace.requests:
+        if r.arrival_s > s.start_s or r.id in computing:
+            continue
+        first = next((k for k, st in enumerate(trace.steps) if any(w.request_id == r.id for w in st.works)), None)
+        if first is not None and first < step:
+            continue  # already started (e.g. prefilled and now sitting a step out): not waiting to enter
+        if trace.policy in ("static", "dynamic") and s.works:
+            why = "the running batch must finish first (request-level batching)"
+        elif len(s.works) >= cap:
+            why = f"batch cap: all {cap} slots busy"
+        elif budget is not None:
+            why = f"token budget: this step already carries {s.tokens} of {budget} tokens"
+        else:
+            why = "decode-first: waits until no decode is in flight"
+        out.append((r.id, why))
+    return out
+
+
+def paused(trace: Trace, step: int) -> list[str]:
+    """Requests that started earlier, are not finished, and compute nothing in this step (they sit it out)."""
+    s = trace.steps[step]
+    computing = {w.request_id for w in s.works}
+    started = {w.request_id for st in trace.steps[:step] for w in st.works}
+    return [r.id for r in trace.requests if r.id in started and r.id not in computing
+            and (r.finish_s is None or r.finish_s > s.start_s)]
+
+
+def story(trace: Trace, first: int = 0, last: int | None = None) -> str:
+    """One line per iteration: what each request computes, who sits the step out, who waits and why."""
+    lines = []
+    fr = frames(trace)
+    for k in range(first, len(trace.steps) if last is None else min(last, len(trace.steps))):
+        line = f"iter {k + 1:>2}: {' '.join(fr[k])}"
+        out = paused(trace, k)
+        if out:
+            line += f" | paused: {', '.join(out)}"
+        by_reason: dict[str, list[str]] = {}
+        for rid, why in waiting(trace, k):
+            by_reason.setdefault(why, []).append(rid)
+        wait = "; ".join(f"{', '.join(ids)} ({why})" for why, ids in by_reason.items())
+        if wait:
+            line += f" | waiting: {wait}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def token_iterations(trace: Trace) -> dict[str, list[int]]:
+    """For each request, the iterations (1-based) whose forward pass produced one of its output tokens."""
+    out: dict[str, list[int]] = {}
+    for k, s in enumerate(trace.steps):
+        for w in s.works:
+            r = trace.request(w.request_id)
+            ends_prompt = w.phase == "prefill" and w.start + w.tokens == r.prompt_len
+            if w.phase == "decode" or ends_prompt:
+                out.setdefault(w.request_id, []).append(k + 1)
+    return out
