@@ -14,12 +14,12 @@ import torch
 from conftest import ATOL, DEVICES, DTYPES, MODEL_KINDS
 from safetensors import safe_open
 from safetensors.torch import save_file
-from transformers import GPT2LMHeadModel
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel
 
 from tinyserve.errors import TinyserveError
 from tinyserve.hf import export_hf, load_hf, to_hf_model
 from tinyserve.model import KVCache, TinyGPT, build_step
-from tinyserve.tokenizer import BOS, EOS, encode
+from tinyserve.tokenizer import BOS, EOS, decode, encode
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -62,7 +62,8 @@ def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
 def test_export_loads_cleanly(get_model, exported, capfd, kind: str, dtype: torch.dtype) -> None:
     model = get_model(kind, "cpu", dtype)
     out = exported(kind, dtype)
-    assert {p.name for p in out.iterdir()} == {"config.json", "generation_config.json", "model.safetensors"}
+    assert {p.name for p in out.iterdir()} == {"config.json", "generation_config.json", "model.safetensors",
+                                               "tokenizer.json", "tokenizer_config.json"}
     capfd.readouterr()
     hf, info = GPT2LMHeadModel.from_pretrained(out, output_loading_info=True)  # dtype "auto": from config.json
     logged = capfd.readouterr().err.lower()
@@ -149,6 +150,7 @@ def test_load_hf_round_trip(get_model, exported, tmp_path: Path, kind: str, dtyp
     hf.save_pretrained(tmp_path / "sharded", max_shard_size="300KB")
     assert len(list((tmp_path / "sharded").glob("*.safetensors"))) > 1
     for folder in ("lm", "bare", "sharded"):
+        _copy_tokenizer(exported(kind, dtype), tmp_path / folder)
         again = load_hf(tmp_path / folder, device="cpu")
         assert all(torch.equal(ours[k], t) for k, t in again.state_dict().items()), folder
     assert load_hf(exported(kind, dtype), device="cpu", dtype="float32").dtype == torch.float32
@@ -196,6 +198,11 @@ def test_missing_transformers_is_a_clear_error(monkeypatch, random_model: TinyGP
     with pytest.raises(TinyserveError, match="transformers is not installed"):
         export_hf(random_model, tmp_path / "out")
     assert load_hf(path, device="cpu").config == random_model.config  # loading back never needs transformers
+
+
+def _copy_tokenizer(src: Path, dst: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (dst / name).write_bytes((src / name).read_bytes())
 
 
 def _copy_export(src: Path, dst: Path) -> Path:
@@ -249,6 +256,7 @@ def test_load_hf_float16_folder_becomes_float32(exported, tmp_path: Path) -> Non
     """tinyserve does not compute in float16, so such a folder loads as float32 (dtype=None)."""
     hf = GPT2LMHeadModel.from_pretrained(exported("random", torch.float64), dtype=torch.float16)
     hf.save_pretrained(tmp_path / "half")
+    _copy_tokenizer(exported("random", torch.float64), tmp_path / "half")
     model = load_hf(tmp_path / "half", device="cpu")
     assert model.dtype == torch.float32
     assert torch.equal(model.wte.weight, hf.transformer.wte.weight.float())
@@ -262,3 +270,65 @@ def test_export_hf_to_a_file_is_a_clear_error(random_model: TinyGPT, tmp_path: P
         export_hf(random_model, target)
     with pytest.raises(TinyserveError, match="cannot write"):
         export_hf(random_model, target / "below")
+
+
+# ---- the tokenizer travels with the export (issue #13) ------------------------------------------------------
+TEXTS = {"ascii": "def f(x):\n\treturn x  # ok", "chinese": "連續批次", "emoji": "🚀 ok 👩‍👩‍👧", "empty": "",
+         "control": "\x00\r\n\x7f", "special-spelling": "<|bos|>x<|eos|>"}
+
+
+@pytest.mark.parametrize("name", TEXTS)
+def test_auto_tokenizer_encodes_as_ours(exported, name: str) -> None:
+    """AutoTokenizer on the export gives tinyserve.tokenizer's ids: BOS, then the UTF-8 bytes."""
+    text = TEXTS[name]
+    tok = AutoTokenizer.from_pretrained(exported("random", torch.float64))
+    # By hand: BOS (256) then the UTF-8 bytes, e.g. "連" is e9 80 a3 = 233, 128, 163.
+    want = [256] + list(text.encode("utf-8"))
+    assert encode(text) == want
+    assert tok(text)["input_ids"] == want
+    assert tok.decode(want, skip_special_tokens=True) == text == decode(want)
+    assert (tok.bos_token_id, tok.eos_token_id) == (BOS, EOS)
+
+
+def test_auto_classes_load_the_export_and_agree(exported) -> None:
+    """AutoModelForCausalLM + AutoTokenizer, as a server loads them: text in, our greedy tokens out."""
+    path = exported("random", torch.float64)
+    tok = AutoTokenizer.from_pretrained(path)
+    hf = AutoModelForCausalLM.from_pretrained(path)
+    assert isinstance(hf, GPT2LMHeadModel) and hf.dtype == torch.float64
+    assert json.loads((path / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+    x = tok("連續 ok", return_tensors="pt")
+    with torch.no_grad():
+        hf_out = hf.generate(**x, max_new_tokens=6, min_new_tokens=6, do_sample=False, pad_token_id=EOS)
+    ours = load_hf(path, device="cpu").generate(encode("連續 ok"), 6, stop_at_eos=False)
+    assert hf_out[0, x["input_ids"].shape[1]:].tolist() == ours
+
+
+def test_load_hf_refuses_a_folder_without_our_tokenizer(exported, tmp_path: Path) -> None:
+    src = exported("random", torch.float64)
+    bare = _copy_export(src, tmp_path / "no-tokenizer")
+    (bare / "tokenizer.json").unlink()
+    (bare / "tokenizer_config.json").unlink()
+    with pytest.raises(TinyserveError, match="has no tokenizer.json"):
+        load_hf(bare, device="cpu")
+    assert load_hf(bare, device="cpu", require_tokenizer=False).config.vocab_size == 258  # on purpose only
+
+    # Another tokenizer (ids shifted by one: 'a' would be 98) is not ours either.
+    other = _copy_export(src, tmp_path / "other")
+    raw = json.loads((other / "tokenizer.json").read_text())
+    raw["model"]["vocab"] = {ch: (i + 1) % 256 for ch, i in raw["model"]["vocab"].items()}
+    (other / "tokenizer.json").write_text(json.dumps(raw))
+    with pytest.raises(TinyserveError, match="not the byte-level tokenizer"):
+        load_hf(other, device="cpu")
+
+    # Same vocabulary, but the text "<|eos|>" would become token 257 (the flag that splits it is gone).
+    unsplit = _copy_export(src, tmp_path / "unsplit")
+    cfg = json.loads((unsplit / "tokenizer_config.json").read_text())
+    (unsplit / "tokenizer_config.json").write_text(json.dumps({**cfg, "split_special_tokens": False}))
+    with pytest.raises(TinyserveError, match="encodes .* not as tinyserve.tokenizer does"):
+        load_hf(unsplit, device="cpu")
+
+    garbage = _copy_export(src, tmp_path / "garbage")
+    (garbage / "tokenizer.json").write_text("{not json")
+    with pytest.raises(TinyserveError, match="not a tokenizers JSON file"):
+        load_hf(garbage, device="cpu")

@@ -4,9 +4,12 @@ TinyGPT *is* GPT-2 (learned positions, pre-LayerNorm, GELU(tanh) = HF's "gelu_ne
 mapping is a renaming plus one transpose: HF's `Conv1D` stores its weight as (in, out), our `nn.Linear` as
 (out, in). Weights travel as safetensors only; nothing here unpickles a file.
 
-    export_hf(model, "out/")                       # GPT2LMHeadModel.from_pretrained("out/") loads it
+    export_hf(model, "out/")                       # AutoModelForCausalLM / AutoTokenizer / `transformers serve` load it
     hf = to_hf_model(model)                        # the same network in memory, same dtype and device
-    model = load_hf("out/")                        # any GPT-2 safetensors folder -> TinyGPT
+    model = load_hf("out/")                        # a GPT-2 safetensors folder with our byte tokenizer -> TinyGPT
+
+The tokenizer travels too (tokenizer.json, built with the `tokenizers` library): without it AutoTokenizer
+falls back to an empty GPT2Tokenizer that encodes "hello" as [], and a server would feed the model garbage.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import torch
 
 from .errors import TinyserveError
 from .model import GPTConfig, TinyGPT, resolve_device, resolve_dtype
-from .tokenizer import BOS, EOS
+from .tokenizer import BOS, EOS, VOCAB_SIZE, encode
 
 if TYPE_CHECKING:  # only for type hints: importing tinyserve must not need transformers
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -27,6 +30,86 @@ _INSTALL_HINT = "transformers is not installed: pip install 'transformers==5.24.
 _CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # HF Conv1D: weight is (in, out)
 # Buffers that older GPT-2 checkpoints carry (the causal mask); they hold no learned weights.
 _IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
+
+
+BOS_TEXT, EOS_TEXT = "<|bos|>", "<|eos|>"
+# Texts a saved tokenizer must encode exactly as tinyserve.tokenizer does (incl. our special tokens' spelling).
+_TOKENIZER_PROBES = ("hello", "連續批次", "🚀 ok", "", " \t\n\r\x00\x7f", BOS_TEXT + EOS_TEXT)
+
+
+def _byte_chars() -> dict[int, str]:
+    """GPT-2's byte -> printable character map, which the `tokenizers` ByteLevel pre-tokenizer applies."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    moved = [b for b in range(256) if b not in keep]  # whitespace and control bytes go to U+0100 onwards
+    return {**{b: chr(b) for b in keep}, **{b: chr(256 + i) for i, b in enumerate(moved)}}
+
+
+def byte_tokenizer() -> Any:
+    """tinyserve.tokenizer as a `tokenizers.Tokenizer`: id i is byte i, BOS 256 prepended, EOS 257."""
+    try:
+        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    except ImportError as e:
+        raise TinyserveError(_INSTALL_HINT) from e
+    chars = _byte_chars()
+    # A BPE with no merges leaves every byte a token of its own: exactly our byte-level ids.
+    tok = Tokenizer(models.BPE(vocab={chars[b]: b for b in range(256)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)  # bytes, no word split
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(BOS_TEXT, special=True), AddedToken(EOS_TEXT, special=True)])
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{BOS_TEXT} $A", pair=f"{BOS_TEXT} $A $B", special_tokens=[(BOS_TEXT, BOS)])
+    if (tok.token_to_id(BOS_TEXT), tok.token_to_id(EOS_TEXT)) != (BOS, EOS):
+        raise TinyserveError("hf: special token ids do not match tinyserve.tokenizer")
+    return tok
+
+
+def save_tokenizer(out_dir: str | Path, n_positions: int) -> None:
+    """Write tokenizer.json + tokenizer_config.json, which AutoTokenizer (transformers 4 and 5) loads."""
+    tf = _transformers()
+    fast = tf.PreTrainedTokenizerFast(
+        tokenizer_object=byte_tokenizer(), bos_token=BOS_TEXT, eos_token=EOS_TEXT, pad_token=EOS_TEXT,
+        model_max_length=n_positions, clean_up_tokenization_spaces=False,
+        split_special_tokens=True)  # the text "<|eos|>" is 7 bytes to us, so it must be to transformers too
+    fast.save_pretrained(out_dir)
+    cfg_file = Path(out_dir) / "tokenizer_config.json"
+    cfg = json.loads(cfg_file.read_text())
+    # transformers 5 writes its own class name, which transformers 4 (and so vLLM, TGI) does not know.
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    cfg_file.write_text(json.dumps(cfg, indent=2) + "\n")
+
+
+def check_tokenizer(path: str | Path) -> None:
+    """Refuse a folder whose tokenizer is missing or does not encode text as tinyserve.tokenizer does."""
+    path = Path(path)
+    file = path / "tokenizer.json"
+    hint = "TinyGPT reads byte-level ids (tinyserve.tokenizer); write the folder with `tinyserve export-hf`"
+    if not file.is_file():
+        raise TinyserveError(f"load-hf: {path} has no tokenizer.json, so servers could not encode text for it; {hint}")
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+        vocab = raw["model"]["vocab"]
+        added = {t["id"]: t["content"] for t in raw.get("added_tokens", [])}
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        raise TinyserveError(f"load-hf: {file} is not a tokenizers JSON file ({e})") from e
+    chars = _byte_chars()
+    if not isinstance(vocab, dict) or len(vocab) + len(added) != VOCAB_SIZE or any(
+            vocab.get(chars[b]) != b for b in range(256)) or added != {BOS: BOS_TEXT, EOS: EOS_TEXT}:
+        raise TinyserveError(f"load-hf: {file} is not the byte-level tokenizer (ids 0-255 bytes, 256/257 "
+                             f"BOS/EOS); {hint}")
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:  # the structural check above is all we can do without the library
+        return
+    tok = Tokenizer.from_file(str(file))
+    try:  # transformers applies this flag from tokenizer_config.json; without it "<|eos|>" in text becomes 257
+        cfg = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+        tok.encode_special_tokens = bool(cfg.get("split_special_tokens", False))
+    except (ValueError, OSError, AttributeError):
+        pass  # no usable config: the probes below say whether the tokenizer alone encodes as ours
+    for text in _TOKENIZER_PROBES:
+        if tok.encode(text).ids != encode(text):
+            raise TinyserveError(f"load-hf: {file} encodes {text!r} as {tok.encode(text).ids[:12]}, not as "
+                                 f"tinyserve.tokenizer does; {hint}")
 
 
 def _is_conv1d_weight(name: str) -> bool:
@@ -109,8 +192,8 @@ def to_hf_model(model: TinyGPT) -> "GPT2LMHeadModel":
 
 
 def export_hf(model: TinyGPT, out_dir: str | Path) -> Path:
-    """Write a folder GPT2LMHeadModel.from_pretrained(out_dir) loads: config.json, generation_config.json and
-    model.safetensors (HF names, weights in the model's own dtype, so the export is lossless)."""
+    """Write a folder AutoModelForCausalLM, AutoTokenizer and `transformers serve` load: config.json,
+    generation_config.json, model.safetensors (HF names, the model's own dtype: lossless) and the tokenizer."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise TinyserveError(f"export-hf: {out} exists and is not a directory")
@@ -121,6 +204,7 @@ def export_hf(model: TinyGPT, out_dir: str | Path) -> Path:
     try:
         out.mkdir(parents=True, exist_ok=True)
         hf.save_pretrained(out)
+        save_tokenizer(out, model.config.n_positions)
     except OSError as e:
         raise TinyserveError(f"export-hf: cannot write {out} ({e})") from e
     finally:
@@ -179,9 +263,12 @@ def _safetensors_files(path: Path) -> list[Path]:
     raise TinyserveError(f"load-hf: {path} has no model.safetensors")
 
 
-def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None) -> TinyGPT:
-    """Read an HF GPT-2 folder (config.json + safetensors) into a TinyGPT, in eval mode.
+def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
+            require_tokenizer: bool = True) -> TinyGPT:
+    """Read an HF GPT-2 folder (config.json + safetensors + our byte tokenizer) into a TinyGPT, in eval mode.
 
+    A folder without tokenizer.json, or with another tokenizer (GPT-2's own BPE), is refused: its ids mean
+    other text than tinyserve.tokenizer's. require_tokenizer=False loads bare weights on purpose.
     dtype None keeps the dtype the weights were stored in when tinyserve runs it on that device (float32,
     float64, bfloat16 on cuda), else float32; "float32" etc. converts. Does not need transformers.
     """
@@ -199,6 +286,8 @@ def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None) ->
     if not isinstance(raw, dict):
         raise TinyserveError(f"load-hf: {cfg_file} is not a JSON object")
     cfg = _check_hf_config(raw, path)
+    if require_tokenizer:
+        check_tokenizer(path)
     dev = resolve_device(device)
 
     state: dict[str, torch.Tensor] = {}
