@@ -17,7 +17,7 @@ from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model, 
 from .policies import Policy, make_policy
 from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from .tokenizer import EOS
-from .trace import SlotWork, StepRecord, Trace
+from .trace import SlotWork, StepRecord, Trace, snapshot_requests
 
 Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
@@ -152,7 +152,7 @@ class Run:
         used = sum(r.context_len for r in self.policy.running) * self.pool.bytes_per_token
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [SlotWork(w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding) for w in works],
-                         self.pool.reserved_bytes(), used, measured)
+                         self.pool.reserved_bytes(), used, measured, len(self.policy.waiting))
         self.steps.append(rec)
         for r in newly_done:
             self.policy.finished(r)
@@ -204,10 +204,10 @@ class Run:
         return done
 
     def trace(self) -> Trace:
-        """The record of this run so far."""
+        """The record of this run so far: a snapshot that later steps do not change."""
         hw = getattr(getattr(self.clock, "hardware", None), "name", None)
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
-                     self.policy.knobs(), self.dry_run, self.steps, self.requests)
+                     dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests))
 
 
 class Engine:

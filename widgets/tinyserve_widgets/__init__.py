@@ -1,0 +1,18 @@
+"""tinyserve_widgets: views of tinyserve traces for notebooks (ipywidgets + plotly, matplotlib fallback).
+
+    import tinyserve, tinyserve_widgets as tw
+    trace = tinyserve.run("chapter-7.1-finisher", policy="static", dry_run=True)
+    tw.show(trace)                    # slot timeline, waste meter, step composition, KV, requests, latency
+    tw.Explorer("chapter-7.3-long-prompt", policy="chunked")   # knobs that re-run the engine's dry run
+
+Every view reads a Trace (tinyserve.trace); nothing here schedules or computes metrics.
+"""
+from __future__ import annotations
+
+from .board import VIEWS, Cursor, TraceView, show
+from .static import board_figure, set_static_fallback
+from .views import KVView, LatencyView, RequestView, SlotTimeline, StepComposition, WasteMeter
+from .words import set_language, t
+
+__all__ = ["show", "TraceView", "Cursor", "VIEWS", "SlotTimeline", "WasteMeter", "StepComposition", "KVView",
+           "LatencyView", "RequestView", "board_figure", "set_static_fallback", "set_language", "t"]

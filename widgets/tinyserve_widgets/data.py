@@ -1,0 +1,262 @@
+"""Figure data from a Trace at a cursor step: plain numpy, no drawing library (both plotly and matplotlib
+draw from here, and the tests check it against the Trace). Nothing here schedules or recomputes metrics:
+it only regroups what Trace.step_arrays(), phase_grid(), works_table() and request_arrays() say."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tinyserve.trace import (DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, REQUEST_STATES, WASTED, Trace)
+
+from .words import t
+
+GAP = len(GRID_PHASES)  # timeline code of a stretch of time with no step (waiting for the next arrival)
+COLORS = {IDLE: "#e8e8e8", PREFILL: "#4c78a8", PADDING: "#f2b701", DECODE: "#54a24b", WASTED: "#e45756",
+          GAP: "#ffffff"}
+STATE_COLORS = {"waiting": "#bab0ac", "prefill": COLORS[PREFILL], "decode": COLORS[DECODE], "wasted": COLORS[WASTED]}
+MAX_COLUMNS = 600  # more steps than this are drawn as per-step bins (a plot is ~600 px wide)
+MAX_REQUESTS = 80  # the per-request view shows the first ones
+
+
+def phase_name(code: int) -> str:
+    """The label of a timeline code."""
+    return t("phase.idle") if code == GAP else t(f"phase.{GRID_PHASES[code]}")
+
+
+def time_label(trace: Trace) -> str:
+    """x-axis label for time: modeled (with the hardware) or measured."""
+    if trace.clock == "modeled":
+        return t("axis.time.modeled", hardware=trace.hardware)
+    return t("axis.time.wall")
+
+
+def clamp_step(trace: Trace, k: int) -> int:
+    """k limited to the trace's steps (0 when there are none)."""
+    return max(0, min(int(k), len(trace.steps) - 1)) if trace.steps else 0
+
+
+# ------------------------------------------------------------------------------------------------- timeline
+@dataclass
+class TimelineData:
+    """A heatmap: z[slot, column] codes (GRID_PHASES, or GAP), column edges on x, and which steps each column holds."""
+
+    z: np.ndarray
+    x_edges: np.ndarray
+    first_step: np.ndarray  # per column; -1 for a gap column
+    last_step: np.ndarray
+    bin: int  # steps per column
+    x: str  # "steps" | "time"
+    x_label: str
+    customdata: np.ndarray  # (slots, columns, 6) for hover
+    text: np.ndarray  # (slots, columns) request id per cell
+    note: str  # says when columns are bins
+
+
+def _bins(n: int, max_columns: int) -> tuple[int, np.ndarray, np.ndarray]:
+    b = max(1, math.ceil(n / max_columns))
+    first = np.arange(0, n, b)
+    last = np.minimum(first + b - 1, n - 1)
+    return b, first, last
+
+
+def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS) -> TimelineData:
+    """The slot timeline: one column per step, or per bin of steps when there are more steps than max_columns."""
+    if x not in ("steps", "time"):
+        raise ValueError(f"x: must be 'steps' or 'time', got {x!r}")
+    grid = trace.phase_grid()
+    n, slots = len(trace.steps), trace.num_slots
+    b, first, last = _bins(n, max_columns)
+    sa = trace.step_arrays()
+    if b == 1:
+        z = grid.phase.astype(np.int8)
+        ids = np.array([r.id for r in trace.requests] + [t("hover.idle")], dtype=object)
+        text = ids[grid.request]  # -1 -> the last entry: idle
+        pos1 = np.where(grid.tokens > 0, grid.start + grid.tokens - 1, 0)
+        cd = np.stack([np.broadcast_to(np.arange(n), (slots, n)), grid.tokens, grid.padding, grid.start, pos1,
+                       np.broadcast_to(sa.duration_s * 1e3, (slots, n))], axis=-1).astype(np.float64)
+        note = ""
+    else:  # counts of each phase per (slot, bin); the column shows the most frequent (ties: the later code)
+        pad = len(first) * b - n
+        g = np.concatenate([grid.phase, np.full((slots, pad), -1, dtype=np.int8)], axis=1).reshape(slots, -1, b)
+        counts = np.stack([(g == c).sum(axis=2) for c in range(len(GRID_PHASES))], axis=-1)
+        z = (len(GRID_PHASES) - 1 - np.argmax(counts[..., ::-1], axis=-1)).astype(np.int8)
+        cd = np.concatenate([np.broadcast_to(np.stack([first, last], -1), (slots, len(first), 2)),
+                             counts[..., [PREFILL, PADDING, DECODE, WASTED, IDLE]]], axis=-1).astype(np.float64)
+        text = np.full(z.shape, "", dtype=object)
+        note = t("note.binned", steps=n, cols=len(first), bin=b)
+    if x == "steps":
+        edges = np.append(first, n).astype(np.float64) - 0.5
+        return TimelineData(z, edges, first, last, b, x, t("axis.step"), cd, text, note)
+    left, right = sa.start_s[first], sa.end_s[last]
+    gaps = np.flatnonzero(left[1:] > right[:-1] + 1e-12) + 1  # idle stretches between steps: white columns
+    if len(gaps):
+        z = np.insert(z, gaps, GAP, axis=1)
+        cd = np.insert(cd, gaps, np.nan, axis=1)
+        text = np.insert(text, gaps, "", axis=1)
+        first, last = np.insert(first, gaps, -1), np.insert(last, gaps, -1)
+        edges = np.sort(np.concatenate([left, right[-1:], right[gaps - 1]]))
+    else:
+        edges = np.append(left, right[-1]) if n else np.zeros(1)
+    return TimelineData(z, edges, first, last, b, x, time_label(trace), cd, text, note)
+
+
+def cursor_span(data: TimelineData, k: int) -> tuple[float, float]:
+    """x0, x1 of the timeline column holding step k."""
+    if len(data.first_step) == 0:
+        return 0.0, 0.0
+    col = int(np.flatnonzero((data.first_step <= k) & (data.last_step >= k) & (data.first_step >= 0))[0])
+    return float(data.x_edges[col]), float(data.x_edges[col + 1])
+
+
+# ---------------------------------------------------------------------------------------------- waste meter
+def slot_step_shares(trace: Trace) -> dict[str, np.ndarray]:
+    """Per step: slot-steps that were useful / padding / wasted / idle (a padded prefill is split by tokens,
+    as Trace.slot_steps() does)."""
+    wt, sa = trace.works_table(), trace.step_arrays()
+    n = len(trace.steps)
+    total = (wt.tokens + wt.padding).astype(np.float64)
+    pad_share = np.divide(wt.padding, total, out=np.zeros(len(total)), where=total > 0)
+    pad_share = np.where(wt.phase == WASTED, 0.0, pad_share)
+    wasted = (wt.phase == WASTED).astype(np.float64)
+    return {"useful": np.bincount(wt.step, weights=1.0 - wasted - pad_share, minlength=n),
+            "padding": np.bincount(wt.step, weights=pad_share, minlength=n),
+            "wasted": np.bincount(wt.step, weights=wasted, minlength=n),
+            "idle": (trace.num_slots - sa.busy_slots).astype(np.float64)}
+
+
+def waste_at(trace: Trace, k: int) -> dict[str, float]:
+    """Slot-steps by kind, summed over steps 0..k."""
+    if not trace.steps:
+        return {"useful": 0.0, "padding": 0.0, "wasted": 0.0, "idle": 0.0}
+    shares = trace._cached("shares", lambda: {key: np.cumsum(v) for key, v in slot_step_shares(trace).items()})
+    k = clamp_step(trace, k)
+    return {key: float(v[k]) for key, v in shares.items()}
+
+
+def slots_at(trace: Trace, k: int) -> dict[str, int]:
+    """What the slots do in step k: useful (prefill or decode), padding (mostly padding), wasted, idle."""
+    col = trace.phase_grid().phase[:, clamp_step(trace, k)] if trace.steps else np.zeros(trace.num_slots)
+    return {"useful": int(((col == PREFILL) | (col == DECODE)).sum()), "padding": int((col == PADDING).sum()),
+            "wasted": int((col == WASTED).sum()), "idle": int((col == IDLE).sum())}
+
+
+def waste_sentence(trace: Trace, k: int) -> str:
+    """The waste meter's words: what the slots do at step k, and the running share of useful slot-steps."""
+    s = slots_at(trace, k)
+    slots = trace.num_slots
+    if s["wasted"]:
+        head = t("waste.sentence.wasted", wasted=s["wasted"], slots=slots)
+    elif s["padding"]:
+        head = t("waste.sentence.padding", padding=s["padding"], slots=slots)
+    elif s["idle"] == slots:
+        head = t("waste.sentence.idle", idle=s["idle"], slots=slots)
+    elif s["useful"] == slots:
+        head = t("waste.sentence.full", slots=slots)
+    else:
+        head = t("waste.sentence.useful", useful=s["useful"], slots=slots) + " " + t(
+            "waste.sentence.idle", idle=s["idle"], slots=slots)
+    w = waste_at(trace, k)
+    total = sum(w.values())
+    return head + " " + t("waste.sentence.total", pct=100 * w["useful"] / total if total else 0.0, total=total)
+
+
+# ------------------------------------------------------------------------------------------ step composition
+def budget(trace: Trace) -> int | None:
+    """The policy's token budget per step, if it has one (chunked prefill)."""
+    return trace.knobs.get("max_batch_tokens")
+
+
+def composition_at(trace: Trace, k: int) -> dict:
+    """Step k's tokens: decode / wasted / padding totals and each prefill chunk (request, first, last position)."""
+    if not trace.steps:
+        return {"step": 0, "decode": 0, "wasted": 0, "padding": 0, "chunks": [], "total": 0, "budget": budget(trace)}
+    k = clamp_step(trace, k)
+    s = trace.steps[k]
+    chunks = [(w.request_id, w.start, w.start + w.tokens - 1, w.tokens) for w in s.works if w.phase == "prefill"]
+    return {"step": k, "decode": sum(w.tokens for w in s.works if w.phase == "decode"),
+            "wasted": sum(w.tokens for w in s.works if w.phase == "wasted"),
+            "padding": sum(w.padding for w in s.works), "chunks": chunks, "total": s.tokens, "budget": budget(trace)}
+
+
+def composition_sentence(trace: Trace, k: int) -> str:
+    """The step composition's words for step k."""
+    c = composition_at(trace, k)
+    sa = trace.step_arrays()
+    if not trace.steps:
+        return t("note.no_steps")
+    itl = sa.max_itl_s[c["step"]]
+    return t("comp.sentence", k=c["step"], decodes=c["decode"], prefill=sum(ch[3] for ch in c["chunks"]),
+             chunks=len(c["chunks"]), itl=t("unit.none") if math.isnan(itl) else t("unit.ms", v=itl * 1e3),
+             dur=sa.duration_s[c["step"]] * 1e3)
+
+
+# --------------------------------------------------------------------------------------------------- KV
+def kv_mb(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Reserved and used KV bytes per step, in MB (1e6 bytes)."""
+    sa = trace.step_arrays()
+    return sa.kv_reserved_bytes / 1e6, sa.kv_used_bytes / 1e6
+
+
+def kv_sentence(trace: Trace, k: int) -> str:
+    """The KV view's words for step k."""
+    if not trace.steps:
+        return t("note.no_steps")
+    k = clamp_step(trace, k)
+    res, used = kv_mb(trace)
+    return t("kv.sentence", k=k, used=used[k], reserved=res[k], pct=100 * used[k] / res[k] if res[k] else 0.0)
+
+
+# ------------------------------------------------------------------------------------------------ latency
+def latency_ms(trace: Trace) -> dict[str, np.ndarray]:
+    """Sorted TTFT and end-to-end latencies (ms) of finished requests (works for a trace without steps)."""
+    ra = trace.request_arrays()
+    done = ra.status == "finished"
+    return {"ttft": np.sort(ra.ttft_s[done] * 1e3), "e2e": np.sort(ra.e2e_s[done] * 1e3)}
+
+
+def percentiles(values: np.ndarray) -> tuple[float, float]:
+    """p50 and p99 (numpy's linear interpolation, as Trace.metrics)."""
+    if len(values) == 0:
+        return math.nan, math.nan
+    p50, p99 = np.percentile(values, [50, 99])
+    return float(p50), float(p99)
+
+
+def finished_by(trace: Trace, k: int) -> int:
+    """Requests finished by the end of step k."""
+    if not trace.steps:
+        return int(np.sum(trace.request_arrays().status == "finished"))
+    ra = trace.request_arrays()
+    return int(np.sum((ra.finish_step >= 0) & (ra.finish_step <= clamp_step(trace, k))))
+
+
+# ----------------------------------------------------------------------------------------------- requests
+def request_bars(trace: Trace, max_requests: int = MAX_REQUESTS) -> dict:
+    """Per request (first max_requests): [start, end) times of waiting, prefill, decode and held-after-finish."""
+    ra, sa = trace.request_arrays(), trace.step_arrays()
+    m = min(len(ra.ids), max_requests)
+    nan = np.full(m, np.nan)
+
+    def at(steps: np.ndarray, arr: np.ndarray) -> np.ndarray:
+        return np.where(steps >= 0, arr[np.maximum(steps, 0)] if len(arr) else nan, np.nan)
+
+    claimed = at(ra.first_step[:m], sa.start_s)
+    first_tok, fin = ra.first_token_s[:m], ra.finish_s[:m]
+    last_end = at(ra.last_step[:m], sa.end_s)
+    return {"ids": ra.ids[:m], "total": len(ra.ids),
+            "waiting": (ra.arrival_s[:m], claimed), "prefill": (claimed, first_tok), "decode": (first_tok, fin),
+            "wasted": (np.where(last_end > fin, fin, np.nan), np.where(last_end > fin, last_end, np.nan))}
+
+
+def state_counts(trace: Trace, k: int) -> dict[str, int]:
+    """How many requests are in each REQUEST_STATES state at the end of step k."""
+    st = trace.request_states(clamp_step(trace, k)) if trace.steps else np.zeros(0, dtype=np.int8)
+    return {name: int(np.sum(st == i)) for i, name in enumerate(REQUEST_STATES)}
+
+
+def state_sentence(trace: Trace, k: int) -> str:
+    """The per-request view's words for step k."""
+    counts = ", ".join(f"{v} {t('state.' + name)}" for name, v in state_counts(trace, k).items() if v)
+    return t("req.states", k=clamp_step(trace, k), counts=counts or t("unit.none"))

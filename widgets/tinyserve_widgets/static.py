@@ -1,0 +1,197 @@
+"""Static matplotlib pictures of every view (for committed notebooks read on GitHub/nbviewer, where no kernel
+runs and widget state is stripped). Same data functions as the live views; no pyplot state is touched."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.figure import Figure
+
+from tinyserve.trace import GRID_PHASES, Trace
+
+from . import data as D
+from .words import t
+
+STATIC_FALLBACK = {"on": True}  # TraceView/Explorer add a PNG beside the widget in the notebook's output
+_CODES = list(range(len(GRID_PHASES) + 1))
+_CMAP = ListedColormap([D.COLORS[c] for c in _CODES])
+_NORM = BoundaryNorm(np.arange(len(_CODES) + 1) - 0.5, len(_CODES))
+
+
+def set_static_fallback(on: bool) -> None:
+    """Turn the PNG beside displayed widgets on (default) or off (smaller notebooks)."""
+    STATIC_FALLBACK["on"] = bool(on)
+
+
+def png_bytes(fig: Figure, dpi: int = 72) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _wrap(text: str, width: int = 110) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def plot_timeline(ax, trace: Trace, k: int | None = None, x: str = "steps", max_columns: int = D.MAX_COLUMNS):
+    """Slots x steps coloured by phase, the cursor's column outlined."""
+    d = D.timeline_data(trace, x, max_columns)
+    if d.z.size:
+        ax.pcolormesh(d.x_edges, np.arange(trace.num_slots + 1) - 0.5, d.z, cmap=_CMAP, norm=_NORM)
+    ax.set_ylim(trace.num_slots - 0.5, -0.5)
+    ax.set_xlabel(d.x_label)
+    ax.set_ylabel(t("axis.slot"))
+    ax.set_title(t("title.timeline", policy=trace.policy, workload=trace.workload), fontsize=10)
+    if k is not None and trace.steps:
+        x0, x1 = D.cursor_span(d, D.clamp_step(trace, k))
+        ax.axvspan(x0, x1, color="k", alpha=0.15, lw=1.5)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=D.COLORS[c], label=D.phase_name(c)) for c in _CODES[:-1]], fontsize=7,
+              ncol=5, loc="upper right", bbox_to_anchor=(1, 1.18), frameon=False)
+    if d.note or not trace.steps:
+        ax.set_xlabel(d.x_label + "\n" + (d.note or t("note.no_steps")), fontsize=8)
+
+
+def plot_waste(ax, trace: Trace, k: int):
+    """Running totals of slot-steps up to step k, with the sentence."""
+    from .views import WASTE_COLORS, WASTE_KEYS
+
+    w = D.waste_at(trace, k)
+    left = 0.0
+    for key in WASTE_KEYS:
+        ax.barh([0], [w[key]], left=left, color=WASTE_COLORS[key], label=t(f"waste.{key}"))
+        left += w[key]
+    ax.set_xlim(0, trace.num_slots * max(1, len(trace.steps)))
+    ax.set_yticks([])
+    # the sentence goes in the x label so the constrained layout makes room for it
+    ax.set_xlabel(t("axis.slot_steps") + "\n" + _wrap(D.waste_sentence(trace, k) if trace.steps
+                                                      else t("note.no_steps"), 70), fontsize=8)
+    ax.set_title(t("title.waste", k=D.clamp_step(trace, k)), fontsize=10)
+    ax.legend(fontsize=7, ncol=4, loc="upper right", frameon=False)
+
+
+def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
+    """Tokens per step by kind with the budget line, and the inter-token gaps / newcomer TTFT, cursor at k."""
+    from .views import COMP_SERIES
+
+    sa = trace.step_arrays()
+    steps = np.arange(len(trace.steps))
+    ys = [getattr(sa, attr) for _, attr, _ in COMP_SERIES]
+    if len(steps):
+        ax_series.stackplot(steps, *ys, colors=[c for _, _, c in COMP_SERIES], step="post",
+                            labels=[t(f"comp.{n}") for n, _, _ in COMP_SERIES])
+    b = D.budget(trace)
+    if b is not None:
+        ax_series.axhline(b, color="k", ls="--", lw=1, label=t("note.budget", budget=b))
+    ax_series.axvline(D.clamp_step(trace, k), color="k", lw=1)
+    ax_series.set_ylabel(t("axis.tokens"))
+    ax_series.set_title(t("title.composition"), fontsize=10)
+    ax_series.legend(fontsize=7, ncol=5, loc="upper right", frameon=False)
+    ax_gaps.step(steps, sa.max_itl_s * 1e3, where="post", color="#333", lw=1, label=t("comp.itl"))
+    has = ~np.isnan(sa.max_ttft_s)
+    ax_gaps.plot(steps[has], sa.max_ttft_s[has] * 1e3, "D", color="#e45756", ms=4, label=t("comp.ttft"))
+    ax_gaps.axvline(D.clamp_step(trace, k), color="k", lw=1)
+    ax_gaps.set_xlabel(t("axis.step") + "\n" + _wrap(D.composition_sentence(trace, k)), fontsize=8)
+    ax_gaps.set_ylabel(t("axis.gap_ms"))
+    ax_gaps.set_title(t("title.gaps"), fontsize=10)
+    ax_gaps.legend(fontsize=7, loc="upper right", frameon=False)
+
+
+def plot_kv(ax, trace: Trace, k: int):
+    """Reserved vs used KV per step, cursor at k."""
+    res, used = D.kv_mb(trace)
+    steps = np.arange(len(res))
+    ax.fill_between(steps, res, step="post", color="#9ecae9", label=t("kv.reserved"))
+    ax.fill_between(steps, used, step="post", color="#4c78a8", label=t("kv.used"))
+    if len(res):
+        ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
+    ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), 70), fontsize=8)
+    ax.set_ylabel(t("axis.kv_mb"))
+    ax.set_title(t("title.kv"), fontsize=10)
+    ax.legend(fontsize=7, loc="upper right", frameon=False)
+
+
+def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
+    """Empirical CDFs of TTFT and end-to-end latency, p50/p99 marked, one line per trace."""
+    traces = traces if isinstance(traces, dict) else {traces.policy: traces}
+    for i, (label, tr) in enumerate(traces.items()):
+        lat = D.latency_ms(tr)
+        for ax, key in ((ax_ttft, "ttft"), (ax_e2e, "e2e")):
+            v = lat[key]
+            if not len(v):
+                continue
+            line, = ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label)
+            p50, p99 = D.percentiles(v)
+            ax.plot([p50, p99], [0.5, 0.99], "o", color=line.get_color(), ms=4)
+            ax.annotate(f"{t('lat.p50')} {p50:.0f}", (p50, 0.5), fontsize=7, xytext=(4, -8), textcoords="offset points")
+            ax.annotate(f"{t('lat.p99')} {p99:.0f}", (p99, 0.99), fontsize=7, xytext=(4, -8), textcoords="offset points")
+    for ax, key in ((ax_ttft, "ttft"), (ax_e2e, "e2e")):
+        ax.set_title(t(f"lat.{key}"), fontsize=10)
+        ax.set_xlabel(t("axis.latency_ms"))
+        ax.set_ylim(0, 1.02)
+    ax_ttft.set_ylabel(t("axis.fraction"))
+    ax_ttft.legend(fontsize=7, loc="lower right", frameon=False)
+
+
+def plot_requests(ax, trace: Trace, k: int):
+    """One row per request: waiting, prefill, decode, slot held after finishing; the cursor's time."""
+    b = D.request_bars(trace)
+    y = np.arange(len(b["ids"]))
+    for key in ("waiting", "prefill", "decode", "wasted"):
+        a, z = b[key]
+        ok = ~(np.isnan(a) | np.isnan(z))
+        ax.barh(y[ok], (z - a)[ok], left=a[ok], color=D.STATE_COLORS[key], label=t(f"req.{key}"), height=0.8)
+    ax.set_yticks(y if len(y) <= 40 else y[::max(1, len(y) // 20)])
+    ax.set_yticklabels([b["ids"][i] for i in ax.get_yticks().astype(int)], fontsize=6)
+    ax.set_ylim(len(y) - 0.5, -0.5)
+    sa = trace.step_arrays()
+    if len(sa.end_s):
+        ax.axvline(sa.end_s[D.clamp_step(trace, k)], color="k", lw=1)
+    text = D.state_sentence(trace, k)
+    if b["total"] > len(b["ids"]):
+        text += " (" + t("note.requests_cut", shown=len(b["ids"]), total=b["total"]) + ")"
+    ax.set_xlabel(D.time_label(trace) + "\n" + _wrap(text, 70), fontsize=8)
+    ax.set_title(t("title.requests"), fontsize=10)
+    ax.legend(fontsize=7, loc="lower right", frameon=False)
+
+
+def board_figure(trace: Trace, k: int = 0, views: tuple[str, ...] = ("timeline", "waste", "composition", "kv",
+                 "requests", "latency"), x: str = "steps", compare: dict[str, Trace] | None = None) -> Figure:
+    """A static picture of the chosen views at step k (the same layout as TraceView)."""
+    k = D.clamp_step(trace, k)
+    rows = []
+    if "timeline" in views:
+        rows.append(("timeline", 3.0))
+    if "waste" in views or "kv" in views:
+        rows.append(("waste_kv", 2.4))
+    if "composition" in views:
+        rows.append(("composition", 5.2))
+    if "requests" in views or "latency" in views:
+        rows.append(("requests_latency", 3.6))
+    fig = Figure(figsize=(11, sum(h for _, h in rows) + 0.6 * len(rows)), layout="constrained")
+    sub = fig.subfigures(len(rows), 1, height_ratios=[h for _, h in rows]) if len(rows) > 1 else [fig]
+    for (name, _), sf in zip(rows, np.atleast_1d(sub)):
+        if name == "timeline":
+            plot_timeline(sf.subplots(), trace, k, x)
+        elif name == "waste_kv":
+            both = [v for v in ("waste", "kv") if v in views]
+            axes = np.atleast_1d(sf.subplots(1, len(both)))
+            for v, ax in zip(both, axes):
+                (plot_waste if v == "waste" else plot_kv)(ax, trace, k)
+        elif name == "composition":
+            a1, a2 = sf.subplots(2, 1, sharex=True)
+            plot_composition(a1, a2, trace, k)
+        else:
+            cols = (["requests"] if "requests" in views else []) + (["ttft", "e2e"] if "latency" in views else [])
+            axes = np.atleast_1d(sf.subplots(1, len(cols), width_ratios=[2 if c == "requests" else 1 for c in cols]))
+            if "requests" in views:
+                plot_requests(axes[0], trace, k)
+            if "latency" in views:
+                plot_latency(axes[-2], axes[-1], compare or {trace.policy: trace})
+    return fig
+
