@@ -50,6 +50,15 @@ def _waiting_steps(s: str) -> int | float:
     return v
 
 
+def _positive_float(name: str):
+    def parse(s: str) -> float:
+        v = _nonneg_float(name)(s)
+        if v == 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {s}")
+        return v
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line (see DESIGN.md's contract)."""
     p = _Parser(prog="tinyserve", description="A small but real LLM batching engine on a tiny GPT.")
@@ -90,8 +99,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--progress", action="store_true", default=None, help="show progress even when not a terminal")
 
     sub.add_parser("workloads", help="list workload names")
-    e = sub.add_parser("export-hf", help="write a folder transformers' GPT2LMHeadModel loads")
+    e = sub.add_parser("export-hf", help="write a folder transformers (and `transformers serve`) loads, tokenizer too")
     e.add_argument("dir", type=Path)
+    e.add_argument("--dtype", default="float32", help="float32 (default) | float64 (exact greedy parity)")
+    rp = sub.add_parser("replay", help="replay a workload against an OpenAI-compatible server, measured at the client")
+    rp.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
+    rp.add_argument("--workload", required=True, help="a name from `tinyserve workloads`, or FILE.jsonl")
+    rp.add_argument("--model", help="model name on the server (default: the only one it serves)")
+    rp.add_argument("--api", default="auto", help="auto | transformers | vllm: how EOS is switched off")
+    rp.add_argument("--max-model-len", type=_positive_int("--max-model-len"),
+                    help="server context; longer requests are rejected before sending (default: from /v1/models)")
+    rp.add_argument("--max-concurrency", type=_positive_int("--max-concurrency"), default=256)
+    rp.add_argument("--timeout", type=_positive_float("--timeout"), default=600.0, help="seconds per request")
+    rp.add_argument("--idle-timeout", type=_positive_float("--idle-timeout"), default=60.0,
+                    help="seconds without a byte from the server before a request fails")
+    rp.add_argument("--warmup", type=int, default=1, help="unmeasured requests first (default 1)")
+    rp.add_argument("--token-unit", default="byte", help="byte (our export: bytes are token ids) | event")
+    rp.add_argument("--seed", type=int, default=0)
+    rp.add_argument("--json", action="store_true")
+    rp.add_argument("--tokens", action="store_true", help="include the streamed tokens in --json")
+    rp.add_argument("--trace", type=Path, metavar="OUT.json", help="write the measured trace")
     b = sub.add_parser("bench", help="side-by-side benchmark against transformers")
     b.add_argument("--json", action="store_true")
     b.add_argument("--repeats", type=_positive_int("--repeats"), default=3)
@@ -168,8 +195,36 @@ def cmd_export_hf(a) -> None:
     from .hf import export_hf
     from .model import load_model
 
-    out = export_hf(load_model(device="cpu"), a.dir)
-    print(f"wrote {out} (load with transformers.GPT2LMHeadModel.from_pretrained)")
+    out = export_hf(load_model(device="cpu", dtype=a.dtype), a.dir)
+    print(f"wrote {out} (AutoModelForCausalLM/AutoTokenizer.from_pretrained, or `transformers serve {out}`)")
+
+
+def cmd_replay(a) -> None:
+    from .replay import format_replay, replay
+
+    if a.trace is not None and (a.trace.is_dir() or not a.trace.parent.is_dir()):
+        raise TinyserveError(f"output: {a.trace} is a directory" if a.trace.is_dir()
+                             else f"output: directory {a.trace.parent} does not exist")
+    interrupted: list = []
+    tr = replay(a.url, a.workload, a.model, api=a.api, max_model_len=a.max_model_len,
+                max_concurrency=a.max_concurrency, timeout_s=a.timeout, idle_timeout_s=a.idle_timeout,
+                warmup=a.warmup, token_unit=a.token_unit, seed=a.seed, on_interrupt=interrupted)
+    for r in tr.requests:
+        if r.status in ("rejected", "aborted"):
+            print(f"tinyserve: {r.status} request {r.id}: {r.finish_reason}", file=sys.stderr)
+    if tr.requests and all(r.status == "rejected" for r in tr.requests):
+        raise TinyserveError("workload: every request was rejected (see the lines above)")
+    try:
+        if a.trace:
+            tr.save(a.trace)  # written even after Ctrl-C: what was measured is kept
+    except OSError as e:
+        raise TinyserveError(f"output: cannot write {e.filename} ({e.strerror})") from None
+    if a.json:
+        print(json.dumps({**tr.summary(tokens=a.tokens), "measured_on": tr.knobs["url"]}))
+    else:
+        print(format_replay(tr))
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def cmd_bench(a) -> None:
@@ -194,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
         {"generate": cmd_generate, "run": cmd_run, "workloads": cmd_workloads, "export-hf": cmd_export_hf,
-         "bench": cmd_bench, "calibrate": cmd_calibrate}[a.cmd](a)
+         "replay": cmd_replay, "bench": cmd_bench, "calibrate": cmd_calibrate}[a.cmd](a)
     except TinyserveError as e:
         msg = str(e)
         print(msg if msg.startswith("tinyserve") else f"tinyserve: error: {msg}", file=sys.stderr)

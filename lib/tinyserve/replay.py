@@ -1,0 +1,429 @@
+"""Replay a workload against a real OpenAI-compatible server and measure it from the client side.
+
+Each request is sent at its arrival time to POST /v1/completions with "stream": true; the server answers with
+server-sent events (SSE), one per token or a few tokens. We record, on our wall clock, when each request was
+sent, when each token arrived and when the stream finished. The result is a Trace without step composition
+(steps=[], clock "server"): the server's scheduler is invisible from outside, its latencies are not.
+
+    tr = replay("http://127.0.0.1:8000", "chapter-7.1-finisher")   # a Trace; tr.metrics() as for `run`
+
+Tokens: with `token_unit="byte"` (our exported model, tinyserve.tokenizer) the streamed text's UTF-8 bytes *are*
+the token ids, so the server's tokens can be compared with the engine's exactly. With "event" (any other model,
+e.g. on vLLM) each SSE event carrying text counts as one token, ids unknown (-1). The usage the server reports
+at the end cross-checks the count; the EOS token, which streams no text, is recovered from it.
+
+Failures are per request (status "aborted", finish_reason says why): refused, HTTP errors, timeouts, a dropped
+connection, a stream of garbage. Problems that make the whole command pointless (unreachable URL, not an
+OpenAI server, unknown model) raise TinyserveError before anything is sent.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import TinyserveError
+from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
+from .tokenizer import BOS, EOS, decode
+from .trace import Trace
+
+_HTTPX_HINT = "replay needs httpx: pip install 'httpx==0.28.1'"
+
+
+# ------------------------------------------------------------------------------------------------------ SSE
+@dataclass
+class SSEEvent:
+    """One dispatched server-sent event."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class SSEParser:
+    """Incremental text/event-stream parser (WHATWG HTML, "server-sent events"): feed bytes, get events.
+
+    Lines end in CRLF, LF or CR (a CR at a chunk's end may be half of a CRLF); "data:" lines of one event join
+    with newlines; a blank line dispatches; ":" lines are comments; an unfinished event at EOF is dropped.
+    """
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
+        self._first = True  # strip a UTF-8 BOM at the very start of the stream
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Parse a chunk of the response body; the events it completed."""
+        if self._skip_lf and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._skip_lf = False
+        self._buf += chunk
+        out: list[SSEEvent] = []
+        while True:
+            cut = min((i for i in (self._buf.find(b"\r"), self._buf.find(b"\n")) if i >= 0), default=-1)
+            if cut < 0:
+                return out
+            line, sep = self._buf[:cut], self._buf[cut:cut + 1]
+            if sep == b"\r" and cut + 1 == len(self._buf):
+                self._skip_lf = True  # CR last in this chunk: maybe CRLF split across chunks
+                self._buf = b""
+            elif sep == b"\r" and self._buf[cut + 1:cut + 2] == b"\n":
+                self._buf = self._buf[cut + 2:]
+            else:
+                self._buf = self._buf[cut + 1:]
+            ev = self._line(line)
+            if ev is not None:
+                out.append(ev)
+
+    def _line(self, raw: bytes) -> SSEEvent | None:
+        text = raw.decode("utf-8", errors="replace")
+        if self._first:
+            text, self._first = text.removeprefix("\ufeff"), False
+        if not text:  # blank line: dispatch
+            data, event = self._data, self._event or "message"
+            self._data, self._event = [], ""
+            return SSEEvent("\n".join(data), event, self._id) if data else None
+        if text.startswith(":"):
+            return None
+        name, _, value = text.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value
+        return None  # "retry" and unknown fields: nothing to do for a one-shot stream
+
+
+# --------------------------------------------------------------------------------------------- the client
+@dataclass
+class ServerInfo:
+    """What the preflight learned: the model to ask for, how to switch EOS off, the context if known."""
+
+    url: str
+    model: str
+    api: str  # "transformers" (generation_config JSON) | "vllm" (ignore_eos field)
+    max_model_len: int | None
+
+
+@dataclass
+class _Outcome:
+    """What one streamed request produced."""
+
+    sent_s: float | None = None
+    token_times: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    finish_reason: str | None = None
+    error: str | None = None
+    usage: dict | None = None
+    finished_s: float | None = None
+
+
+def _httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as e:
+        raise TinyserveError(_HTTPX_HINT) from e
+    return httpx
+
+
+def check_url(url: str) -> str:
+    """The server's base URL without a trailing slash or /v1; refuses what is not an http(s) URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TinyserveError(f"--url: {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000)")
+    base = url.rstrip("/")
+    return base.removesuffix("/v1")
+
+
+def _detail(resp: Any) -> str:
+    """The server's own words for an HTTP error: FastAPI's "detail", OpenAI's error.message, else the body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:300]
+        for key in ("detail", "message", "error"):
+            if body.get(key):
+                return str(body[key])[:300]
+    return (resp.text or "").strip().replace("\n", " ")[:300] or resp.reason_phrase
+
+
+def preflight(url: str, model: str | None = None, api: str = "auto", max_model_len: int | None = None,
+              timeout_s: float = 10.0) -> ServerInfo:
+    """Ask GET /v1/models; one clear TinyserveError if the server is unreachable, not OpenAI-style, or lacks model."""
+    httpx = _httpx()
+    base = check_url(url)
+    try:
+        resp = httpx.get(f"{base}/v1/models", timeout=timeout_s)
+    except httpx.ConnectError as e:
+        raise TinyserveError(f"--url: cannot reach {base} ({_why(e)}); is the server running?") from None
+    except httpx.TimeoutException:
+        raise TinyserveError(f"--url: {base} did not answer GET /v1/models within {timeout_s:g} s") from None
+    except httpx.HTTPError as e:
+        raise TinyserveError(f"--url: {base}: {_why(e)}") from None
+    try:
+        listing = resp.json() if resp.status_code == 200 else None
+        ids = [m["id"] for m in listing["data"]] if isinstance(listing, dict) else None
+    except (ValueError, KeyError, TypeError):
+        ids = None
+    if ids is None:
+        raise TinyserveError(f"--url: {base} is not an OpenAI-compatible server (GET /v1/models gave HTTP "
+                             f"{resp.status_code} {resp.headers.get('content-type', '')!s}, not a model list)")
+    if model is None:
+        if len(ids) != 1:
+            raise TinyserveError(f"--model: {base} serves {len(ids)} models ({', '.join(ids) or 'none'}); "
+                                 "choose one with --model")
+        model = ids[0]
+    elif model not in ids:
+        raise TinyserveError(f"--model: {base} does not serve {model!r} (it serves {', '.join(ids) or 'nothing'})")
+    entry = next(m for m in listing["data"] if m["id"] == model)
+    if api == "auto":  # vLLM (and SGLang) take "ignore_eos"; transformers serve refuses unknown fields with 422
+        api = "vllm" if entry.get("owned_by") in ("vllm", "sglang") or "max_model_len" in entry else "transformers"
+    if api not in ("transformers", "vllm"):
+        raise TinyserveError(f"--api: unknown {api!r} (choose auto, transformers, vllm)")
+    if max_model_len is None and isinstance(entry.get("max_model_len"), int):
+        max_model_len = entry["max_model_len"]
+    return ServerInfo(base, model, api, max_model_len)
+
+
+def _why(e: BaseException) -> str:
+    """A short reason for a transport error (httpx nests the OS error)."""
+    msg = str(e) or type(e).__name__
+    low = msg.lower()
+    if "refused" in low:
+        return "connection refused"
+    return msg.splitlines()[0][:200]
+
+
+def request_body(req: Request, info: ServerInfo) -> dict:
+    """The /v1/completions body: greedy, streamed, the request's length; EOS off when it ignores EOS."""
+    ids = req.prompt
+    text = decode(ids[1:]) if ids and ids[0] == BOS else None
+    # Text is what every server takes; it must encode back to exactly these ids (BOS is the tokenizer's job).
+    prompt: str | list[int] = text if text is not None and list(text.encode("utf-8")) == ids[1:] else list(ids)
+    body: dict[str, Any] = {"model": info.model, "prompt": prompt, "stream": True, "max_tokens": req.max_new_tokens,
+                            "temperature": 0.0, "stream_options": {"include_usage": True}}
+    if req.ignore_eos:
+        if info.api == "vllm":
+            body["ignore_eos"] = True
+        else:  # transformers serve: a per-request generation config without an EOS (DESIGN.md)
+            body["generation_config"] = json.dumps(
+                {"max_new_tokens": req.max_new_tokens, "do_sample": False, "eos_token_id": -1})
+    return body
+
+
+async def stream_one(client: Any, info: ServerInfo, req: Request, t0: float, out: _Outcome,
+                     token_unit: str = "byte", idle_timeout_s: float = 60.0) -> None:
+    """POST one request and record its token arrivals into out (an error string on failure, never raises)."""
+    httpx = _httpx()
+    parser = SSEParser()
+    done = False
+    n_events = 0
+    try:
+        out.sent_s = time.perf_counter() - t0
+        async with client.stream("POST", f"{info.url}/v1/completions", json=request_body(req, info),
+                                 timeout=httpx.Timeout(idle_timeout_s)) as resp:
+            if resp.status_code != 200:
+                await resp.aread()
+                out.error = f"HTTP {resp.status_code}: {_detail(resp)}"
+                return
+            ctype = resp.headers.get("content-type", "")
+            if not ctype.startswith("text/event-stream"):
+                out.error = f"not an SSE stream (Content-Type {ctype or 'missing'}): is this an OpenAI-style server?"
+                return
+            async for chunk in resp.aiter_raw():
+                now = time.perf_counter() - t0
+                for ev in parser.feed(chunk):
+                    n_events += 1
+                    if ev.data.strip() == "[DONE]":
+                        done = True
+                        break
+                    err = _take_event(ev.data, out, now, token_unit)
+                    if err:
+                        out.error = f"{err} (event {n_events})"
+                        return
+                if done:
+                    break
+    except httpx.TimeoutException as e:
+        out.error = f"timed out: {type(e).__name__} (no data for {idle_timeout_s:g} s)"
+        return
+    except httpx.ConnectError as e:
+        out.error = f"refused: {_why(e)}"
+        return
+    except (httpx.RemoteProtocolError, httpx.ReadError) as e:
+        out.error = f"connection dropped after {len(out.tokens)} tokens ({_why(e)})"
+        return
+    except httpx.HTTPError as e:
+        out.error = f"{type(e).__name__}: {_why(e)}"
+        return
+    if out.finish_reason is None:
+        out.error = f"stream ended without a finish_reason after {len(out.tokens)} tokens"
+        return
+    _reconcile(out, req, token_unit)
+
+
+def _take_event(data: str, out: _Outcome, now: float, token_unit: str) -> str | None:
+    """Record one event's tokens; an error message for garbage or a server error event."""
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return f"garbage in stream: not JSON ({data[:80]!r})"
+    if not isinstance(obj, dict):
+        return f"garbage in stream: {type(obj).__name__}, not an object"
+    if obj.get("error"):
+        err = obj["error"]
+        return f"server error in stream: {err.get('message', err) if isinstance(err, dict) else err}"
+    if isinstance(obj.get("usage"), dict):
+        out.usage = obj["usage"]
+    choices = obj.get("choices")
+    if not isinstance(choices, list):
+        return f"garbage in stream: no 'choices' list ({data[:80]!r})"
+    for ch in choices:
+        text = ch.get("text") if isinstance(ch, dict) else None
+        if not isinstance(text, str):
+            return f"garbage in stream: a choice without 'text' ({data[:80]!r})"
+        if text:
+            new = list(text.encode("utf-8")) if token_unit == "byte" else [-1]
+            out.tokens += new
+            out.token_times += [now] * len(new)
+            out.text += text
+        if ch.get("finish_reason"):
+            out.finish_reason = ch["finish_reason"]
+            out.finished_s = now
+    return None
+
+
+def _reconcile(out: _Outcome, req: Request, token_unit: str) -> None:
+    """Check the count against the server's usage; the EOS token streams no text, so add it from the usage."""
+    reported = (out.usage or {}).get("completion_tokens")
+    if out.finish_reason == "stop" and reported == len(out.tokens) + 1 and not req.ignore_eos:
+        out.tokens.append(EOS if token_unit == "byte" else -1)
+        out.token_times.append(out.finished_s)
+    if token_unit == "byte" and "\ufffd" in out.text:
+        out.error = "the streamed text holds U+FFFD (invalid UTF-8 from the model): its bytes are not the tokens"
+    elif isinstance(reported, int) and reported != len(out.tokens):
+        out.error = (f"token count mismatch: {len(out.tokens)} counted from the stream, the server reports "
+                     f"{reported} (token unit {token_unit!r})")
+
+
+# --------------------------------------------------------------------------------------------- the replay
+def replay(url: str, workload: str | Path | list[Request], model: str | None = None, *, api: str = "auto",
+           max_model_len: int | None = None, max_concurrency: int = 256, timeout_s: float = 600.0,
+           idle_timeout_s: float = 60.0, warmup: int = 1, token_unit: str = "byte", seed: int = 0,
+           on_interrupt: list | None = None) -> Trace:
+    """Send the workload's requests at their arrival times, stream the answers, return the measured Trace.
+
+    A KeyboardInterrupt stops sending and streaming; the Trace still holds what was measured (unfinished
+    requests aborted), and on_interrupt (a list) gets True appended so the caller can exit 130.
+    """
+    from .workloads import get_workload
+
+    if token_unit not in ("byte", "event"):
+        raise TinyserveError(f"--token-unit: unknown {token_unit!r} (choose byte, event)")
+    for name, v in (("max_concurrency", max_concurrency), ("warmup", warmup)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "max_concurrency" else 0):
+            raise TinyserveError(f"{name}: must be an integer >= {1 if name == 'max_concurrency' else 0}, got {v!r}")
+    for name, v in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
+        if not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            raise TinyserveError(f"{name}: must be a finite number > 0, got {v!r}")
+    if isinstance(workload, list):
+        reqs, label = [r.fresh() for r in workload], "requests"
+    else:
+        reqs, label = get_workload(str(workload), seed=seed), Path(str(workload)).name if str(workload).endswith(
+            ".jsonl") else str(workload)
+    info = preflight(url, model, api, max_model_len)
+    reqs.sort(key=lambda r: r.arrival_s)
+    outcomes = {r.id: _Outcome() for r in reqs}
+    for r in reqs:
+        total = r.prompt_len + r.max_new_tokens
+        if info.max_model_len is not None and total > info.max_model_len:
+            r.status, r.finish_reason = REJECTED, (f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "
+                                                  f"= {total} > server context {info.max_model_len}")
+    interrupted = False
+    try:
+        asyncio.run(_run_all(info, reqs, outcomes, max_concurrency, timeout_s, idle_timeout_s, warmup,
+                             token_unit))
+    except KeyboardInterrupt:
+        interrupted = True
+        if on_interrupt is not None:
+            on_interrupt.append(True)
+    knobs = {"url": info.url, "model": info.model, "api": info.api, "max_model_len": info.max_model_len,
+             "max_concurrency": max_concurrency, "timeout_s": timeout_s, "idle_timeout_s": idle_timeout_s,
+             "warmup": warmup, "token_unit": token_unit, "measured": "client-side wall clock, over HTTP"}
+    tr = Trace(policy="server", workload=label, clock="server", hardware=info.url, num_slots=0, knobs=knobs,
+               dry_run=False, steps=[], requests=reqs)
+    for r in reqs:
+        _fill(r, outcomes[r.id], interrupted)
+    return tr
+
+
+def _fill(r: Request, o: _Outcome, interrupted: bool) -> None:
+    """Copy a request's outcome into the Request the Trace reports."""
+    if r.status == REJECTED:
+        return
+    r.output, r.token_times = list(o.tokens), list(o.token_times)
+    r.admitted_s = o.sent_s  # when it left the client; the server's own queueing is not visible
+    if o.sent_s is not None:
+        r.arrival_s = o.sent_s  # latencies count from the moment the request was really sent
+    if o.error is None and o.finish_reason is not None:
+        r.status, r.finish_s = FINISHED, o.finished_s
+        r.finish_reason = "eos" if r.output and r.output[-1] == EOS and o.finish_reason == "stop" else o.finish_reason
+    else:
+        r.status = ABORTED
+        r.finish_reason = o.error or ("interrupted (Ctrl-C)" if interrupted else "not sent")
+        r.finish_s = o.finished_s
+
+
+async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _Outcome],
+                   max_concurrency: int, timeout_s: float, idle_timeout_s: float, warmup: int,
+                   token_unit: str) -> None:
+    httpx = _httpx()
+    limits = httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency)
+    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(idle_timeout_s)) as client:
+        for i in range(warmup):  # the first request starts the server's batching loop (~125 ms): not measured
+            w = Request(f"warmup{i}", [BOS] + list(b"def warm_up():"), 4, ignore_eos=True)
+            await asyncio.wait_for(stream_one(client, info, w, time.perf_counter(), _Outcome(), token_unit,
+                                              idle_timeout_s), timeout_s)
+        gate = asyncio.Semaphore(max_concurrency)
+        t0 = time.perf_counter()
+
+        async def one(r: Request) -> None:
+            await asyncio.sleep(max(0.0, t0 + r.arrival_s - time.perf_counter()))
+            async with gate:
+                r.status = RUNNING
+                o = outcomes[r.id]
+                try:
+                    await asyncio.wait_for(stream_one(client, info, r, t0, o, token_unit, idle_timeout_s), timeout_s)
+                except asyncio.TimeoutError:
+                    o.error = f"timed out: not finished within {timeout_s:g} s (after {len(o.tokens)} tokens)"
+
+        await asyncio.gather(*(one(r) for r in reqs if r.status != REJECTED))
+
+
+def format_replay(tr: Trace) -> str:
+    """A few lines for the terminal: where it was measured, throughput, latency percentiles."""
+    m = tr.metrics()
+    k = tr.knobs
+    lines = [f"replay of {tr.workload} on {k['url']} (model {k['model']}): measured at the client, wall clock",
+             f"  requests  {m['num_finished']} finished, {m['num_rejected']} rejected, {m['num_aborted']} failed;"
+             f" {m['output_tokens']} tokens in {m['duration_s']:.3f} s",
+             f"  throughput  {m['output_throughput']:.1f} tok/s, {m['request_throughput']:.2f} req/s"]
+    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
+        s = m[key]
+        if s["mean"] is not None:
+            lines.append(f"  {key:8s} mean {s['mean']:9.2f}  p50 {s['p50']:9.2f}  p90 {s['p90']:9.2f}"
+                         f"  p99 {s['p99']:9.2f}  max {s['max']:9.2f}")
+    return "\n".join(lines)
