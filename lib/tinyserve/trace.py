@@ -321,8 +321,11 @@ class Trace:
         steps = [StepRecord(sd["index"], sd["start_s"], sd["duration_s"], [SlotWork(**w) for w in sd["works"]],
                             sd["kv_reserved_bytes"], sd["kv_used_bytes"], sd.get("measured_s"), sd.get("num_waiting", 0))
                  for sd in d.get("steps", [])]
+        kv = d.get("kv", {})
         return cls(d["policy"], d["workload"], d["clock"], d.get("hardware"), d["num_slots"], dict(d.get("knobs", {})),
-                   d.get("dry_run", False), steps, reqs)
+                   d.get("dry_run", False), steps, reqs, kv_units=kv.get("units", d.get("kv_units", "real")),
+                   kv_dtype=kv.get("dtype"), kv_bytes_per_token=kv.get("bytes_per_token", 0),
+                   kv_capacity_bytes=kv.get("capacity_bytes"), slab_bytes=kv.get("slab_bytes", 0))
 
 
 def _stats(xs: list[float]) -> dict:
