@@ -112,8 +112,6 @@ BAD: list[tuple[str, list[str], list[str]]] = [
     ("timeout-nan", RUN + ["--policy", "dynamic", "--timeout", "nan"] + DRY, ["--timeout", "finite", "nan"]),
     ("timeout-inf", RUN + ["--policy", "dynamic", "--timeout", "inf"] + DRY, ["--timeout", "finite", "inf"]),
     ("timeout-text", RUN + ["--policy", "dynamic", "--timeout", "abc"] + DRY, ["--timeout", "number", "abc"]),
-    ("kv-budget-below-one-slab", RUN + ["--policy", "static", "--kv-budget", "1000"] + DRY,
-     ["kv_budget", "1000", "slab", "at least"]),
     ("kv-budget-0", RUN + ["--policy", "static", "--kv-budget", "0"] + DRY, ["--kv-budget", ">= 1"]),
     ("max-model-len-too-big", RUN + ["--policy", "static", "--max-model-len", "99999"] + DRY,
      ["max_model_len", "1..4096", "99999"]),

@@ -86,3 +86,87 @@ def test_the_cli_takes_max_waiting_steps_and_records_it(capsys):
         assert main(["run", "--workload", "chapter-7.1-padding", "--policy", "continuous", "--dry-run", "--json",
                      "--max-waiting-steps", arg]) == 0
         assert json.loads(capsys.readouterr().out)["knobs"]["max_waiting_steps"] == want
+
+
+# ------------------------------------------------------------------------------- 2. KV in the modeled hardware's bytes
+H200_BPT = 327_680  # 2 (K, V) x 80 layers x 8 KV heads x 128 x 2 bytes (bf16): Llama-3-70B's KV per token
+H200_KV = 51_250_000_000  # 141e9 x 0.9 - 72.65e9 of weights - 3e9 of activations (the preset's derivation)
+
+
+def equal_requests(n: int, prompt: int, out: int) -> list[Request]:
+    return [Request(f"r{i}", [BOS] + [65] * (prompt - 1), out, 0.0, ignore_eos=True) for i in range(n)]
+
+
+def test_kv_is_counted_in_the_modeled_models_bytes_and_the_tiny_models_under_the_wall_clock(model):
+    reqs = equal_requests(3, 4, 6)  # slab = 4 + 6 = 10 positions
+    tr = Engine(model).run(reqs, "continuous", batch_size=3, dry_run=True)
+    assert (tr.kv_units, tr.kv_dtype, tr.kv_bytes_per_token) == ("modeled", "bfloat16", H200_BPT)
+    assert tr.metrics()["kv_reserved_bytes_peak"] == 3 * 10 * H200_BPT  # 3 slabs of 10 positions = 9,830,400
+    # step 0 prefills 4 positions each; every later step adds one: the last step (token 6) holds 4 + 5 = 9 each
+    assert tr.metrics()["kv_used_bytes_peak"] == 3 * 9 * H200_BPT
+    assert tr.summary()["kv_units"] == "modeled" and tr.summary()["kv"]["bytes_per_token"] == H200_BPT
+    wall = Engine(model).start(reqs, "continuous", batch_size=3, clock="wall")
+    # the test model's own tensors: 2 x 2 layers x n_embd 32 x 8 bytes (float64) = 1,024 bytes per token
+    assert (wall.kv_units, wall.kv_dtype, wall.pool.bytes_per_token) == ("real", "float64", 1024)
+    assert wall.trace().kv_capacity_bytes is None  # no budget, no modeled memory: no cap
+
+
+def test_the_modeled_gpus_memory_caps_the_slots():
+    # 200 requests of 500 + 500 positions: a slab is 1,000 x 327,680 = 327,680,000 bytes;
+    # 51.25e9 / 327.68e6 = 156.4 -> 156 slots, whatever batch size is asked for
+    run = Engine().start(equal_requests(200, 500, 500), "continuous", batch_size=200, dry_run=True)
+    assert run.pool.num_slots == 156
+    assert run.trace().metrics()["kv_fit_slabs"] == 156 and run.trace().kv_capacity_bytes == H200_KV
+
+
+def test_exact_allocation_fit_is_counted_from_what_sequences_really_held(model):
+    # 2 requests, prompt 4, 4 tokens each, one batch: slab 8 positions. Held after each step (both together):
+    # step 0 (prefill) 4+4, step 1: 5+5, step 2: 6+6, step 3: 7+7 -> 44 positions over 8 sequence-steps = 5.5
+    # budget 176 positions: slabs 176 / 8 = 22, exact 176 / 5.5 = 32
+    tr = Engine(model).run(equal_requests(2, 4, 4), "continuous", batch_size=2, kv_budget=176 * H200_BPT, dry_run=True)
+    m = tr.metrics()
+    assert [s.kv_used_bytes // H200_BPT for s in tr.steps] == [8, 10, 12, 14]
+    assert (m["kv_capacity_bytes"], m["kv_fit_slabs"], m["kv_fit_exact"]) == (176 * H200_BPT, 22, 32)
+
+
+def test_a_request_no_memory_can_hold_is_rejected_alone_with_a_reason(tmp_path):
+    import json
+
+    from tinyserve.clock import PRESET_DIR
+
+    d = json.loads((PRESET_DIR / "h200-70b-fp8.json").read_text())
+    d["kv_memory_bytes"] = 1000 * H200_BPT  # room for exactly one 1,000-position slab
+    (tmp_path / "small.json").write_text(json.dumps(d))
+    reqs = equal_requests(2, 500, 500) + [Request("big", [BOS] * 600, 401, 0.0, ignore_eos=True)]  # 1,001
+    tr = Engine().run(reqs, "continuous", hardware=str(tmp_path / "small.json"), dry_run=True)
+    assert tr.request("big").status == "rejected"
+    assert tr.request("big").finish_reason == ("needs 328,007,680 bytes of KV (1001 positions x 327,680 bytes), "
+                                               "more than the h200-70b-fp8 KV memory of 327,680,000 bytes")
+    assert [tr.request(r).status for r in ("r0", "r1")] == ["finished", "finished"]
+    assert tr.num_slots == 1  # the two others take turns in the one slab that fits
+
+
+def test_sequences_that_fit_slabs_vs_exact_for_a_70b_on_one_h200():
+    from tinyserve.cache import sequences_that_fit
+
+    fit = sequences_that_fit("h200-70b-fp8", [1000, 3000], max_len=4096)
+    # slabs: 51.25e9 / (4,096 x 327,680 = 1,342,177,280) = 38.2 -> 38; exact: mean 2,000 positions
+    # = 655,360,000 bytes -> 78.2 -> 78
+    assert (fit.slabs, fit.exact, fit.mean_tokens, fit.bytes_per_token) == (38, 78, 2000.0, H200_BPT)
+    assert fit.gain == pytest.approx(78 / 38)
+    with pytest.raises(TinyserveError, match="max_len: must be an integer >= the longest length 3000"):
+        sequences_that_fit("h200-70b-fp8", [1000, 3000], max_len=2000)
+    with pytest.raises(TinyserveError, match="cpu-tiny states no KV memory"):
+        sequences_that_fit("cpu-tiny", [10])
+
+
+def test_the_cli_rejects_what_the_kv_budget_cannot_hold_and_runs_the_rest(tmp_path, capsys):
+    from tinyserve.cli import main
+
+    f = tmp_path / "w.jsonl"
+    f.write_text('{"id": "small", "prompt_len": 10, "max_new_tokens": 10, "ignore_eos": true}\n'
+                 '{"id": "big", "prompt_len": 30, "max_new_tokens": 10, "ignore_eos": true}\n')
+    # 20 positions x 327,680 = 6,553,600 bytes: small fits, big (40 positions) does not
+    assert main(["run", "--workload", str(f), "--policy", "static", "--dry-run", "--kv-budget", "6553600"]) == 0
+    err = capsys.readouterr().err
+    assert "rejected request big: needs 13,107,200 bytes of KV" in err and "small" not in err

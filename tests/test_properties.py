@@ -24,7 +24,9 @@ from tinyserve.requests import Request
 from tinyserve.tokenizer import BOS, EOS
 
 CTX = 96
-BYTES_PER_TOKEN = 2 * 2 * 32 * 8  # K and V, 2 layers, n_embd 32, float64
+# runs use the modeled clock, so KV is counted in the default preset's model: 2 (K, V) x 80 layers x 8 KV heads x
+# 128 x 2 bytes (bf16) = 327,680 bytes per token
+BYTES_PER_TOKEN = 327_680
 
 
 def bounded(n: int) -> settings:

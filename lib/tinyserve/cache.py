@@ -1,25 +1,74 @@
-"""KV slots: one slab per slot, reserving the maximum length (the layout Ch. 7 ends on), and its accounting."""
+"""KV slots: one slab per slot, reserving the maximum length (the layout Ch. 7 ends on), and its accounting.
+
+Bytes are those of the model the clock speaks for: under the modeled clock the hardware preset's model (a
+70B-class model's K and V per token, in its KV dtype) within the memory its GPU has left after the weights;
+under the wall clock the tiny GPT's real tensors. Trace.kv_units says which.
+"""
 from __future__ import annotations
 
 import heapq
-
-from .errors import TinyserveError
-
-
-def kv_bytes_per_token(n_layer: int, n_embd: int, itemsize: int) -> int:
-    """K and V for every layer of one token."""
-    return 2 * n_layer * n_embd * itemsize
+import math
+from dataclasses import dataclass
 
 
-def num_slots_for(batch_size: int, kv_budget: int | None, slab_bytes: int) -> int:
-    """How many slabs exist: the batch size, capped by what the KV budget can hold."""
-    if kv_budget is None:
+def kv_bytes_per_token(n_layer: int, n_kv_dim: int, itemsize: int) -> int:
+    """K and V for every layer of one token (n_kv_dim: KV heads x head size; GQA stores only the KV heads)."""
+    return 2 * n_layer * n_kv_dim * itemsize
+
+
+def num_slots_for(batch_size: int, capacity: int | None, slab_bytes: int) -> int:
+    """How many slabs exist: the batch size, capped by how many slabs the KV capacity holds (None: no cap)."""
+    if capacity is None:
         return batch_size
-    if kv_budget < slab_bytes:
-        raise TinyserveError(
-            f"kv_budget: {kv_budget} bytes is smaller than one sequence's slab ({slab_bytes} bytes = max_model_len "
-            f"positions of K and V); raise it to at least {slab_bytes}")
-    return min(batch_size, kv_budget // slab_bytes)
+    return min(batch_size, capacity // slab_bytes)
+
+
+def too_big_for(tokens: int, bytes_per_token: int, capacity: int | None, capacity_name: str) -> str | None:
+    """Why a sequence of `tokens` positions can never be held (None if it can): its slab exceeds the capacity."""
+    need = tokens * bytes_per_token
+    if capacity is None or need <= capacity:
+        return None
+    return (f"needs {need:,} bytes of KV ({tokens} positions x {bytes_per_token:,} bytes), more than the "
+            f"{capacity_name} of {capacity:,} bytes")
+
+
+@dataclass
+class KVFit:
+    """How many sequences a KV memory holds: one max-length slab each, or exactly the tokens each holds."""
+
+    memory_bytes: int  # KV memory (what is left after the weights)
+    bytes_per_token: int
+    slab_tokens: int  # positions every slab reserves (the maximum length)
+    mean_tokens: float  # positions a sequence really holds, on average over the length distribution
+    slabs: int  # sequences that fit with one slab each
+    exact: int  # sequences that fit if each held only its own tokens
+
+    @property
+    def gain(self) -> float:
+        """exact / slabs: how much concurrency the slab layout gives away."""
+        return self.exact / self.slabs if self.slabs else math.inf
+
+
+def sequences_that_fit(hardware, lengths: list[int], max_len: int | None = None) -> KVFit:
+    """Sequences a preset's KV memory fits: slabs of max_len (default: the longest length) vs exact allocation.
+
+    hardware: a preset name or HardwarePreset (its kv_bytes_per_token and kv_memory_bytes); lengths: the
+    positions (prompt + output) each sequence holds, a sample of the length distribution.
+    """
+    from .clock import HardwarePreset, get_preset
+    from .errors import TinyserveError
+
+    hw = hardware if isinstance(hardware, HardwarePreset) else get_preset(hardware)
+    if hw.kv_memory_bytes is None:
+        raise TinyserveError(f"hardware: {hw.name} states no KV memory (kv_memory_bytes)")
+    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
+        raise TinyserveError("lengths: must be a non-empty list of integers >= 1")
+    slab = max(lengths) if max_len is None else max_len
+    if isinstance(slab, bool) or not isinstance(slab, int) or slab < max(lengths):
+        raise TinyserveError(f"max_len: must be an integer >= the longest length {max(lengths)}, got {max_len!r}")
+    bpt, memory = int(hw.kv_bytes_per_token), int(hw.kv_memory_bytes)
+    mean = sum(lengths) / len(lengths)
+    return KVFit(memory, bpt, slab, mean, memory // (slab * bpt), math.floor(memory / (mean * bpt)))
 
 
 class SlotPool:

@@ -22,6 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .cache import kv_bytes_per_token as _kv_bytes_per_token
 from .errors import TinyserveError
 from .requests import Work
 
@@ -45,6 +46,8 @@ class HardwarePreset:
     kv_bytes_per_token: float  # K and V of one token over all layers (GQA: only the KV heads)
     sources: list[str]
     details: dict = field(default_factory=dict)  # published numbers, efficiency fractions, calibration data
+    kv_dtype: str = "float32"  # the KV cache's element type (kv_bytes_per_token counts its bytes)
+    kv_memory_bytes: float | None = None  # memory left for KV after the weights; None: not stated, no cap
 
 
 _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
@@ -79,6 +82,11 @@ def load_preset(path: str | Path) -> HardwarePreset:
             raise TinyserveError(f"hardware: {path}: {k} must be a finite number "
                                  f"{'>= 0' if k == 'overhead_s' else '> 0'}, got {v!r}")
         d[k] = typ(v)
+    mem = d.get("kv_memory_bytes")
+    if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool) and _finite(mem) and mem > 0):
+        raise TinyserveError(f"hardware: {path}: kv_memory_bytes must be a finite number > 0 or null, got {mem!r}")
+    if not isinstance(d.get("kv_dtype", ""), str):
+        raise TinyserveError(f"hardware: {path}: kv_dtype must be a string, got {d['kv_dtype']!r}")
     if not (isinstance(d["name"], str) and isinstance(d["description"], str)
             and isinstance(d["sources"], list) and all(isinstance(s, str) for s in d["sources"])
             and isinstance(d.get("details", {}), dict)):
@@ -190,7 +198,8 @@ def model_preset(model, name: str, description: str, sources: list[str]) -> Hard
         name=name, description=description, bandwidth_Bps=1.0, peak_flops=1.0, overhead_s=0.0,
         weight_bytes=float((nonembed + model.wte.weight.numel()) * elem),  # blocks + the tied output head
         nonembed_params=float(nonembed), n_layer=cfg.n_layer, attn_dim=cfg.n_embd,
-        kv_bytes_per_token=float(2 * cfg.n_layer * cfg.n_embd * elem), sources=sources)
+        kv_bytes_per_token=float(_kv_bytes_per_token(cfg.n_layer, cfg.n_embd, elem)),
+        kv_dtype=str(model.dtype).removeprefix("torch."), sources=sources)
 
 
 def _time_step(model, works: list[Work], repeats: int) -> float:

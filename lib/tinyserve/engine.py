@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from .cache import SlotPool, kv_bytes_per_token, num_slots_for
+from .cache import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
 from .errors import TinyserveError
 from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model, resolve_device
 from .policies import Policy, make_policy
@@ -96,11 +96,26 @@ class Run:
                 raise TinyserveError(f"max_model_len: must be an integer in 1..{limit}, got {max_model_len!r}")
             limit = max_model_len
         check_requests(requests, cfg.vocab_size, limit, 'max_model_len' if max_model_len else 'the context', dry_run)
+        # KV in the bytes of the model the clock speaks for: the preset's model (modeled), the tiny GPT (wall)
+        hw = getattr(clock, "hardware", None)
+        if hw is not None:
+            self.kv_units, self.kv_dtype, bpt = "modeled", hw.kv_dtype, int(hw.kv_bytes_per_token)
+            memory = None if hw.kv_memory_bytes is None else int(hw.kv_memory_bytes)
+        else:
+            self.kv_units, self.kv_dtype, memory = "real", str(dtype).removeprefix("torch."), None
+            bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, torch.empty((), dtype=dtype).element_size())
+        caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
+                if c is not None]
+        self.kv_capacity, cap_name = min(caps) if caps else (None, None)
+        for r in requests:  # a sequence whose own slab can never fit is rejected alone
+            if r.status != REJECTED:
+                reason = too_big_for(max_model_len or r.prompt_len + r.max_new_tokens, bpt, self.kv_capacity, cap_name)
+                if reason:
+                    r.status, r.finish_reason = REJECTED, reason
         accepted = [r for r in requests if r.status != REJECTED]
         slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-        bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, torch.empty((), dtype=dtype).element_size())
-        self.pool = SlotPool(num_slots_for(policy.batch_size, kv_budget, slab * bpt), slab, bpt)
-        self.kv = None if dry_run else KVCache(cfg, self.pool.num_slots, slab, dtype, device)
+        self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab * bpt), slab, bpt)
+        self.kv = None if dry_run or not accepted else KVCache(cfg, self.pool.num_slots, slab, dtype, device)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         policy.bind(self.pool)
@@ -204,6 +219,13 @@ class Run:
         return done
 
     def trace(self) -> Trace:
+        """The record of this run so far, with its KV units (see _trace)."""
+        tr = self._trace()
+        tr.kv_units, tr.kv_dtype, tr.kv_bytes_per_token = self.kv_units, self.kv_dtype, self.pool.bytes_per_token
+        tr.kv_capacity_bytes, tr.slab_bytes = self.kv_capacity, self.pool.slab_bytes
+        return tr
+
+    def _trace(self) -> Trace:
         """The record of this run so far: a snapshot that later steps do not change."""
         hw = getattr(getattr(self.clock, "hardware", None), "name", None)
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,

@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .cache import kv_bytes_per_token
 from .errors import TinyserveError
 from .tokenizer import EOS
 
@@ -183,7 +184,7 @@ class KVCache:
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.num_slots, self.max_len = num_slots, max_len
-        self.bytes_per_token = 2 * cfg.n_layer * cfg.n_embd * self.k.element_size()
+        self.bytes_per_token = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, self.k.element_size())
 
     @property
     def slab_bytes(self) -> int:

@@ -1,0 +1,70 @@
+"""Predict-then-reveal (tinyserve_widgets.predict): numbers only, the reason in the widget otherwise, both
+numbers side by side after reveal, and a text fallback where no kernel runs."""
+import math
+
+import pytest
+
+from tinyserve_widgets.predict import Predict, compare, parse_number
+
+
+@pytest.mark.parametrize("text,value", [("1980", 1980.0), ("1,980", 1980.0), (" 2e3 ", 2000.0), ("-4.5", -4.5),
+                                        ("1_000", 1000.0), ("+7", 7.0), ("0.25", 0.25)])
+def test_numbers_people_type_are_read(text, value):
+    assert parse_number(text) == value
+
+
+@pytest.mark.parametrize("text,reason", [("", "Type a number first"), ("   ", "Type a number first"),
+                                         ("abc", "“abc” is not a number"), ("12 tokens", "is not a number"),
+                                         ("nan", "not a finite number"), ("inf", "not a finite number"),
+                                         ("1e400", "not a finite number"), ("0x10", "is not a number")])
+def test_anything_else_is_refused_with_the_reason(text, reason):
+    with pytest.raises(ValueError, match=reason):
+        parse_number(text)
+
+
+def test_bad_input_says_why_in_the_widget_and_keeps_the_previous_prediction():
+    p = Predict("How many tokens will slot 7 waste?", unit="tokens")
+    assert p.submit("1,900") and p.guess == 1900.0
+    p.box.value = "lots"  # typing in the box (Enter) goes through the same check
+    assert p.guess == 1900.0
+    assert "is not a number" in p.message.value and "color:#b00" in p.message.value
+    p.button.click()  # the button re-submits the box's (bad) text: still refused
+    assert p.guess == 1900.0
+
+
+def test_range_is_enforced():
+    p = Predict("How many of the 32 slots are busy?", lo=0, hi=32)
+    assert not p.submit("33") and p.guess is None
+    assert "33 is outside 0 .. 32" in p.message.value
+
+
+def test_reveal_puts_both_numbers_side_by_side_and_locks():
+    p = Predict("How many tokens will slot 7 waste?", unit="tokens")
+    p.submit("1500")
+    # |1500 - 1980| / 1980 = 24%: more than the 10% tolerance, and low
+    text = p.reveal(1980)
+    assert text == "You said 1,500 tokens; the engine says 1,980 tokens: 24% off low."
+    assert p.message.value == text and p.box.disabled and p.button.disabled
+    assert not p.submit("1980") and p.guess == 1500.0
+
+
+def test_compare_sentences():
+    assert compare(None, 1980, "tokens").startswith("Engine: 1,980 tokens. (No prediction entered")
+    assert compare(31, 31) == "You said 31; the engine says 31: exactly right."
+    assert compare(0.95, 1.0, "s") == "You said 0.95 s; the engine says 1 s: 5% off low, close."  # 5% <= 10%
+    assert compare(3, 0) == "You said 3; the engine says 0: 3 off high."  # no relative error against zero
+
+
+def test_reveal_refuses_a_non_number_answer():
+    p = Predict("q")
+    for bad in (math.nan, "3", True):
+        with pytest.raises(ValueError, match="answer"):
+            p.reveal(bad)
+
+
+def test_without_a_kernel_the_question_shows_as_text():
+    p = Predict("How long is the stall?", unit="ms")
+    bundle = p._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["text/plain"].startswith("Predict: How long is the stall?")
+    assert "application/vnd.jupyter.widget-view+json" in data

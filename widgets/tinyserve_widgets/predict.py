@@ -1,0 +1,132 @@
+"""Predict, then reveal: the learner types a number before the cell that settles it, then sees the engine's
+answer beside theirs.
+
+    from tinyserve_widgets.predict import Predict
+    p = Predict("How many tokens will slot 7 waste?", unit="tokens")
+    p                                   # the question and a box (display it: last line of a cell)
+    ...                                 # cells that run the engine
+    print(p.reveal(trace.metrics()["wasted_decode_tokens"]))   # both numbers side by side, in words
+
+Only numbers are accepted ("1,980", "2e3", "-4.5"); anything else is refused with the reason, inside the
+widget. Once revealed, the box locks. Without a kernel (GitHub, nbviewer: widget state stripped) the cell
+shows the question as text, and reveal() returns a plain sentence a checked cell can print.
+Words live in the package's one table (words.WORDS), under "predict.*" keys.
+"""
+from __future__ import annotations
+
+import math
+
+from .words import WORDS, t
+
+WORDS["en"].update({
+    "predict.placeholder": "your number",
+    "predict.lock": "Lock in",
+    "predict.locked": "Your prediction: {guess}. Run on; the answer comes further down.",
+    "predict.empty": "Type a number first.",
+    "predict.not_number": "“{text}” is not a number: type digits such as 1980, 1,980 or 2e3.",
+    "predict.not_finite": "“{text}” is not a finite number.",
+    "predict.range": "{guess} is outside {lo} .. {hi}.",
+    "predict.revealed": "Already revealed: the prediction is locked.",
+    "predict.static": "Predict: {question} (run the notebook to type your answer; it is revealed further down)",
+    "predict.answer": "Engine: {answer}{unit}.",
+    "predict.none": "Engine: {answer}{unit}. (No prediction entered: type one above, then run this cell again.)",
+    "predict.exact": "You said {guess}{unit}; the engine says {answer}{unit}: exactly right.",
+    "predict.close": "You said {guess}{unit}; the engine says {answer}{unit}: {off} {dir}, close.",
+    "predict.far": "You said {guess}{unit}; the engine says {answer}{unit}: {off} {dir}.",
+    "predict.low": "low",
+    "predict.high": "high",
+})
+
+
+def _fmt(x: float) -> str:
+    """A number as a person writes it: thousands separators, no trailing .0, at most 4 significant decimals."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:,.4g}" if abs(x) < 1e6 else f"{x:.4g}"
+
+
+def parse_number(text: str) -> float:
+    """The number in text, or ValueError with the reason in words (commas/underscores as separators)."""
+    s = str(text).strip()
+    if not s:
+        raise ValueError(t("predict.empty"))
+    cleaned = s.replace(",", "").replace("_", "").replace(" ", "")
+    try:
+        v = float(cleaned)
+    except ValueError:
+        raise ValueError(t("predict.not_number", text=s[:40])) from None
+    if not math.isfinite(v) or cleaned.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise ValueError(t("predict.not_finite", text=s[:40]))
+    return v
+
+
+def compare(guess: float | None, answer: float, unit: str = "", tolerance: float = 0.1) -> str:
+    """The sentence that puts a prediction beside the engine's answer (relative error; 'close' within tolerance)."""
+    u = f" {unit}" if unit else ""
+    if guess is None:
+        return t("predict.none", answer=_fmt(answer), unit=u)
+    if guess == answer:
+        return t("predict.exact", guess=_fmt(guess), answer=_fmt(answer), unit=u)
+    rel = abs(guess - answer) / abs(answer) if answer else math.inf
+    off = f"{rel:.0%} off" if math.isfinite(rel) else f"{_fmt(abs(guess - answer))}{u} off"
+    key = "predict.close" if rel <= tolerance else "predict.far"
+    return t(key, guess=_fmt(guess), answer=_fmt(answer), unit=u, off=off,
+             dir=t("predict.low") if guess < answer else t("predict.high"))
+
+
+class Predict:
+    """A question, a box for a number and, after reveal(answer), both numbers side by side."""
+
+    def __init__(self, question: str, unit: str = "", lo: float | None = None, hi: float | None = None,
+                 tolerance: float = 0.1):
+        import ipywidgets as w
+
+        self.question, self.unit, self.lo, self.hi, self.tolerance = question, unit, lo, hi, tolerance
+        self.guess: float | None = None
+        self.answer: float | None = None
+        self.box = w.Text(placeholder=t("predict.placeholder"), continuous_update=False,
+                          layout=w.Layout(width="12em"))
+        self.button = w.Button(description=t("predict.lock"))
+        self.message = w.HTML()
+        self.widget = w.VBox([w.HTML(f"<b>{_escape(question)}</b>"),
+                              w.HBox([self.box, w.Label(unit), self.button]), self.message])
+        self.button.on_click(lambda _: self.submit(self.box.value))
+        self.box.observe(lambda ch: self.submit(ch["new"]), names="value")
+
+    def submit(self, text: str) -> bool:
+        """Take text as the prediction; on bad input keep the previous one and say why in the widget."""
+        if self.answer is not None:
+            self.message.value = _escape(t("predict.revealed"))
+            return False
+        try:
+            v = parse_number(text)
+            if (self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi):
+                raise ValueError(t("predict.range", guess=_fmt(v), lo=_fmt(self.lo if self.lo is not None else -math.inf),
+                                   hi=_fmt(self.hi if self.hi is not None else math.inf)))
+        except ValueError as e:
+            self.message.value = f"<span style='color:#b00'>{_escape(str(e))}</span>"
+            return False
+        self.guess = v
+        self.message.value = _escape(t("predict.locked", guess=_fmt(v) + (f" {self.unit}" if self.unit else "")))
+        return True
+
+    def reveal(self, answer: float) -> str:
+        """Show the engine's answer beside the prediction, lock the box, and return the sentence."""
+        if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
+            raise ValueError(f"answer: must be a finite number, got {answer!r}")
+        self.answer = float(answer)
+        self.box.disabled = self.button.disabled = True
+        text = compare(self.guess, self.answer, self.unit, self.tolerance)
+        self.message.value = _escape(text)
+        return text
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The widget where a kernel runs; the question as text where none does (GitHub, nbviewer)."""
+        bundle = self.widget._repr_mimebundle_(**kwargs) or {}
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = t("predict.static", question=self.question)
+        return bundle
+
+
+def _escape(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
