@@ -199,6 +199,24 @@ def preflight(url: str, model: str | None = None, api: str = "auto", max_model_l
     return ServerInfo(base, model, api, max_model_len)
 
 
+def wait_ready(url: str, timeout_s: float = 120.0, proc: Any = None) -> None:
+    """Poll GET /health (then /v1/models) until the server answers 200; TinyserveError on timeout or exit."""
+    httpx = _httpx()
+    base = check_url(url)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise TinyserveError(f"server: exited with code {proc.returncode} before answering")
+        try:
+            code = httpx.get(base + "/health", timeout=2).status_code
+            if code == 200 or (code == 404 and httpx.get(base + "/v1/models", timeout=2).status_code == 200):
+                return
+        except httpx.HTTPError:
+            pass  # not listening yet
+        time.sleep(0.25)
+    raise TinyserveError(f"server: {base} not ready after {timeout_s:g} s")
+
+
 def _why(e: BaseException) -> str:
     """A short reason for a transport error (httpx nests the OS error)."""
     msg = str(e) or type(e).__name__
