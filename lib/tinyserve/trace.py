@@ -148,7 +148,14 @@ class Trace:
 
     # ---- metrics ---------------------------------------------------------------------------------------------
     def metrics(self) -> dict:
-        """The contract's metrics (times in this run's clock; vLLM's meanings)."""
+        """The contract's metrics (times in this run's clock; vLLM's meanings).
+
+        Utilisation two ways (useful = slot-steps that computed a token a request keeps, a padded prefill's
+        padding share excluded): slot_utilization = useful / (slots x steps), per step, blind to the time
+        between steps; time_utilization = useful slot-seconds / (slots x duration_s), where idle gaps (waiting
+        for arrivals or a timeout) and short or long steps count for their length: the "GPU utilisation" of
+        the chapter. busy_time_fraction = time inside steps / duration_s.
+        """
         done = [r for r in self.requests if r.status == FINISHED]
         accepted = [r for r in self.requests if r.status != REJECTED]
         t0 = min((r.arrival_s for r in accepted), default=0.0)
@@ -173,6 +180,8 @@ class Trace:
             "output_tokens": out_tokens,
             "ttft_ms": _stats(ttft), "tpot_ms": _stats(tpot), "itl_ms": _stats(itl), "e2el_ms": _stats(e2el),
             "slot_utilization": ss["useful"] / total if total else 0.0,
+            "time_utilization": self._useful_slot_seconds() / (self.num_slots * duration) if duration > 0 else 0.0,
+            "busy_time_fraction": sum(s.duration_s for s in self.steps) / duration if duration > 0 else 0.0,
             "slot_steps": ss,
             "padding_tokens": sum(w.padding for s in self.steps for w in s.works),
             "prefill_tokens": sum(w.tokens for s in self.steps for w in s.works if w.phase == "prefill"),
@@ -185,6 +194,11 @@ class Trace:
             "kv_capacity_bytes": self.kv_capacity_bytes,
             **self._kv_fit(),
         }
+
+    def _useful_slot_seconds(self) -> float:
+        """Each step's useful slots (as slot_steps counts them) times its duration, summed."""
+        return sum(s.duration_s * sum(w.tokens / (w.tokens + w.padding) for w in s.works if w.phase != "wasted")
+                   for s in self.steps)
 
     def _kv_fit(self) -> dict:
         """Sequences the KV capacity holds as slabs, and as exact allocation of what sequences really held."""
