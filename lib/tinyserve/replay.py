@@ -412,9 +412,14 @@ async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _O
     limits = httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(idle_timeout_s)) as client:
         for i in range(warmup):  # the first request starts the server's batching loop (~125 ms): not measured
-            w = Request(f"warmup{i}", [BOS] + list(b"def warm_up():"), 4, ignore_eos=True)
-            await asyncio.wait_for(stream_one(client, info, w, time.perf_counter(), _Outcome(), token_unit,
-                                              idle_timeout_s), timeout_s)
+            w, o = Request(f"warmup{i}", [BOS] + list(b"def warm_up():"), 4, ignore_eos=True), _Outcome()
+            try:
+                await asyncio.wait_for(stream_one(client, info, w, time.perf_counter(), o, token_unit,
+                                                  idle_timeout_s), timeout_s)
+            except asyncio.TimeoutError:
+                o.error = f"not finished within {timeout_s:g} s"
+            if o.error:  # a server that cannot answer one short request would fail every measured one
+                raise TinyserveError(f"server: the warm-up request failed ({o.error}); nothing was measured")
         gate = asyncio.Semaphore(max_concurrency)
         t0 = time.perf_counter()
 

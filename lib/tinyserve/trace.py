@@ -180,7 +180,8 @@ class Trace:
             "output_tokens": out_tokens,
             "ttft_ms": _stats(ttft), "tpot_ms": _stats(tpot), "itl_ms": _stats(itl), "e2el_ms": _stats(e2el),
             "slot_utilization": ss["useful"] / total if total else 0.0,
-            "time_utilization": self._useful_slot_seconds() / (self.num_slots * duration) if duration > 0 else 0.0,
+            "time_utilization": (self._useful_slot_seconds() / (self.num_slots * duration)
+                                 if duration > 0 and self.num_slots else 0.0),  # 0 slots: a server replay
             "busy_time_fraction": sum(s.duration_s for s in self.steps) / duration if duration > 0 else 0.0,
             "slot_steps": ss,
             "padding_tokens": sum(w.padding for s in self.steps for w in s.works),
