@@ -49,7 +49,9 @@ def test_quick_bench_structure(quick_result: dict) -> None:
         assert x["tokens_per_s_min"] <= x["tokens_per_s"] <= x["tokens_per_s_max"]
         assert x["vs_hf_continuous"] > 0 and x["vs_hf_oracle_static"] > 0
     g = res["goals"]
-    assert isinstance(g["continuous_2x_hf_continuous"], bool) and isinstance(g["continuous_1x_hf_oracle_static"], bool)
+    # the goals are the stated thresholds (2x hf continuous, 1x hf oracle-sorted static) applied to the ratios
+    assert g["continuous_2x_hf_continuous"] is (g["ours_continuous_vs_hf_continuous"] >= 2.0)
+    assert g["continuous_1x_hf_oracle_static"] is (g["ours_continuous_vs_hf_oracle_static"] >= 1.0)
     b = res["bookkeeping"]
     assert b["steps"] > 0 and 0 <= b["bookkeeping_share"] < 1 and 0 < b["forward_s"] <= b["loop_s"]
     for curve in (res["decode_step_ours"], res["decode_step_hf"]):

@@ -187,15 +187,6 @@ def test_dry_run_equals_the_real_run(model, policy, knobs):
     assert all(r.output == [-1] * r.output_len for r in dry.requests)
 
 
-def test_slot_steps_add_up_to_slots_times_steps(model):
-    reqs = make_requests(9, 9, spread=0.02)
-    for policy, knobs in POLICY_KNOBS:
-        tr = Engine(model).run(reqs, policy, **knobs)
-        ss = tr.metrics()["slot_steps"]
-        assert sum(ss.values()) == pytest.approx(tr.num_slots * len(tr.steps))
-        assert tr.metrics()["slot_utilization"] == pytest.approx(ss["useful"] / (tr.num_slots * len(tr.steps)))
-
-
 def test_an_over_long_request_is_rejected_alone(model):
     reqs = make_requests(2, 4) + [Request("huge", [BOS] * (CTX - 2), 5, ignore_eos=True)]
     tr = Engine(model).run(reqs, "continuous", batch_size=2)

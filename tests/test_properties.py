@@ -177,8 +177,6 @@ def check_trace(tr, expected: dict[str, list[int]], policy: str, knobs: dict, kv
             assert r.decode_computed_tokens >= max(0, r.output_len - 1)
     # the trace's totals agree with its metrics
     m = tr.metrics()
-    ss = m["slot_steps"]
-    assert ss["useful"] + ss["padding"] + ss["wasted"] + ss["idle"] == pytest.approx(tr.num_slots * m["num_steps"])
     assert m["num_steps"] == len(tr.steps)
     assert sum(r.prefill_computed_tokens for r in tr.requests) == m["prefill_tokens"] + m["padding_tokens"]
     assert sum(r.decode_computed_tokens for r in tr.requests) == m["decode_tokens"] + m["wasted_decode_tokens"]
@@ -186,7 +184,7 @@ def check_trace(tr, expected: dict[str, list[int]], policy: str, knobs: dict, kv
     assert m["prefill_tokens"] == sum(prefill_pos.values())
     assert m["num_finished"] == sum(r.id in expected and r.id != aborted for r in tr.requests)
     assert m["num_rejected"] == sum(r.id not in expected for r in tr.requests)
-    assert m["kv_reserved_bytes_peak"] <= tr.num_slots * slab and 0 <= m["slot_utilization"] <= 1
+    assert m["kv_reserved_bytes_peak"] <= tr.num_slots * slab
 
 
 def step_view(tr):

@@ -2,6 +2,8 @@
 greedy tokens are sampled, requests advance, slots are freed, the clock moves, the step is recorded."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import numbers
 import sys
@@ -21,6 +23,20 @@ from .trace import SlotWork, StepRecord, Trace, snapshot_requests
 
 Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause Python's cyclic garbage collector: a dry run allocates ~100 small objects per step (works, records)
+    and makes no reference cycles, yet each collection re-scans the whole growing trace (widgets' knob changes
+    re-run the engine: chapter-7.1-finisher static, 2,000 steps x 32 slots, runs in about half the time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def resolve_workload(workload: Workload, seed: int = 0) -> tuple[str, list[Request]]:
@@ -283,7 +299,8 @@ class Engine:
         # default: a bar in a terminal or a notebook kernel; tqdm's delay keeps runs under 1 s silent
         show = (sys.stderr.isatty() or "ipykernel" in sys.modules) if progress is None else progress
         accepted = sum(r.status != REJECTED for r in run.requests)
-        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=run.policy.name) as bar:
+        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=run.policy.name) as bar, \
+                (gc_paused() if run.dry_run else contextlib.nullcontext()):
             while not run.done:
                 run.step()
                 bar.update(run.num_done - bar.n)

@@ -55,13 +55,14 @@ class TraceView:
     """Every view of one trace, moved together by one cursor. Display it (last line of a cell) or call show()."""
 
     def __init__(self, trace: Trace, k: int = 0, x: str = "steps", views: tuple[str, ...] = VIEWS,
-                 compare: dict[str, Trace] | None = None):
+                 compare: dict[str, Trace] | None = None, cursor: Cursor | None = None):
         unknown = set(views) - set(VIEWS)
         if unknown:
             raise ValueError(f"views: unknown {sorted(unknown)} (choose from {', '.join(VIEWS)})")
         self.trace = trace
         k = D.clamp_step(trace, k)
-        self.cursor = Cursor(len(trace.steps), k)
+        self.own_cursor = cursor is None  # a shared cursor (Compare) is drawn and resized by its owner
+        self.cursor = Cursor(len(trace.steps), k) if cursor is None else cursor
         self.views: dict[str, V.View] = {}
         make = {"timeline": lambda: V.SlotTimeline(trace, k, x=x), "waste": lambda: V.WasteMeter(trace, k),
                 "composition": lambda: V.StepComposition(trace, k), "kv": lambda: V.KVView(trace, k),
@@ -70,7 +71,8 @@ class TraceView:
         for name in views:
             self.views[name] = make[name]()
         self.cursor.observe(self._move)
-        self.widget = W.VBox([self.cursor.widget] + self._rows(), layout=W.Layout(width="100%"))
+        top = [self.cursor.widget] if self.own_cursor else []
+        self.widget = W.VBox(top + self._rows(), layout=W.Layout(width="100%"))
 
     def _rows(self) -> list:
         v, rows = self.views, []
@@ -100,7 +102,8 @@ class TraceView:
     def set_trace(self, trace: Trace, compare: dict[str, Trace] | None = None) -> None:
         """Draw another trace in every view (the cursor stays, limited to the new run)."""
         self.trace = trace
-        self.cursor.set_steps(len(trace.steps))
+        if self.own_cursor:
+            self.cursor.set_steps(len(trace.steps))
         k = self.cursor.value
         for name, view in self.views.items():
             if name == "latency":

@@ -1,0 +1,340 @@
+"""Knobs that re-run the engine (its dry run: the same step loop, no model) and redraw every view; a button that
+runs the real tiny GPT with a progress bar; two settings side by side. A bad setting shows a message inside
+the widget and the previous figures stay."""
+from __future__ import annotations
+
+import inspect
+import math
+import time
+
+import ipywidgets as W
+
+from tinyserve.clock import DEFAULT_HARDWARE, list_presets
+from tinyserve.engine import Engine
+from tinyserve.errors import TinyserveError
+from tinyserve.policies import KNOBS, POLICIES
+from tinyserve.requests import REJECTED
+from tinyserve.trace import Trace
+from tinyserve.workloads import WORKLOADS, get_workload
+
+from .board import VIEWS, Cursor, TraceView
+from .views import LatencyView
+from .words import t
+
+BATCH = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
+CHUNKS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+BUDGETS = [("auto", "auto"), 32, 64, 128, 256, 544, 1024, 2048, 4096, 8192]
+TIMEOUTS = [("full batch", "full"), 0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0]
+WAITS = [1, 5, 20, 100, ("∞", math.inf)]
+KV_BUDGETS = [("no cap", "none"), ("0.1 GB", 10**8), ("1 GB", 10**9), ("4 GB", 4 * 10**9), ("16 GB", 16 * 10**9),
+              ("64 GB", 64 * 10**9)]
+RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
+HAS_WAITING_STEPS = "max_waiting_steps" in inspect.signature(Engine.start).parameters
+CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
+            "workload", "n", "rate", "hardware", "kv_budget", "x")
+
+
+NONE = {"auto": None, "full": None, "none": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
+
+
+def _unset(v):
+    return None if isinstance(v, str) and v in NONE else v
+
+
+def _opts(base: list, value) -> list[tuple[str, object]]:
+    """(label, value) slider options with value among them (a caller's own value is inserted in order)."""
+    named = [o for o in base if isinstance(o, tuple)]
+    plain = sorted({o for o in base if not isinstance(o, tuple)} | (
+        set() if value in [v for _, v in named] or value is None else {value}))
+    return named + [(f"{v:g}" if isinstance(v, float) else str(v), v) for v in plain]
+
+
+def _slider(key: str, base: list, value) -> W.SelectionSlider:
+    if value is None:
+        value = next(o[1] for o in base if isinstance(o, tuple) and o[1] in NONE)
+    return W.SelectionSlider(options=_opts(base, value), value=value, description=t(f"knob.{key}"),
+                             continuous_update=False, style={"description_width": "initial"},
+                             layout=W.Layout(width="300px"))
+
+
+class Explorer:
+    """Knobs -> the engine's dry run -> every view redrawn under one cursor; plus a real-model run button."""
+
+    def __init__(self, workload: str | list = "chapter-7.2-longtail", policy: str = "continuous", *,
+                 batch_size: int = 32, chunk_size: int = 512, max_batch_tokens: int | None = None,
+                 timeout: float | None = None, prefill_first: bool = True, max_waiting_steps: float = 20,
+                 n: int | None = None, rate: float | None = None, hardware: str = DEFAULT_HARDWARE,
+                 kv_budget: int | None = None, x: str = "steps", seed: int = 0, views: tuple[str, ...] = VIEWS,
+                 controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True):
+        self.engine = Engine()  # dry runs never load the model
+        self.seed, self._hold, self.on_trace = seed, False, []
+        self.custom = None if isinstance(workload, str) else list(workload)
+        names = list(WORKLOADS) + ([workload] if isinstance(workload, str) and workload not in WORKLOADS else []) + (
+            ["custom"] if self.custom is not None else [])
+        wl = workload if isinstance(workload, str) else "custom"
+        spec = WORKLOADS.get(wl, ("", None, {}))[2]
+        k = self.knobs = {
+            "policy": W.ToggleButtons(options=list(POLICIES), value=policy, description=t("knob.policy"),
+                                      style={"button_width": "85px"}),
+            "batch_size": _slider("batch_size", BATCH, batch_size),
+            "chunk_size": _slider("chunk_size", CHUNKS, chunk_size),
+            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens),
+            "timeout": _slider("timeout", TIMEOUTS, timeout),
+            "order": W.ToggleButtons(options=[(t("knob.prefill_first"), True), (t("knob.decode_first"), False)],
+                                     value=prefill_first, description=t("knob.order"), style={"button_width": "95px"}),
+            "max_waiting_steps": _slider("max_waiting_steps", WAITS, max_waiting_steps),
+            "workload": W.Dropdown(options=names, value=wl, description=t("knob.workload"),
+                                   layout=W.Layout(width="320px")),
+            "n": W.IntSlider(value=spec.get("n", (32,))[0] if n is None else n, min=0, max=400, description=t("knob.n"),
+                             continuous_update=False, layout=W.Layout(width="300px")),
+            "rate": _slider("rate", RATES, rate or spec.get("rate", (4.0,))[0]),
+            "hardware": W.Dropdown(options=list_presets(), value=hardware, description=t("knob.hardware"),
+                                   style={"description_width": "initial"}, layout=W.Layout(width="320px")),
+            "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
+            "x": W.ToggleButtons(options=[(t("knob.x.steps"), "steps"), (t("knob.x.time"), "time")], value=x,
+                                 description=t("knob.x"), style={"button_width": "60px"}),
+        }
+        self.controls = tuple(c for c in controls if c != "max_waiting_steps" or HAS_WAITING_STEPS)
+        for name in self.controls:
+            k[name].observe(self._changed, names="value")
+        self.message = W.HTML()
+        self.status = W.HTML()
+        self.progress = W.FloatProgress(value=0, min=0, max=1, layout=W.Layout(width="300px", visibility="hidden"))
+        self.real = W.Button(description=t("explorer.real"), icon="play", layout=W.Layout(width="220px"))
+        self.real.on_click(lambda _: self.run_real())
+        self.trace: Trace | None = None
+        self.traces: list[Trace] = []  # every trace drawn, in order (the last is self.trace)
+        self._enable()
+        first = self.simulate(draw=False)
+        if first is None:  # the starting settings themselves are bad: say so, draw an empty run
+            first = Trace(policy, wl, "modeled", hardware, 1, {}, True)
+        self.board = TraceView(first, 0, x, views, cursor=cursor)
+        self._set_trace(first, draw=False)
+        rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
+                for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
+                            "max_waiting_steps"), ("workload", "n", "rate"), ("hardware", "kv_budget"))]
+        real = [W.HBox([self.real, self.progress])] if real_button else []
+        self.widget = W.VBox(rows + real + [self.message, self.status, self.board.widget],
+                             layout=W.Layout(width="100%"))
+
+    # ---- settings ----------------------------------------------------------------------------------------
+    def _enable(self) -> None:
+        """Grey out the knobs the chosen policy or workload does not take."""
+        k, pol = self.knobs, self.knobs["policy"].value
+        takes = KNOBS[pol]
+        k["chunk_size"].disabled = k["max_batch_tokens"].disabled = "chunk_size" not in takes
+        k["timeout"].disabled = "timeout" not in takes
+        k["order"].disabled = "prefill_first" not in takes
+        k["max_waiting_steps"].disabled = "prefill_first" not in takes or k["order"].value
+        spec = WORKLOADS.get(k["workload"].value, ("", None, {}))[2]
+        k["n"].disabled, k["rate"].disabled = "n" not in spec, "rate" not in spec
+
+    def settings(self) -> tuple[str | list, dict, str, dict]:
+        """(workload name or requests, workload knobs, policy, engine knobs) the knobs now say."""
+        k = {name: _unset(w.value) for name, w in self.knobs.items()}
+        pol = k["policy"]
+        takes = KNOBS[pol]
+        knobs = {"batch_size": k["batch_size"], "hardware": k["hardware"]}
+        if k["kv_budget"] is not None:
+            knobs["kv_budget"] = int(k["kv_budget"])
+        if "chunk_size" in takes:
+            knobs["chunk_size"] = k["chunk_size"]
+            if k["max_batch_tokens"] is not None:
+                knobs["max_batch_tokens"] = k["max_batch_tokens"]
+        if "timeout" in takes and k["timeout"] is not None:
+            knobs["timeout"] = k["timeout"]
+        if "prefill_first" in takes:
+            if k["order"] or not HAS_WAITING_STEPS or "max_waiting_steps" not in self.controls:
+                knobs["prefill_first"] = k["order"]
+            else:
+                knobs["max_waiting_steps"] = k["max_waiting_steps"]
+        wl = k["workload"]
+        spec = WORKLOADS.get(wl, ("", None, {}))[2]
+        wl_knobs = {key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}
+        return (self.custom if wl == "custom" else wl), wl_knobs, pol, knobs
+
+    def _requests(self, wl, wl_knobs: dict) -> list:
+        if isinstance(wl, list):
+            return wl
+        return get_workload(wl, seed=self.seed, **wl_knobs) if wl in WORKLOADS else wl
+
+    def set(self, **values) -> Trace | None:
+        """Set several knobs (names as in CONTROLS) and re-run once; returns the new trace (None: a message)."""
+        unknown = set(values) - set(self.knobs)
+        if unknown:
+            raise ValueError(f"knobs: unknown {sorted(unknown)} (choose from {', '.join(self.knobs)})")
+        self._hold = True
+        try:
+            for name, v in values.items():
+                w = self.knobs[name]
+                if v is None and isinstance(w, W.SelectionSlider):
+                    v = next(o[1] for o in w.options if isinstance(o, tuple) and o[1] in NONE)
+                if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
+                    w.options = _opts([o if isinstance(o[1], str) else o[1] for o in w.options], v)
+                w.value = v
+        finally:
+            self._hold = False
+        return self.simulate()
+
+    def _changed(self, change) -> None:
+        if self._hold:
+            return
+        if change["owner"] is self.knobs["x"]:
+            if "timeline" in self.board.views:
+                self.board.views["timeline"].set_x(change["new"])
+            return
+        self.simulate()
+
+    # ---- runs --------------------------------------------------------------------------------------------
+    def simulate(self, draw: bool = True) -> Trace | None:
+        """Dry-run the current settings and draw them; a bad setting shows a message and keeps the figures."""
+        self._enable()
+        wl, wl_knobs, pol, knobs = self.settings()
+        t0 = time.perf_counter()
+        try:
+            trace = self.engine.run(self._requests(wl, wl_knobs), pol, dry_run=True, progress=False, **knobs)
+        except TinyserveError as e:
+            self.message.value = _box(t("explorer.error", message=_esc(str(e))))
+            return None
+        trace.workload = wl if isinstance(wl, str) else "custom"
+        if not trace.steps:
+            rejected = [r.finish_reason for r in trace.requests if r.status == REJECTED]
+            reason = t("explorer.rejected", n=len(rejected), total=len(trace.requests),
+                       first=rejected[0]) if rejected else t("unit.none")
+            self.message.value = _box(t("explorer.empty", reason=_esc(reason)))
+            return None
+        ms = (time.perf_counter() - t0) * 1e3
+        self.message.value = ""
+        self.status.value = _small(t("explorer.ok", policy=pol, workload=trace.workload, steps=len(trace.steps),
+                                     slots=trace.num_slots, ms=ms))
+        t1 = time.perf_counter()
+        if draw:
+            self._set_trace(trace)
+        self.timing = {"dry_run_ms": ms, "draw_ms": (time.perf_counter() - t1) * 1e3}  # read by the benchmark
+        return trace
+
+    def _set_trace(self, trace: Trace, draw: bool = True) -> None:
+        self.trace = trace
+        self.traces.append(trace)
+        if draw:
+            self.board.set_trace(trace)
+        for fn in self.on_trace:
+            fn(trace)
+
+    def run_real(self, device: str = "auto") -> Trace | None:
+        """Run the current settings on the real tiny GPT (wall clock) with a progress bar, then draw its trace.
+        Interrupt the kernel to stop it: the previous figures stay and the knobs keep working."""
+        import tinyserve
+
+        wl, wl_knobs, pol, knobs = self.settings()
+        knobs.pop("hardware", None)  # the wall clock measures this machine
+        try:
+            reqs = [r.fresh() for r in self._requests(wl, wl_knobs)]
+        except TinyserveError as e:
+            self.message.value = _box(t("explorer.error", message=_esc(str(e))))
+            return None
+        tokens = sum(r.prompt_len + r.max_new_tokens for r in reqs)
+        if tokens > REAL_LIMIT_TOKENS:
+            self.message.value = _box(t("explorer.real.too_big", tokens=tokens, limit=REAL_LIMIT_TOKENS))
+            return None
+        self.real.disabled = True
+        self.progress.layout.visibility = "visible"
+        try:
+            run = tinyserve.shared_engine(device).start(reqs, pol, clock="wall", **knobs)
+            total = max(1, sum(r.status != REJECTED for r in run.requests))
+            self.progress.value, self.progress.max = 0, total
+            last = 0.0
+            while not run.done:
+                run.step()
+                if time.perf_counter() - last > 0.25:  # a few updates a second is enough for the bar
+                    last = time.perf_counter()
+                    self.progress.value = run.num_done
+                    self.status.value = _small(t("explorer.real.running", done=run.num_done, total=total,
+                                                 steps=len(run.steps)))
+        except TinyserveError as e:
+            self.message.value = _box(t("explorer.error", message=_esc(str(e))))
+            return None
+        except KeyboardInterrupt:
+            self.message.value = _box(t("explorer.real.interrupted", steps=len(run.steps)))
+            return None
+        finally:
+            self.real.disabled = False
+            self.progress.layout.visibility = "hidden"
+        trace = run.trace()
+        trace.workload = wl if isinstance(wl, str) else "custom"
+        self.message.value = ""
+        self.status.value = _small(t("explorer.real.done", steps=len(trace.steps), s=run.loop_s))
+        self._set_trace(trace)
+        return trace
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        from .static import STATIC_FALLBACK, png_bytes
+
+        if STATIC_FALLBACK["on"] and isinstance(bundle, dict) and self.trace is not None:
+            bundle["image/png"] = png_bytes(self.board.static())
+        return bundle
+
+
+class Compare:
+    """Two settings of the same workload side by side under one cursor, with both latency distributions."""
+
+    def __init__(self, workload: str | list = "chapter-7.1-finisher", a: dict | None = None, b: dict | None = None,
+                 views: tuple[str, ...] = ("timeline", "waste", "composition", "kv"), **common):
+        a = {"policy": "static", **common, **(a or {})}
+        b = {"policy": "continuous", **common, **(b or {})}
+        self.cursor = Cursor(1)
+        self.left = Explorer(workload, views=views, cursor=self.cursor, real_button=False, **a)
+        self.right = Explorer(workload, views=views, cursor=self.cursor, real_button=False, **b)
+        for key in ("workload", "n", "rate", "hardware"):  # the same workload on both sides
+            W.link((self.left.knobs[key], "value"), (self.right.knobs[key], "value"))
+        self.latency = LatencyView(self._pair())
+        self.words = W.HTML()
+        for side in (self.left, self.right):
+            side.on_trace.append(lambda _tr: self._redraw())
+        self.cursor.observe(self.latency.set_cursor)
+        self._redraw()
+        half = W.Layout(width="50%")
+        self.widget = W.VBox([self.cursor.widget, W.HBox([W.VBox([W.HTML(f"<b>{t('compare.left')}</b>"),
+                                                                  self.left.widget], layout=half),
+                                                          W.VBox([W.HTML(f"<b>{t('compare.right')}</b>"),
+                                                                  self.right.widget], layout=half)]),
+                              self.words, self.latency.widget], layout=W.Layout(width="100%"))
+
+    def _pair(self) -> dict[str, Trace]:
+        la, lb = (f"{t('compare.' + s)}: {e.trace.policy}" for s, e in (("left", self.left), ("right", self.right)))
+        return {la: self.left.trace, lb: self.right.trace}
+
+    def _redraw(self) -> None:
+        if not hasattr(self, "latency"):
+            return
+        self.cursor.set_steps(max(len(self.left.trace.steps), len(self.right.trace.steps)))
+        pair = self._pair()
+        self.latency.set_traces(pair, self.cursor.value)
+        (la, ta), (lb, tb) = pair.items()
+
+        def p99(tr: Trace) -> str:
+            v = tr.metrics()["ttft_ms"]["p99"]
+            return t("unit.none") if v is None else t("unit.ms", v=v)
+
+        def useful(tr: Trace) -> float:
+            m = tr.metrics()
+            return 100 * m["slot_utilization"]
+
+        self.words.value = t("compare.sentence", a=la, ua=useful(ta), ta=p99(ta), b=lb, ub=useful(tb), tb=p99(tb))
+
+
+def _esc(s: str) -> str:
+    import html
+
+    return html.escape(s)
+
+
+def _box(text: str) -> str:
+    return (f'<div class="tinyserve-message" style="border-left:4px solid #e45756;background:#fdecea;'
+            f'padding:6px 10px;margin:4px 0">{text}</div>')
+
+
+def _small(text: str) -> str:
+    return f'<span style="color:#555;font-size:12px">{text}</span>'
