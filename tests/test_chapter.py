@@ -29,19 +29,43 @@ def test_padding_makes_the_short_prompt_pay_80x_its_prefill(engine):
 def test_fastest_finisher_wastes_99_percent_of_31_slots(engine):
     tr = engine.run("chapter-7.1-finisher", "static", batch_size=32, dry_run=True)
     m = tr.metrics()
-    shorts = [r for r in tr.requests if r.max_new_tokens == 20]
-    assert len(shorts) == 31
-    decode_steps = m["num_steps"] - 1  # after the one prefill step, the batch decodes until the 2,000th token
-    assert decode_steps == 1999
-    for r in shorts:
+    first = [r for r in tr.requests if 1 <= int(r.id[1:]) < 32]  # the 31 short ones in r0's batch
+    assert len(first) == 31 and all(r.max_new_tokens == 20 for r in first)
+    decode_steps = 1999  # after the batch's one prefill step, it decodes until r0's 2,000th token
+    for r in first:
         wasted = r.decode_computed_tokens - (r.output_len - 1)
-        assert wasted / decode_steps > 0.99
+        assert wasted == 2000 - 20 and wasted / decode_steps > 0.99
+    # the 31 queued requests form a second batch of 20-token requests: no waste there
     assert m["wasted_decode_tokens"] == 31 * (2000 - 20)
     cont = engine.run("chapter-7.1-finisher", "continuous", batch_size=32, dry_run=True)
     assert cont.metrics()["wasted_decode_tokens"] == 0
     # with continuous batching a 20-token request finishes after about 20 iterations, whoever else is there
     assert all(len({s.index for s in cont.steps for w in s.works if w.request_id == r.id}) == 20
                for r in cont.requests if r.max_new_tokens == 20)
+
+
+def _last_step(tr, rid: str) -> int:
+    return max(s.index for s in tr.steps for w in s.works if w.request_id == rid)
+
+
+def test_queued_short_requests_wait_for_the_long_one_under_static_only(engine):
+    static = engine.run("chapter-7.1-finisher", "static", dry_run=True)
+    cont = engine.run("chapter-7.1-finisher", "continuous", dry_run=True)
+    queued = [f"r{i}" for i in range(32, 63)]
+    # static: the second batch launches after r0's 2,000 steps (steps 0..1999): prefill at 2000, done at 2019
+    assert {_last_step(static, q) for q in queued} == {2019}
+    # continuous: the first short ones leave after step 19 (prefill + 19 decodes); the queue enters at step 20
+    # and is done 20 steps later, at step 39, while r0 keeps decoding
+    assert {_last_step(cont, q) for q in queued} == {39}
+
+
+def test_longtail_defaults_show_the_utilisation_gap_and_a_tighter_p99(engine):
+    static = engine.run("chapter-7.2-longtail", "static", dry_run=True).metrics()
+    cont = engine.run("chapter-7.2-longtail", "continuous", dry_run=True).metrics()
+    # the chapter's ranges (F7): static 10-25%, continuous 60-80%, both ways of counting utilisation
+    for key in ("slot_utilization", "time_utilization"):
+        assert 0.10 <= static[key] <= 0.25 and 0.60 <= cont[key] <= 0.80, (key, static[key], cont[key])
+    assert cont["e2el_ms"]["p99"] < static["e2el_ms"]["p99"] / 3
 
 
 def _worst_stall(tr) -> float:

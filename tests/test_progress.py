@@ -17,7 +17,7 @@ def no_delay(monkeypatch):
 def test_progress_bar_counts_finished_requests_when_asked(no_delay, capsys):
     Engine().run("chapter-7.1-finisher", "continuous", dry_run=True, progress=True)
     err = capsys.readouterr().err
-    assert "32/32" in err and "req" in err
+    assert "63/63" in err and "req" in err  # the default finisher: 63 requests
 
 
 def test_no_progress_when_not_asked_or_not_watched(no_delay, capsys, monkeypatch):
@@ -31,7 +31,7 @@ def test_no_progress_when_not_asked_or_not_watched(no_delay, capsys, monkeypatch
 def test_a_notebook_kernel_gets_progress_by_default(no_delay, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ipykernel", sys)  # any module: only its presence is checked
     Engine().run("chapter-7.1-finisher", "continuous", dry_run=True)
-    assert "32/32" in capsys.readouterr().err
+    assert "63/63" in capsys.readouterr().err
 
 
 def test_the_cli_is_quiet_under_json_unless_asked(no_delay, capsys):

@@ -53,7 +53,8 @@ def test_padding_scenario():
 
 def test_finisher_scenario():
     r = get_workload("chapter-7.1-finisher")
-    assert len(r) == 32 and [x.id for x in r] == [f"r{i}" for i in range(32)]
+    # 32 fill the slots; 31 more queue: as many as the first batch's short requests free (issue #10)
+    assert len(r) == 63 and [x.id for x in r] == [f"r{i}" for i in range(63)]
     assert r[0].max_new_tokens == 2000 and all(x.max_new_tokens == 20 for x in r[1:])
     assert all(16 <= x.prompt_len <= 32 and x.arrival_s == 0 for x in r)
 
@@ -83,7 +84,8 @@ def test_longtail_is_long_tailed_with_poisson_arrivals():
     assert gaps.mean() == pytest.approx(1 / 4.0, rel=0.1)
     assert np.std(gaps) / gaps.mean() == pytest.approx(1.0, abs=0.1)  # exponential: cv = 1
     assert [x.id for x in r[:3]] == ["r0", "r1", "r2"]
-    assert len(get_workload("chapter-7.2-longtail")) == 100
+    default = get_workload("chapter-7.2-longtail")
+    assert len(default) == 300 and default[:5] == get_workload("chapter-7.2-longtail", n=5, rate=8.0)
 
 
 def test_knobs_change_what_they_name():
