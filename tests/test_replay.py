@@ -22,6 +22,7 @@ from tinyserve.errors import TinyserveError
 from tinyserve.replay import SSEEvent, SSEParser, preflight, replay
 from tinyserve.requests import Request
 from tinyserve.tokenizer import BOS, EOS
+from tinyserve.trace import Trace
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONIOENCODING": "utf-8"}
 
@@ -293,6 +294,9 @@ def test_cli_json_and_trace(server: str, tmp_path: Path) -> None:
     assert a["tokens"] == [97, 98, 0xE9, 0x80, 0xA3] and a["output_len"] == 5
     saved = json.loads((tmp_path / "t.json").read_text())
     assert saved["steps"] == [] and len(saved["requests"][0]["token_times_s"]) == 5
+    back = Trace.load(tmp_path / "t.json")  # what the latency views read, beside an engine trace
+    assert back.clock == "server" and back.metrics()["ttft_ms"] == out["metrics"]["ttft_ms"]
+    assert back.request("a").token_times == saved["requests"][0]["token_times_s"]
 
 
 def test_ctrl_c_stops_and_still_writes_the_trace(server: str, tmp_path: Path) -> None:
