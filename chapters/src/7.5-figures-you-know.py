@@ -1,0 +1,356 @@
+# %% [markdown]
+# # 7.5 Appendix: the figures you know, run on a real engine
+#
+# Blog posts, docs pages and papers about batching each draw one picture and stop. This appendix takes five
+# of those pictures, writes each one down as a workload file (`chapters/workloads/gallery-*.jsonl`), runs it
+# through `tinyserve` and lets you step through what the engine did. Where our policy follows a different rule
+# from the system in the picture, we say exactly how and show the difference. Then come the sweeps those
+# papers use to compare schedulers: capacity under a latency target, an ablation, and latency distributions.
+#
+# The descriptions below are ours, not the authors' words; follow the links for the originals.
+# Every run is a dry run with fixed output lengths on the modeled clock (a 70B-class model on one H200), so
+# every count and time printed here is the same on any machine.
+
+# %%
+import matplotlib.pyplot as plt
+
+import tinyserve_widgets as tw
+from tinyserve.engine import Engine
+from tinyserve.figures import frames, story, token_iterations
+from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
+from tinyserve import sweeps
+from tinyserve_widgets.predict import Predict
+
+dry = Engine()
+
+
+def run(name, policy, **knobs):
+    """A gallery workload (chapters/workloads/NAME.jsonl) under a policy, as a dry run."""
+    return dry.run(f"workloads/gallery-{name}.jsonl", policy, dry_run=True, progress=False, **knobs)
+
+# %% [markdown]
+# ## 1. Anyscale: "How continuous batching enables 23x throughput in LLM inference"
+#
+# *Cade Daniel, Chen Shen, Eric Liang, Richard Liaw, Anyscale blog, June 2023.*
+# <https://www.anyscale.com/blog/continuous-batching-llm-inference>
+#
+# **What the figure shows.** A grid with four sequences as rows and iterations as columns. With static
+# batching, the third sequence is done after two iterations, yet its row stays reserved until the second
+# sequence, the slowest, ends at iteration six. With continuous batching the same grid keeps filling: three
+# further sequences (S5 to S7) step into rows the moment earlier ones finish.
+#
+# **Our scenario** (`gallery-anyscale-grid.jsonl`): S1 to S4 with outputs of 5, 6, 2 and 4 tokens (S3 ends
+# after 2, S2 after 6, as in the picture; the lengths of S1 and S4 are our choice), and S5 to S7 waiting.
+# Iteration 1 is the prefill, which also yields each sequence's first token.
+#
+# **Predict.** Under static batching with four slots, how many decode tokens will be computed for sequences
+# that are already finished?
+
+# %%
+p_any = Predict("Decode tokens computed for already-finished sequences (static, 4 slots)?", unit="tokens", lo=0)
+p_any
+
+# %%
+# NBVAL_CHECK_OUTPUT
+static = run("anyscale-grid", "static", batch_size=4)
+cont = run("anyscale-grid", "continuous", batch_size=4)
+print("static batching:")
+print(story(static))
+print("\ncontinuous batching:")
+print(story(cont))
+print()
+print(p_any.reveal(static.metrics()["wasted_decode_tokens"]))
+print(f"continuous: {cont.metrics()['wasted_decode_tokens']} wasted, done in {len(cont.steps)} iterations "
+      f"instead of {len(static.steps)}")
+
+# %% [markdown]
+# In the static run, `S3:w` in iterations 3 to 6 is the picture's idle row: the engine really computes a token
+# there and throws it away. (With seven requests and four slots, static batching also runs S5 to S7 as a
+# second batch of three, iterations 7 to 9.) Under continuous batching S5 enters S3's slot at iteration 3, S6
+# takes S4's at 5 and S7 takes S1's at 6. One difference from the drawing: its prompts are drawn as tokens in
+# the same grid, while our iteration 1 computes each whole prompt in one pass, padded to the longest under
+# static batching (`+pad`).
+#
+# Step through both runs with the cursor (Play, or drag the step slider):
+
+# %%
+tw.show(static, k=2, views=("timeline", "waste", "requests"))
+
+# %%
+tw.show(cont, k=2, views=("timeline", "waste", "requests"))
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 2.6))
+tw.static.plot_timeline(axes[0], static)
+tw.static.plot_timeline(axes[1], cont)
+axes[0].set_title("static, 4 slots")
+axes[1].set_title("continuous, 4 slots")
+plt.tight_layout()
+
+# %% [markdown]
+# ## 2. Orca, Figure 3: a finished request is still computed
+#
+# *Gyeong-In Yu et al., "Orca: A Distributed Serving System for Transformer-Based Generative Models", OSDI 2022.*
+#
+# **What the figure shows.** Two requests with prompts of equal length run as one batch. The second one
+# emits its end token at iteration 2, but because the batch is scheduled as a unit, the engine keeps feeding
+# it dummy inputs in iterations 3 and 4 until the first request is done, and nobody can use the result.
+#
+# **Our scenario** (`gallery-orca-early-finish.jsonl`): x1 and x2 with 2-token prompts; x1 makes 4 tokens,
+# x2 makes 2.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+static = run("orca-early-finish", "static", batch_size=2)
+cont = run("orca-early-finish", "continuous", batch_size=2)
+print("request-level (static):\n" + story(static))
+print("iteration-level (continuous):\n" + story(cont))
+print("x2's tokens come from iterations", token_iterations(static)["x2"], "under both; static then computes",
+      static.metrics()["wasted_decode_tokens"], "more for it")
+
+# %% [markdown]
+# Same rule as the figure: our static policy keeps a done member's slot computing (`x2:w`) until the batch
+# ends. Orca's answer, iteration-level scheduling, is our continuous policy: x2 leaves after iteration 2.
+
+# %%
+tw.show(static, k=2, views=("timeline", "waste"))
+
+# %% [markdown]
+# ## 3. TensorRT-LLM: "Tuning Max Batch Size and Max Num Tokens"
+#
+# *NVIDIA TensorRT-LLM documentation, performance tuning guide.*
+# <https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/tuning-max-batch-size-and-max-num-tokens.html>
+#
+# **What the frames show.** A toy scheduler with room for 4 requests and 12 tokens per iteration. Frame by
+# frame: two 5-token prompts take 10 of the 12 tokens, so the next prompt cannot start (the *token budget*
+# blocks it); next iteration the two only need one token each, so two more prompts start, and the fifth
+# request is blocked by the *batch cap* even though tokens are left; then the first request finishes, is
+# evicted, and the fifth takes its place. A last picture shows context chunking: the third prompt's first
+# piece could have used the 2 spare tokens of the first iteration.
+#
+# **Our scenario** (`gallery-trtllm-budget.jsonl`): prompts of 5, 5, 4, 6 and 3 tokens (the page gives only the
+# first two; the others are ours), R1 stops after 2 tokens.
+#
+# **A rule we do not have.** Our `chunked` policy always chunks. To replay the frames without chunking we use
+# `WholePromptBudget` from `tinyserve.variants`: decodes first, then newcomers in arrival order, each only if
+# its *whole* prompt fits what is left of the budget.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
+chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
+print("without context chunking (TensorRT-LLM's frames 2-4):\n" + story(whole, last=3))
+print("tokens per iteration:", [s.tokens for s in whole.steps[:3]])
+print("\nwith context chunking (our chunked policy):\n" + story(chunk, last=3))
+print("tokens per iteration:", [s.tokens for s in chunk.steps[:3]])
+
+# %% [markdown]
+# Frames 2 to 4 come out as drawn: R3 waits on the budget, R5 on the batch cap, and R5 enters once R1 is
+# evicted. With chunking, R3's first 2 tokens fill the spare budget of iteration 1, as the page's last picture
+# suggests. One more difference: our chunked policy hands out *slots* first and tokens second, so R4 already
+# holds a slot in iteration 1 while computing nothing (its prompt waits on the budget); TensorRT-LLM would
+# not have scheduled it yet. It changes no token here, but it is why R5's reason reads "token budget" in
+# iteration 1 of the chunked run.
+
+# %%
+tw.show(chunk, k=0, views=("composition", "requests"))
+
+# %% [markdown]
+# ## 4. Sarathi-Serve, Figure 7: generation stalls under four schedulers
+#
+# *Amey Agrawal et al., "Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve", OSDI 2024,
+# arXiv:2403.02310 (figure numbers as in the arXiv version).*
+#
+# **What the figure shows.** Two requests, A and B, are generating; after one iteration two new requests, C
+# and D, arrive. Four timelines: vLLM runs the newcomers' prefills in iterations of their own, so A and B
+# pause; Orca puts the whole prefills into the same iteration as A and B's decodes, which makes that
+# iteration long, so A and B still wait; FasterTransformer never pauses A and B but lets C and D wait until A
+# and B have left; Sarathi-Serve cuts the prompts into chunks that ride along with A and B's decodes, so
+# nobody pauses and the newcomers start early.
+#
+# **Our scenario** (`gallery-sarathi-stalls.jsonl`): A and B with 32-token prompts and 10 output tokens; C (1,024
+# tokens) and D (1,022) arrive at 30 ms, during the first decode iteration. The four schedulers in our engine:
+#
+# | figure | ours | rule |
+# |---|---|---|
+# | vLLM | `SeparatePrefill` (tinyserve.variants) | a step that prefills carries no decode |
+# | Orca | `continuous`, prefill-first | whole prompts beside the decodes |
+# | FasterTransformer | `static`, batch of 2 | a new batch only after the running one has ended |
+# | Sarathi-Serve | `chunked`, 512-token chunks, budget 514 | every decode, then chunks up to the budget |
+#
+# **Predict.** Under the Orca rule, how long (ms) is A's longest wait between two of its tokens?
+# (A decode-only iteration takes about 20 ms.)
+
+# %%
+p_sar = Predict("A's longest gap between two tokens under Orca's rule?", unit="ms", lo=0)
+p_sar
+
+# %%
+# NBVAL_CHECK_OUTPUT
+panels = {
+    "vLLM": run("sarathi-stalls", SeparatePrefill(batch_size=4)),
+    "Orca": run("sarathi-stalls", "continuous", batch_size=4),
+    "FasterTransformer": run("sarathi-stalls", "static", batch_size=2),
+    "Sarathi-Serve": run("sarathi-stalls", "chunked", batch_size=4, chunk_size=512, max_batch_tokens=514),
+}
+
+
+def worst_gap_ms(trace, rid):
+    tt = trace.request(rid).token_times
+    return 1e3 * max(b - a for a, b in zip(tt, tt[1:]))
+
+
+for name, t in panels.items():
+    c = t.request("C")
+    print(f"{name}:\n{story(t, first=1, last=7)}")
+    print(f"  A's longest gap {worst_gap_ms(t, 'A'):.1f} ms; C's first token {1e3 * (c.first_token_s - c.arrival_s):.1f} ms"
+          " after it arrived\n")
+print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
+
+# %% [markdown]
+# Reading the four runs against the figure: the vLLM rule pauses A and B for a whole iteration (`paused`), and
+# their gap is that prefill step plus the next decode; Orca's mixed step is just as long, so the stall stays;
+# the FasterTransformer rule keeps A's gaps at one decode step but C waits for the whole of A and B; chunked
+# prefill keeps A's gap to one 514-token step and still starts C within two steps.
+#
+# **Where our rule differs from the picture.** Sarathi-Serve's budget counts every token of the step. Ours
+# does too, and it fills whatever is left with the *next* prompt's first tokens: with a budget of 514 and
+# three decodes, D gets chunks of 511, not 512. (Our FasterTransformer stand-in pads D to C's length: `+pad2`.)
+
+# %%
+tw.show(panels["Sarathi-Serve"], k=2, views=("timeline", "composition"))
+
+# %%
+fig, axes = plt.subplots(1, 4, figsize=(14, 2.4), sharey=True)
+for ax, (name, t) in zip(axes, panels.items()):
+    tw.static.plot_timeline(ax, t, x="time")
+    ax.set_title(name)
+plt.tight_layout()
+
+# %% [markdown]
+# ## 5. vLLM, Figures 2 and 3: memory reserved for tokens that never come
+#
+# *Woosuk Kwon et al., "Efficient Memory Management for Large Language Model Serving with PagedAttention",
+# SOSP 2023.*
+#
+# **What the figures show.** Before paging, a serving system set aside KV room for the longest a request
+# might become. Figure 3 draws two requests side by side in memory: one that may grow to 2,048 positions
+# and one to 512; most of each reservation holds nothing yet (room for future tokens), part of it will never
+# hold anything (the request stops early), and gaps between reservations are too small to use. Figure 2
+# measures the result: in the systems it compares, only about a fifth to two fifths of KV memory held actual
+# token states.
+#
+# **Our scenario** (`gallery-vllm-reservation.jsonl`): the figure's two prompts as text; A may grow to 2,048
+# positions, B to 512. Our engine keeps *one slab per slot*, the layout this chapter ends on: every slot
+# reserves the same room, the longest any request of the run may need.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+t = run("vllm-reservation", "continuous", batch_size=2)
+per_position = t.steps[0].kv_used_bytes / sum(r.prompt_len for r in t.requests)  # after iteration 1: the prompts
+for k in (0, 100, 480, 1000):
+    s = t.steps[k]
+    slab = s.kv_reserved_bytes / per_position / len(s.works)
+    print(f"iteration {k + 1:>4}: {len(s.works)} request(s), {slab:,.0f} positions reserved per slot, "
+          f"KV used {s.kv_used_bytes / s.kv_reserved_bytes:6.1%} of what is reserved")
+
+# %% [markdown]
+# **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all
+# the same size, so B's slot reserves 2,048 too: more waste inside each reservation, but no gaps between
+# reservations, since equal slabs always fit back into each other's place. The KV view shows reserved against
+# used at every step; Chapter 8's paging is what closes the gap.
+
+# %%
+tw.show(t, k=480, views=("kv", "requests"))
+
+# %% [markdown]
+# ## 6. The sweeps the papers use
+#
+# ### Capacity under a latency target (Sarathi-Serve, Figure 12)
+#
+# The paper asks: at most how many requests per second can one replica take while the 99th percentile of
+# the time between two tokens stays under a target? It answers for vLLM at three batch caps and for
+# Sarathi-Serve at two token budgets, over a range of targets. We do the same on `chapter-7.2-longtail`
+# (short chat turns and long retrieval prompts), counting a rate only if it and every lower rate tried meet
+# the target, and only while the median wait for a slot stays under 2 s (the paper's rule for a load that
+# can be sustained).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+targets = (50, 100, 200, 400)
+curves = sweeps.capacity_sweep(sweeps.capacity_settings(), targets_ms=targets)
+print(sweeps.capacity_table(curves, targets))
+
+# %%
+sweeps.plot_capacity(curves, targets)
+plt.tight_layout()
+
+# %% [markdown]
+# As in the paper, the batch cap hardly matters to continuous batching under a tight target: its P99 gap is
+# set by the long prompts' prefill steps, not by how many decodes ride along. A small token budget buys the
+# tight targets; a large one behaves like no budget at all once prompts are shorter than it. Our stand-in for
+# vLLM mixes prefills with decodes (Orca's rule); its stalls are as long as vLLM's, which pauses decodes for
+# the prefill step instead.
+#
+# ### Mixing, chunking, or both (Sarathi-Serve, Table 4)
+#
+# The paper's ablation keeps one ingredient at a time. In our policies:
+#
+# * **mixing alone**: `continuous`, prefill-first: a newcomer's whole prompt runs in the next step beside the
+#   decodes;
+# * **chunking alone**: `ChunkOnly`: prompts are cut into chunks of at most the budget, but a step carries
+#   chunks or decodes, never both; while both wait, the two kinds of step alternate;
+# * **both**: `chunked`: every decode, then chunks filling the rest of the same step's budget.
+#
+# All with a 1,024-token budget and 128 slots, `chapter-7.2-longtail` at 8 requests/s.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+abl = sweeps.ablation(rate=8.0, budget=1024)
+print(f"{'':<16}{'P50 TTFT':>10}{'P99 gap':>10}   (ms, modeled)")
+for label, m in abl.items():
+    print(f"{label:<16}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
+
+# %% [markdown]
+# Each ingredient alone fixes one number: mixing keeps first tokens fast but long prompts stall everyone;
+# chunking alone bounds the stall but makes newcomers take turns with the decodes. Together they keep both low,
+# the paper's finding.
+#
+# ### Latency distributions at two loads (Anyscale's CDFs)
+#
+# The Anyscale post compares frameworks by the distribution of latencies at a light and a heavy load. Here:
+# request-level batching (`dynamic`: a batch of 32 or whatever came within 100 ms), continuous and chunked, on
+# a workload whose output lengths spread around a median of 100 tokens. `spread` is the knob: 0 gives every
+# request the same length; larger values widen the tail, and with it the fastest-finisher problem.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+spread = 1.0  # ▶ try 0.0 and 1.5
+res = sweeps.cdfs(loads=(2.0, 6.0), spread=spread)
+print(sweeps.cdf_table(res))
+
+# %%
+sweeps.plot_cdfs(res)
+plt.tight_layout()
+
+# %% [markdown]
+# The same traces in the widgets' latency view (one line per policy, p50 and p99 marked):
+
+# %%
+reqs = sweeps.spread_workload(rate=6.0, spread=spread)
+tw.LatencyView({s.label: sweeps.run(reqs, s) for s in sweeps.cdf_settings()}).widget
+
+# %% [markdown]
+# ## Questions
+#
+# 1. In the Anyscale grid, which iterations compute tokens for S3 after it is done, and why does continuous
+#    batching compute none?
+# 2. In the TensorRT-LLM frames, which limit keeps R3 out of iteration 1 and which keeps R5 out of iteration 2?
+#    Which of the two does context chunking relax?
+# 3. Why is A's longest gap about the same under the vLLM rule and the Orca rule, although only one of them
+#    lets A compute during the prefill step?
+# 4. What does FasterTransformer's rule give up to keep A's gaps short?
+# 5. Our slabs are all the same size. Which kind of memory waste from the vLLM paper's Figure 3 can that layout
+#    not have, and which does it make worse?
+# 6. Why does raising the batch cap barely change continuous batching's capacity under a tight P99 target?
+# 7. In the ablation, which ingredient lowers the P99 gap and which keeps TTFT low?
