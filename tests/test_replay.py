@@ -128,6 +128,8 @@ class Fake(BaseHTTPRequestHandler):
             for _ in range(40):
                 self._send(chunk("a"))
                 time.sleep(0.2)
+        elif kind == "otherprompt":  # a server whose tokenizer is not ours: 2 prompt tokens for 13 bytes
+            self._send(chunk("a", finish="length", usage={"completion_tokens": 1, "prompt_tokens": 2}))
         elif kind == "miscount":  # the usage disagrees with what was streamed
             self._send(chunk("abc", finish="length", usage={"completion_tokens": 2}))
         self._send(b"")  # the last chunk
@@ -152,7 +154,7 @@ def req(rid: str, text: str, n: int = 5, arrival: float = 0.0, ignore_eos: bool 
 def test_client_records_tokens_and_per_request_errors(server: str) -> None:
     reqs = [req("ok", "ok go"), req("late", "ok later", arrival=0.3), req("eos", "eos", 10, ignore_eos=False),
             req("badjson", "badjson"), req("errorevent", "errorevent"), req("drop", "drop"),
-            req("slow", "slow"), req("http500", "http500"), req("miscount", "miscount"),
+            req("slow", "slow"), req("http500", "http500"), req("miscount", "miscount"), req("otherprompt", "otherprompt"),
             Request("ids", [BOS, 0xFF], 5, 0.0, ignore_eos=True)]
     tr = replay(server, reqs, idle_timeout_s=2, timeout_s=20)  # 'slow' then sleeps 8 s: cut by the idle timeout
     by = {r.id: r for r in tr.requests}
@@ -165,12 +167,14 @@ def test_client_records_tokens_and_per_request_errors(server: str) -> None:
     assert by["eos"].output == [ord("h"), ord("i"), EOS] and by["eos"].finish_reason == "eos"
     want_errors = {"badjson": "garbage in stream: not JSON", "errorevent": "server error in stream: index out of range",
                    "drop": "connection dropped after 2 tokens", "slow": "timed out", "http500": "HTTP 500: the GPU caught fire",
-                   "miscount": "token count mismatch: 3 counted from the stream, the server reports 2"}
+                   "miscount": "token count mismatch: 3 counted from the stream, the server reports 2",
+                   # BOS + 11 bytes of "otherprompt" = 12 tokens sent
+                   "otherprompt": "the server counts 2 prompt tokens, we sent 12 byte tokens"}
     for rid, msg in want_errors.items():
         assert by[rid].status == "aborted" and msg in by[rid].finish_reason, (rid, by[rid].finish_reason)
     assert by["slow"].output == [97] and by["drop"].output == [97, 98]  # what arrived before the failure is kept
     m = tr.metrics()
-    assert (m["num_finished"], m["num_aborted"], m["num_steps"]) == (4, 6, 0) and tr.steps == []
+    assert (m["num_finished"], m["num_aborted"], m["num_steps"]) == (4, 7, 0) and tr.steps == []
     assert tr.clock == "server" and tr.knobs["url"] == server
     # the prompt travels as text when it round-trips, as token ids when it cannot (a lone 0xff byte)
     sent = {b["prompt"] if isinstance(b["prompt"], str) else tuple(b["prompt"]) for b in Fake.bodies}

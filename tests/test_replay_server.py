@@ -67,6 +67,8 @@ def test_replay_matches_our_engine(server, tmp_path: Path) -> None:
     by, want = {r.id: r for r in tr.requests}, {r.id: r for r in ours.requests}
     assert tr.knobs["model"] == str(folder) and tr.steps == [] and tr.clock == "server"
     for rid, r in by.items():
+        # finished also means the server's usage agreed: as many prompt tokens as our byte ids (its tokenizer is
+        # ours, Chinese and emoji included) and as many completion tokens as bytes streamed (+1 for EOS)
         assert r.status == "finished", (rid, r.finish_reason)
         assert r.output == want[rid].output, rid  # greedy, float64 on both sides: identical tokens
         assert r.finish_reason == want[rid].finish_reason, rid

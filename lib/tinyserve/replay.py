@@ -330,7 +330,11 @@ def _reconcile(out: _Outcome, req: Request, token_unit: str) -> None:
     if out.finish_reason == "stop" and reported == len(out.tokens) + 1 and not req.ignore_eos:
         out.tokens.append(EOS if token_unit == "byte" else -1)
         out.token_times.append(out.finished_s)
-    if token_unit == "byte" and "\ufffd" in out.text:
+    prompt_tokens = (out.usage or {}).get("prompt_tokens")
+    if token_unit == "byte" and isinstance(prompt_tokens, int) and prompt_tokens != req.prompt_len:
+        out.error = (f"the server counts {prompt_tokens} prompt tokens, we sent {req.prompt_len} byte tokens: "
+                     "its tokenizer is not tinyserve's (use --token-unit event for other models)")
+    elif token_unit == "byte" and "\ufffd" in out.text:
         out.error = "the streamed text holds U+FFFD (invalid UTF-8 from the model): its bytes are not the tokens"
     elif isinstance(reported, int) and reported != len(out.tokens):
         out.error = (f"token count mismatch: {len(out.tokens)} counted from the stream, the server reports "
