@@ -369,9 +369,9 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     info = preflight(url, model, api, max_model_len)
     reqs.sort(key=lambda r: r.arrival_s)
     outcomes = {r.id: _Outcome() for r in reqs}
-    for r in reqs:
+    for r in reqs:  # counted in our byte tokens, so only meaningful when the server's tokens are ours
         total = r.prompt_len + r.max_new_tokens
-        if info.max_model_len is not None and total > info.max_model_len:
+        if token_unit == "byte" and info.max_model_len is not None and total > info.max_model_len:
             r.status, r.finish_reason = REJECTED, (f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "
                                                   f"= {total} > server context {info.max_model_len}")
     interrupted = False
