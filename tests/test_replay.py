@@ -99,6 +99,8 @@ class Fake(BaseHTTPRequestHandler):
         kind = "warm" if "warm_up" in str(body["prompt"]) else kind  # replay's warm-up request
         if kind == "http500" or (kind == "warm" and Fake.broken):
             return self._json(500, {"detail": "the GPU caught fire"})
+        if kind == "plainjson":  # 200, but a JSON document instead of an event stream
+            return self._json(200, {"choices": [{"text": "abc"}]})
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -154,7 +156,7 @@ def req(rid: str, text: str, n: int = 5, arrival: float = 0.0, ignore_eos: bool 
 def test_client_records_tokens_and_per_request_errors(server: str) -> None:
     reqs = [req("ok", "ok go"), req("late", "ok later", arrival=0.3), req("eos", "eos", 10, ignore_eos=False),
             req("badjson", "badjson"), req("errorevent", "errorevent"), req("drop", "drop"),
-            req("slow", "slow"), req("http500", "http500"), req("miscount", "miscount"), req("otherprompt", "otherprompt"),
+            req("slow", "slow"), req("http500", "http500"), req("miscount", "miscount"), req("otherprompt", "otherprompt"), req("plainjson", "plainjson"),
             Request("ids", [BOS, 0xFF], 5, 0.0, ignore_eos=True)]
     tr = replay(server, reqs, idle_timeout_s=2, timeout_s=20)  # 'slow' then sleeps 8 s: cut by the idle timeout
     by = {r.id: r for r in tr.requests}
@@ -169,12 +171,13 @@ def test_client_records_tokens_and_per_request_errors(server: str) -> None:
                    "drop": "connection dropped after 2 tokens", "slow": "timed out", "http500": "HTTP 500: the GPU caught fire",
                    "miscount": "token count mismatch: 3 counted from the stream, the server reports 2",
                    # BOS + 11 bytes of "otherprompt" = 12 tokens sent
-                   "otherprompt": "the server counts 2 prompt tokens, we sent 12 byte tokens"}
+                   "otherprompt": "the server counts 2 prompt tokens, we sent 12 byte tokens",
+                   "plainjson": "not an SSE stream (Content-Type application/json)"}
     for rid, msg in want_errors.items():
         assert by[rid].status == "aborted" and msg in by[rid].finish_reason, (rid, by[rid].finish_reason)
     assert by["slow"].output == [97] and by["drop"].output == [97, 98]  # what arrived before the failure is kept
     m = tr.metrics()
-    assert (m["num_finished"], m["num_aborted"], m["num_steps"]) == (4, 7, 0) and tr.steps == []
+    assert (m["num_finished"], m["num_aborted"], m["num_steps"]) == (4, 8, 0) and tr.steps == []
     assert tr.clock == "server" and tr.knobs["url"] == server
     # the prompt travels as text when it round-trips, as token ids when it cannot (a lone 0xff byte)
     sent = {b["prompt"] if isinstance(b["prompt"], str) else tuple(b["prompt"]) for b in Fake.bodies}
@@ -225,6 +228,11 @@ def test_preflight_errors(server: str) -> None:
         preflight(f"http://127.0.0.1:{port}")
     with pytest.raises(TinyserveError, match="not an http"):
         preflight("127.0.0.1:8000")
+    with socket.socket() as mute:  # accepts connections, never answers: the preflight must not hang
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        with pytest.raises(TinyserveError, match=r"did not answer GET /v1/models within 0.5 s"):
+            preflight(f"http://127.0.0.1:{mute.getsockname()[1]}", timeout_s=0.5)
 
 
 def test_a_failing_warm_up_stops_before_measuring(server: str) -> None:
