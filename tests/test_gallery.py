@@ -180,3 +180,11 @@ def test_chunk_only_never_mixes_and_alternates():
     # from C's arrival: chunk C0, decode, chunk C1, decode, chunk D0 (C done, 514 left: D gets 514 > chunk 512)...
     f = _from_arrival(t)
     assert f[:5] == [["A:d", "B:d"], ["C:p512", "D:p2"], ["A:d", "B:d"], ["C:p512", "D:p2"], ["A:d", "B:d", "C:d"]]
+
+
+def test_decode_first_without_bound_is_named_as_the_reason():
+    # continuous, decode-first without a bound: C and D wait while A and B decode, although 2 slots are free
+    t = run("gallery-sarathi-stalls.jsonl", "continuous", batch_size=4, max_waiting_steps=float("inf"))
+    assert dict(waiting(t, 2)) == {"C": "decode-first: waits until no decode is in flight",
+                                   "D": "decode-first: waits until no decode is in flight"}
+    assert frames(t)[10] == ["C:p1024", "D:p1022"]  # after A and B's 10 tokens (iterations 1-10), no padding
