@@ -251,8 +251,8 @@ def test_dry_run_needs_known_output_lengths(model):
     with pytest.raises(TinyserveError, match="dry_run: request 'q0' has no known output length"):
         Engine(model).run(reqs, "continuous", dry_run=True)
     for r in reqs:
-        r.output_len_hint = 3
-    assert Engine(model).run(reqs, "continuous", dry_run=True).metrics()["output_tokens"] == 6
+        r.output_len_hint = 1  # within every request's max_new_tokens (>= 1)
+    assert Engine(model).run(reqs, "continuous", dry_run=True).metrics()["output_tokens"] == 2
 
 
 def test_a_real_run_replays_as_a_dry_run_even_when_eos_decided_the_lengths():
@@ -266,4 +266,5 @@ def test_a_real_run_replays_as_a_dry_run_even_when_eos_decided_the_lengths():
     assert [r.output_len_hint for r in replay] == [r.output_len for r in real.requests]
     dry = Engine(m).run(replay, "chunked", batch_size=3, chunk_size=4, dry_run=True)
     assert dry.metrics() == real.metrics()
+    assert [r.finish_reason for r in dry.requests] == [r.finish_reason for r in real.requests]  # "eos" kept
     assert [s.works for s in dry.steps] == [s.works for s in real.steps]

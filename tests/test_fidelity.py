@@ -170,3 +170,110 @@ def test_the_cli_rejects_what_the_kv_budget_cannot_hold_and_runs_the_rest(tmp_pa
     assert main(["run", "--workload", str(f), "--policy", "static", "--dry-run", "--kv-budget", "6553600"]) == 0
     err = capsys.readouterr().err
     assert "rejected request big: needs 13,107,200 bytes of KV" in err and "small" not in err
+
+
+# ------------------------------------------------------------------------------- 5. loose ends
+def test_the_seed_reaches_a_jsonl_files_synthetic_prompts(tmp_path):
+    f = tmp_path / "w.jsonl"
+    f.write_text('{"id": "syn", "prompt_len": 40, "max_new_tokens": 2, "ignore_eos": true}\n'
+                 '{"id": "txt", "prompt": "def f(x):", "max_new_tokens": 2, "ignore_eos": true}\n')
+    eng = Engine()
+    prompts = {s: {r.id: r.prompt for r in eng.start(f, "continuous", seed=s, dry_run=True).requests} for s in (0, 0, 7)}
+    again = eng.start(f, "continuous", seed=0, dry_run=True).requests
+    assert prompts[0]["syn"] != prompts[7]["syn"] and len(prompts[7]["syn"]) == 40
+    assert prompts[0]["txt"] == prompts[7]["txt"]  # a written prompt does not depend on the seed
+    assert [r.prompt for r in again] == [prompts[0]["syn"], prompts[0]["txt"]]
+
+
+@pytest.mark.parametrize("hint", [5000, 9, 0, -3])
+def test_an_output_len_hint_outside_1_to_max_new_tokens_rejects_that_request_alone(model, hint):
+    reqs = [Request("bad", [BOS, 3], 8, ignore_eos=False, output_len_hint=hint),
+            Request("ok", [BOS, 4], 8, ignore_eos=False, output_len_hint=3)]
+    tr = Engine(model).run(reqs, "continuous", dry_run=True)
+    assert tr.request("bad").status == "rejected"
+    assert tr.request("bad").finish_reason == f"output_len_hint {hint} must be in 1..max_new_tokens (8)"
+    assert tr.request("ok").output_len == 3 and tr.metrics()["kv_used_bytes_peak"] <= tr.metrics()["kv_reserved_bytes_peak"]
+
+
+def test_a_non_integer_output_len_hint_is_an_error(model):
+    with pytest.raises(TinyserveError, match=r"output_len_hint: request 'a' must be an integer .* got 2.5"):
+        Engine(model).run([Request("a", [BOS], 4, output_len_hint=2.5)], "continuous", dry_run=True)
+
+
+def test_a_policy_object_gets_make_policys_checks(model):
+    from tinyserve.policies import ChunkedPrefill, ContinuousBatching, StaticBatching
+
+    reqs = two_requests()
+    for policy, match in [(ChunkedPrefill(2, chunk_size=0), r"chunk_size: must be >= 1, got 0"),
+                          (ChunkedPrefill(4, 8, max_batch_tokens=2), r"max_batch_tokens: must be >= batch_size \(4\)"),
+                          (StaticBatching(0), r"batch_size: must be >= 1"),
+                          (StaticBatching(2, timeout=-1.0), r"timeout: must be a finite number"),
+                          (ContinuousBatching(2, max_waiting_steps=-4), r"max_waiting_steps: must be an integer >= 0")]:
+        with pytest.raises(TinyserveError, match=match):
+            Engine(model).start(reqs, policy, dry_run=True)
+    with pytest.raises(TinyserveError, match=r"batch_size: set it on the ContinuousBatching object"):
+        Engine(model).start(reqs, ContinuousBatching(2), batch_size=4, dry_run=True)
+
+
+def test_a_policy_object_is_not_silently_taken_from_an_unfinished_run(model):
+    from tinyserve.policies import ContinuousBatching
+
+    eng, policy = Engine(model), ContinuousBatching(2)
+    first = eng.start(two_requests(), policy, dry_run=True)
+    first.step()
+    with pytest.raises(TinyserveError, match=r"policy: this ContinuousBatching object still holds 1 request\(s\)"):
+        eng.start(two_requests(), policy, dry_run=True)
+    while not first.done:  # the first run is untouched and finishes
+        first.step()
+    assert [r.output_len for r in first.requests] == [10, 3]
+    assert eng.run(two_requests(), policy, dry_run=True).metrics()["num_finished"] == 2  # reusable once done
+
+
+def test_the_wall_clock_warms_the_model_up_once_before_timing(model, monkeypatch):
+    from conftest import greedy_alone
+
+    calls = []
+    inner = model.forward_step
+    monkeypatch.setattr(model, "forward_step", lambda s, kv: calls.append(kv) or inner(s, kv))
+    eng = Engine(model)
+    run = eng.start(two_requests(), "continuous", clock="wall")
+    assert len(calls) == 2 and all(kv is not run.kv for kv in calls)  # two unmeasured steps on scratch KV
+    eng.start(two_requests(), "continuous", clock="wall")
+    assert len(calls) == 2  # once per engine
+    Engine(model).start(two_requests(), "continuous")
+    assert len(calls) == 2  # the modeled clock times nothing: no warm-up
+    while not run.done:
+        run.step()
+    assert all(r.output == greedy_alone(model, r) for r in run.requests)
+
+
+def test_workload_knobs_reach_the_named_workload_and_are_checked():
+    import tinyserve
+
+    eng = Engine()
+    tr = eng.run("chapter-7.2-longtail", "continuous", workload_knobs={"n": 5, "rate": 1.0}, seed=3, dry_run=True)
+    assert len(tr.requests) == 5
+    from tinyserve.workloads import get_workload
+    assert [r.arrival_s for r in tr.requests] == [r.arrival_s for r in get_workload("chapter-7.2-longtail", 3, n=5,
+                                                                                    rate=1.0)]
+    with pytest.raises(TinyserveError, match=r"workload chapter-7.2-longtail: rate must be a finite number > 0"):
+        tinyserve.run("chapter-7.2-longtail", workload_knobs={"rate": -1.0}, dry_run=True)
+    with pytest.raises(TinyserveError, match=r"unknown knob 'speed'"):
+        eng.start("chapter-7.2-longtail", workload_knobs={"speed": 2}, dry_run=True)
+    with pytest.raises(TinyserveError, match=r"workload_knobs: apply to a named workload only, not to a list"):
+        eng.start(two_requests(), workload_knobs={"n": 2}, dry_run=True)
+    with pytest.raises(TinyserveError, match=r"seed: must be an integer, got 1.5"):
+        eng.start("chapter-7.2-longtail", seed=1.5, dry_run=True)
+
+
+def test_the_cli_takes_workload_knobs(capsys):
+    import json
+
+    from tinyserve.cli import main
+
+    assert main(["run", "--workload", "chapter-7.2-longtail", "--policy", "static", "--dry-run", "--json",
+                 "--workload-knob", "n=7", "--workload-knob", "rate=2.5"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["requests"]) == 7
+    assert main(["run", "--workload", "chapter-7.2-longtail", "--policy", "static", "--dry-run",
+                 "--workload-knob", "rate"]) == 2
+    assert "--workload-knob must be NAME=VALUE" in capsys.readouterr().err

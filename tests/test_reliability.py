@@ -351,7 +351,7 @@ def traced_peak_dry_run(n: int) -> tuple[int, int]:
     """(tracemalloc peak bytes, steps) of building and dry-running n long-tail requests."""
     tracemalloc.start()
     try:
-        reqs = get_workload("chapter-7.2-longtail", n=n)
+        reqs = get_workload("chapter-7.2-longtail", n=n, rate=4.0)  # the load this test was sized for
         tr = Engine().run(reqs, "continuous", batch_size=32, dry_run=True)
         assert tr.metrics()["num_finished"] == n
         return tracemalloc.get_traced_memory()[1], len(tr.steps)

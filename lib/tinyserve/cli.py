@@ -38,6 +38,18 @@ def _nonneg_float(name: str):
     return parse
 
 
+def _workload_knob(s: str) -> tuple[str, int | float]:
+    key, eq, value = s.partition("=")
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"--workload-knob must be NAME=VALUE (e.g. rate=6), got {s!r}")
+    for cast in (int, float):
+        try:
+            return key.strip(), cast(value)
+        except ValueError:
+            pass
+    raise argparse.ArgumentTypeError(f"--workload-knob {key}: must be a number, got {value!r}")
+
+
 def _waiting_steps(s: str) -> int | float:
     if s.strip().lower() in ("unbounded", "inf", "none"):
         return float("inf")
@@ -60,7 +72,7 @@ def _positive_float(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (see DESIGN.md's contract)."""
+    """The whole command line (docs/contract.md)."""
     p = _Parser(prog="tinyserve", description="A small but real LLM batching engine on a tiny GPT.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
@@ -88,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hardware", help="cost-model preset for the modeled clock (see --help of calibrate)")
     r.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help="bytes of KV slabs")
     r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help="positions per slab")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0, help="a named workload's seed, and a JSONL file's synthetic prompts'")
+    r.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
+                   help="a named workload's parameter, e.g. n=100 or rate=6 (repeatable; see `tinyserve workloads`)")
     r.add_argument("--dtype", default="float32")
     r.add_argument("--device", default="auto")
     r.add_argument("--dry-run", action="store_true", help="known output lengths: simulate without the model")
@@ -163,7 +177,7 @@ def cmd_run(a) -> None:
                     max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first,
                     max_waiting_steps=a.max_waiting_steps, clock=a.clock,
                     hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len,
-                    dry_run=a.dry_run, seed=a.seed, progress=progress)
+                    dry_run=a.dry_run, seed=a.seed, workload_knobs=dict(a.workload_knob), progress=progress)
     rejected = [r for r in tr.requests if r.status == "rejected"]
     for r in rejected:
         print(f"tinyserve: rejected request {r.id}: {r.finish_reason}", file=sys.stderr)
@@ -184,11 +198,13 @@ def cmd_run(a) -> None:
 
 
 def cmd_workloads(a) -> None:
-    from .workloads import list_workloads
+    from .workloads import WORKLOADS, list_workloads
 
     for name, desc in list_workloads():
         print(f"{name:28s} {desc}")
-    print(f"{'FILE.jsonl':28s} one request a line: see README")
+        knobs = ", ".join(f"{k}={d}" for k, (d, *_) in WORKLOADS[name][2].items())
+        print(f"{'':28s}   knobs (--workload-knob NAME=VALUE): {knobs}")
+    print(f"{'FILE.jsonl':28s} one request a line: see docs/workloads.md")
 
 
 def cmd_export_hf(a) -> None:

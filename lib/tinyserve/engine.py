@@ -39,15 +39,26 @@ def gc_paused():
             gc.enable()
 
 
-def resolve_workload(workload: Workload, seed: int = 0) -> tuple[str, list[Request]]:
-    """(name, fresh requests) from a workload name, a JSONL path or a list of requests."""
+def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | None = None
+                     ) -> tuple[str, list[Request]]:
+    """(name, fresh requests) from a workload name (with its knobs, e.g. n, rate), a JSONL path or a list of requests;
+    seed drives a named workload and a JSONL file's synthetic (prompt_len) prompts."""
     from .workloads import get_workload, load_jsonl
 
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TinyserveError(f"seed: must be an integer, got {seed!r}")
+    if workload_knobs is not None and not isinstance(workload_knobs, dict):
+        raise TinyserveError(f"workload_knobs: must be a dict of knob -> value, got {workload_knobs!r}")
+    knobs = dict(workload_knobs or {})
+    if knobs and (isinstance(workload, (list, tuple, Path)) or str(workload).endswith(".jsonl")):
+        raise TinyserveError(f"workload_knobs: apply to a named workload only, not to "
+                             f"{'a list of requests' if isinstance(workload, (list, tuple)) else 'a JSONL file'} "
+                             f"(got {', '.join(map(str, knobs))})")
     if isinstance(workload, (list, tuple)):
         return "custom", [r.fresh() for r in workload]
     if isinstance(workload, Path) or str(workload).endswith(".jsonl"):
-        return str(workload), load_jsonl(workload)
-    return str(workload), get_workload(str(workload), seed=seed)
+        return str(workload), load_jsonl(workload, seed=seed)
+    return str(workload), get_workload(str(workload), seed=seed, **knobs)
 
 
 def _valid_ids(ids: list, vocab: int) -> bool:
@@ -78,6 +89,10 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
             raise TinyserveError(f"prompt: request {r.id!r} must hold integer token ids in 0..{vocab - 1}")
         if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
             raise TinyserveError(f"max_new_tokens: request {r.id!r} must be an integer >= 1, got {r.max_new_tokens!r}")
+        hint = r.output_len_hint
+        if hint is not None and (isinstance(hint, bool) or not isinstance(hint, numbers.Integral)):
+            raise TinyserveError(f"output_len_hint: request {r.id!r} must be an integer in 1..max_new_tokens or None, "
+                                 f"got {hint!r}")
         reason = None
         if r.prompt_len < 1:
             reason = "empty prompt"
@@ -85,6 +100,8 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
             reason = f"max_new_tokens must be >= 1, got {r.max_new_tokens}"
         elif r.prompt_len + r.max_new_tokens > limit:
             reason = f"prompt {r.prompt_len} tokens + max_new_tokens {r.max_new_tokens} exceeds {limit_name} of {limit}"
+        elif hint is not None and not 1 <= hint <= r.max_new_tokens:  # a replay cannot outrun its own limit
+            reason = f"output_len_hint {hint} must be in 1..max_new_tokens ({r.max_new_tokens})"
         if reason:
             r.status, r.finish_reason = REJECTED, reason
         elif dry_run and r.known_output_len() is None:
@@ -230,7 +247,9 @@ class Run:
             target = r.known_output_len() if self.dry_run else r.max_new_tokens
             if r.output_len >= target or (tok == EOS and not r.ignore_eos):
                 r.status, r.finish_s = FINISHED, self.now
-                r.finish_reason = "eos" if tok == EOS and not r.ignore_eos else "length"
+                # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
+                eos = tok == EOS if not self.dry_run else r.output_len < r.max_new_tokens
+                r.finish_reason = "eos" if eos and not r.ignore_eos else "length"
                 done.append(r)
         return done
 
@@ -254,6 +273,7 @@ class Engine:
     def __init__(self, model: TinyGPT | None = None, device: str = "auto", dtype: str = "float32"):
         self._model = model
         self.device, self.dtype = device, dtype
+        self._warm = False  # the wall clock's warm-up step has run
         if dtype not in DTYPES:
             raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPES)})")
         if model is None:
@@ -271,24 +291,48 @@ class Engine:
               prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
               clock: str = "modeled", hardware: str | None = None,
               kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
-              seed: int = 0) -> Run:
-        """Set up a run without stepping it (for step-by-step use, aborts, notebooks)."""
-        if not isinstance(policy, Policy):
-            policy = make_policy(policy, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first,
-                                 max_waiting_steps)
+              seed: int = 0, workload_knobs: dict | None = None) -> Run:
+        """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
+
+        workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
+        seed: its randomness, and that of a JSONL file's synthetic prompts. Under the wall clock the model
+        first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
+        """
+        knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
+                 "max_batch_tokens": max_batch_tokens, "prefill_first": prefill_first,
+                 "max_waiting_steps": max_waiting_steps}
+        if isinstance(policy, Policy):  # its own fields are its knobs (checked when the run binds it)
+            given = [k for k, v in knobs.items() if v is not None]
+            if given:
+                raise TinyserveError(f"{given[0]}: set it on the {type(policy).__name__} object "
+                                     "(knobs apply to a policy given by name)")
+        else:
+            policy = make_policy(policy, **knobs)
         if kv_budget is not None and (isinstance(kv_budget, bool) or not isinstance(kv_budget, int) or kv_budget < 1):
             raise TinyserveError(f"kv_budget: must be a positive integer number of bytes, got {kv_budget!r}")
         clk = make_clock(clock, hardware)
         if dry_run and clk.name != "modeled":
             raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
-        name, requests = resolve_workload(workload, seed)
+        name, requests = resolve_workload(workload, seed, workload_knobs)
         if dry_run and self._model is None:  # the shipped model's shape, never loaded
             cfg, dt, dev = GPTConfig(), DTYPES[self.dtype], torch.device("cpu")
         else:
             m = self.model
             cfg, dt, dev = m.config, m.dtype, m.device
+            if clk.name == "wall" and not dry_run:
+                self._warm_up(m)
         return Run(None if dry_run else self.model, cfg, requests, policy, clk, name, dt, dev, kv_budget,
                    max_model_len, dry_run)
+
+    def _warm_up(self, model: TinyGPT) -> None:
+        """Once per engine, an unmeasured step (two prefills, then two decodes) on scratch KV: the first forward in
+        a fresh process pays allocations and kernel choices (measured ~100x a warm step), not a step's cost."""
+        if self._warm:
+            return
+        kv = KVCache(model.config, 2, 16, model.dtype, model.device)
+        for segments in ([(0, 0, [EOS] * 8), (1, 0, [EOS] * 4)], [(0, 8, [EOS]), (1, 4, [EOS])]):
+            model.forward_step(build_step(segments, [True, True], model.device), kv).argmax(-1).tolist()
+        self._warm = True
 
     def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
             **knobs) -> Trace:

@@ -49,7 +49,12 @@ class Policy:
         self.pool: SlotPool | None = None
 
     def bind(self, pool: SlotPool) -> None:
-        """Start a run on these slots with empty queues."""
+        """Start a run on these slots with empty queues (refused while an earlier run still has work here)."""
+        left = len(self.waiting) + sum(not r.done for r in self.running)
+        if self.pool is not None and left:
+            raise TinyserveError(f"policy: this {type(self).__name__} object still holds {left} request(s) of an "
+                                 "unfinished run; give each run its own policy object (or pass the policy by name)")
+        check_policy(self)
         self.pool = pool
         self.waiting.clear()
         self.running.clear()
@@ -202,6 +207,7 @@ class ChunkedPrefill(ContinuousBatching):
                  max_batch_tokens: int | None = None):
         super().__init__(batch_size, max_waiting_steps=0)
         self.chunk_size = chunk_size
+        # the default budget: a full chunk beside every slot's decode (set here only)
         self.max_batch_tokens = max_batch_tokens if max_batch_tokens is not None else chunk_size + batch_size
 
     def knobs(self) -> dict:
@@ -264,8 +270,25 @@ def make_policy(name: str, batch_size: int | None = None, timeout: float | None 
             max_waiting_steps = int(max_waiting_steps)
         return ContinuousBatching(b, prefill_first, max_waiting_steps)
     c = _int("chunk_size", chunk_size if chunk_size is not None else DEFAULT_CHUNK, 1)
-    t = _int("max_batch_tokens", max_batch_tokens if max_batch_tokens is not None else c + b, 1)
-    if t < b:
-        raise TinyserveError(
-            f"max_batch_tokens: must be >= batch_size ({b}) so that no decode is ever skipped, got {t}")
-    return ChunkedPrefill(b, c, t)
+    t = None if max_batch_tokens is None else _int("max_batch_tokens", max_batch_tokens, 1)
+    return check_policy(ChunkedPrefill(b, c, t))
+
+
+def check_policy(p: Policy) -> Policy:
+    """Validate a policy object's knobs as make_policy does (for objects built directly, e.g. ChunkedPrefill(2, 0))."""
+    _int("batch_size", p.batch_size, 1)
+    timeout = getattr(p, "timeout", None)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout < 0):
+        raise TinyserveError(f"timeout: must be a finite number of seconds >= 0, got {timeout!r}")
+    for knob in ("chunk_size", "max_batch_tokens"):
+        if hasattr(p, knob):
+            _int(knob, getattr(p, knob), 1)
+    if isinstance(p, ChunkedPrefill) and p.max_batch_tokens < p.batch_size:
+        raise TinyserveError(f"max_batch_tokens: must be >= batch_size ({p.batch_size}) so that no decode is ever "
+                             f"skipped, got {p.max_batch_tokens}")
+    w = getattr(p, "max_waiting_steps", 0)
+    if w != UNBOUNDED and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
+        raise TinyserveError(f"max_waiting_steps: must be an integer >= 0 (0 = prefill-first) or math.inf "
+                             f"(unbounded), got {w!r}")
+    return p

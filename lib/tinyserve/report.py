@@ -25,11 +25,25 @@ def format_summary(tr: Trace) -> str:
                      f"  p99 {s['p99']:9.2f}  max {s['max']:9.2f}")
     ss = m["slot_steps"]
     lines += [
-        f"  slots  utilization {m['slot_utilization']:.1%}; slot-steps useful {ss['useful']:.1f}, padding "
+        f"  slots  utilization {m['slot_utilization']:.1%} per step, {m['time_utilization']:.1%} over time"
+        f" (idle gaps counted); slot-steps useful {ss['useful']:.1f}, padding "
         f"{ss['padding']:.1f}, wasted {ss['wasted']:.0f}, idle {ss['idle']:.0f}",
         f"  tokens  prefill {m['prefill_tokens']}, padding {m['padding_tokens']}, decode {m['decode_tokens']},"
         f" wasted {m['wasted_decode_tokens']}",
-        f"  kv  reserved peak {m['kv_reserved_bytes_peak'] / 2**20:.1f} MiB, used peak "
-        f"{m['kv_used_bytes_peak'] / 2**20:.1f} MiB",
+        f"  kv ({_kv_units(tr)})  reserved peak {_bytes(m['kv_reserved_bytes_peak'])}, used peak "
+        f"{_bytes(m['kv_used_bytes_peak'])}",
     ]
+    if m["kv_capacity_bytes"] is not None:
+        lines.append(f"  kv capacity {_bytes(m['kv_capacity_bytes'])}: {m['kv_fit_slabs']} sequences as max-length "
+                     f"slabs, ~{m['kv_fit_exact']} with exact allocation of what they held")
     return "\n".join(lines)
+
+
+def _kv_units(tr: Trace) -> str:
+    if tr.kv_units == "modeled":
+        return f"modeled: {tr.hardware}'s model, {tr.kv_dtype}, {tr.kv_bytes_per_token:,} B/token"
+    return f"this tiny GPT, {tr.kv_dtype}" if tr.kv_dtype else "this tiny GPT"
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
