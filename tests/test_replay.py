@@ -219,6 +219,16 @@ def test_context_check_and_vllm_style_eos(server: str) -> None:
     assert body["ignore_eos"] is True and "generation_config" not in body
 
 
+def test_unpublished_context_defaults_to_our_models(server: str) -> None:
+    """transformers serve publishes no max_model_len; in byte mode the shipped model's 4,096 positions apply."""
+    long = Request("long", [BOS] + [97] * 4089, 10, ignore_eos=True)  # 4,090 + 10 = 4,100 > 4,096
+    tr = replay(server, [req("fits", "ok"), long], warmup=0)
+    assert tr.request("long").finish_reason == "prompt 4090 + max_new_tokens 10 = 4100 > server context 4096"
+    assert tr.request("fits").status == "finished" and len(Fake.bodies) == 1  # the long one was never sent
+    tr = replay(server, [long], warmup=0, token_unit="event")  # another model's tokens: its server decides
+    assert tr.request("long").status != "rejected" and len(Fake.bodies) == 2
+
+
 def test_preflight_errors(server: str) -> None:
     with pytest.raises(TinyserveError, match=r"does not serve 'gpt-5' \(it serves tiny\)"):
         preflight(server, "gpt-5")

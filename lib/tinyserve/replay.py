@@ -351,7 +351,7 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     A KeyboardInterrupt stops sending and streaming; the Trace still holds what was measured (unfinished
     requests aborted), and on_interrupt (a list) gets True appended so the caller can exit 130.
     """
-    from .workloads import get_workload
+    from .workloads import CONTEXT, get_workload
 
     if token_unit not in ("byte", "event"):
         raise TinyserveError(f"--token-unit: unknown {token_unit!r} (choose byte, event)")
@@ -369,9 +369,13 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     info = preflight(url, model, api, max_model_len)
     reqs.sort(key=lambda r: r.arrival_s)
     outcomes = {r.id: _Outcome() for r in reqs}
+    if token_unit == "byte" and info.max_model_len is None:
+        # transformers serve does not publish its context, and one request past it killed its batching thread
+        # (every later request: HTTP 503). Byte tokens mean our model, whose context the workloads assume.
+        info.max_model_len = CONTEXT
     for r in reqs:  # counted in our byte tokens, so only meaningful when the server's tokens are ours
         total = r.prompt_len + r.max_new_tokens
-        if token_unit == "byte" and info.max_model_len is not None and total > info.max_model_len:
+        if token_unit == "byte" and total > info.max_model_len:
             r.status, r.finish_reason = REJECTED, (f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "
                                                   f"= {total} > server context {info.max_model_len}")
     interrupted = False
