@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--model", help="model name on the server (default: the only one it serves)")
     rp.add_argument("--api", default="auto", help="auto | transformers | vllm: how EOS is switched off")
     rp.add_argument("--max-model-len", type=_positive_int("--max-model-len"),
-                    help="server context; longer requests are rejected before sending (default: from /v1/models)")
+                    help="server context; longer requests are rejected before sending "
+                         "(default: from /v1/models, else 4096 with --token-unit byte)")
     rp.add_argument("--max-concurrency", type=_positive_int("--max-concurrency"), default=256)
     rp.add_argument("--timeout", type=_positive_float("--timeout"), default=600.0, help="seconds per request")
     rp.add_argument("--idle-timeout", type=_positive_float("--idle-timeout"), default=60.0,
