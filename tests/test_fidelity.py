@@ -277,3 +277,20 @@ def test_the_cli_takes_workload_knobs(capsys):
     assert main(["run", "--workload", "chapter-7.2-longtail", "--policy", "static", "--dry-run",
                  "--workload-knob", "rate"]) == 2
     assert "--workload-knob must be NAME=VALUE" in capsys.readouterr().err
+
+
+def test_the_docs_a_user_needs_are_in_the_repository_and_examples_write_under_an_ignored_folder():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "../shared" not in readme  # a user's clone has no such folder
+    contract = (root / "docs" / "contract.md").read_text(encoding="utf-8")
+    keys = Engine().run(two_requests(), "continuous", dry_run=True).metrics()
+    assert [k for k in keys if f"`{k}`" not in contract] == []  # every metric is documented
+    assert "prompt_len" in (root / "docs" / "workloads.md").read_text(encoding="utf-8")
+    written = re.findall(r"--(?:perfetto|trace) (\S+)|export-hf (\S+)", readme)
+    paths = [a or b for a, b in written]
+    assert paths and all(p.startswith("out/") for p in paths), paths
+    assert "/out/" in (root / ".gitignore").read_text().split()
