@@ -10,7 +10,9 @@ import copy
 from collections.abc import Callable
 
 import pytest
-import torch
+
+import tinyserve  # noqa: F401  first: sets OMP_WAIT_POLICY before torch loads (tinyserve/threads.py)
+import torch  # noqa: E402
 
 from tinyserve.model import CHECKPOINT_DIR, GPTConfig, TinyGPT, load_model
 from tinyserve.requests import Request

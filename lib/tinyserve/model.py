@@ -19,6 +19,9 @@ import torch.nn.functional as F
 from .cache import kv_bytes_per_token
 from .errors import TinyserveError
 from .tokenizer import EOS
+from .threads import fit_torch_threads
+
+fit_torch_threads()  # once per process, before the first forward: threads that fit the machine
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
