@@ -61,11 +61,10 @@ def test_at_cursor_k_every_view_shows_step_k(policy, knobs):
         v = view.views
         assert {name: x.k for name, x in v.items()} == dict.fromkeys(v, k)
         s = tr.steps[k]
-        shape = v["timeline"].fig.layout.shapes[0]
+        shape = v["timeline"].shape(0)
         assert shape.x0 < k < shape.x1  # x in steps: the column of step k is k-0.5 .. k+0.5
         assert f"step {k} of {n - 1}" in v["timeline"].words.value
-        bars = {key: bar.x[0] for key, bar in zip(("useful", "padding", "wasted", "idle"), v["waste"].fig.data)}
-        assert bars == pytest.approx(waste_by_hand(tr, k))
+        assert v["waste"].totals == pytest.approx(waste_by_hand(tr, k))
         segments = v["composition"].segments
         assert sum(n_ for _, n_ in segments) == s.tokens
         decodes = sum(w.phase == "decode" for w in s.works)
@@ -73,8 +72,8 @@ def test_at_cursor_k_every_view_shows_step_k(policy, knobs):
         chunks = [lbl for lbl, _ in segments if ": chunk " in lbl]
         assert chunks == [f"{w.request_id}: chunk {w.start}–{w.start + w.tokens - 1}" for w in s.works
                           if w.phase == "prefill"]
-        assert list(v["kv"].fig.data[2].y) == [s.kv_reserved_bytes / 1e6, s.kv_used_bytes / 1e6]
-        assert v["requests"].fig.layout.shapes[0].x0 == pytest.approx(s.start_s + s.duration_s)
+        assert list(v["kv"].tr(2).y) == [s.kv_reserved_bytes / 1e6, s.kv_used_bytes / 1e6]
+        assert v["requests"].shape(0).x0 == pytest.approx(s.start_s + s.duration_s)
         done = sum(1 for r in tr.requests if r.finish_s is not None and r.finish_s <= s.start_s + s.duration_s)
         assert f"{done} of {len(tr.requests)} requests finished by step {k}" in v["latency"].words.value
 
@@ -83,7 +82,7 @@ def test_at_cursor_k_every_view_shows_step_k(policy, knobs):
 def test_figure_data_equals_the_trace(policy, knobs):
     tr = dry(MIXED, policy, **knobs)
     view = tw.show(tr)
-    heat = view.views["timeline"].fig.data[0]
+    heat = view.views["timeline"].tr(0)
     want = np.full((tr.num_slots, len(tr.steps)), IDLE)
     for j, s in enumerate(tr.steps):
         for w in s.works:
@@ -93,15 +92,15 @@ def test_figure_data_equals_the_trace(policy, knobs):
     m = tr.metrics()
     last = len(tr.steps) - 1
     assert D.waste_at(tr, last) == pytest.approx(m["slot_steps"])
-    comp = view.views["composition"].fig.data
-    total = sum(np.asarray(comp[i].y) for i in range(4))  # decode + prefill + padding + wasted series
+    comp = view.views["composition"]
+    total = sum(np.asarray(comp.tr(i).y) for i in range(4))  # decode + prefill + padding + wasted series
     assert total.tolist() == [s.tokens for s in tr.steps]
-    kv = view.views["kv"].fig.data
-    assert list(kv[0].y) == [s.kv_reserved_bytes / 1e6 for s in tr.steps]
-    assert list(kv[1].y) == [s.kv_used_bytes / 1e6 for s in tr.steps]
-    lat = view.views["latency"].fig.data
-    assert list(lat[0].x) == sorted((r.first_token_s - r.arrival_s) * 1e3 for r in tr.requests)
-    p50, p99 = lat[1].x
+    kv = view.views["kv"]
+    assert list(kv.tr(0).y) == [s.kv_reserved_bytes / 1e6 for s in tr.steps]
+    assert list(kv.tr(1).y) == [s.kv_used_bytes / 1e6 for s in tr.steps]
+    lat = view.views["latency"]
+    assert list(lat.tr(0).x) == sorted((r.first_token_s - r.arrival_s) * 1e3 for r in tr.requests)
+    p50, p99 = lat.tr(1).x
     assert (p50, p99) == pytest.approx((m["ttft_ms"]["p50"], m["ttft_ms"]["p99"]))
 
 
@@ -143,8 +142,8 @@ def test_a_knob_change_draws_the_engine_run_for_that_knob():
         "chapter-7.1-finisher", n=12), "static", batch_size=8, dry_run=True, progress=False)
     assert [(s.start_s, s.works) for s in ex.trace.steps] == [(s.start_s, s.works) for s in want.steps]
     # 2,020 steps: the figure is the binned timeline of exactly that run
-    assert np.array_equal(np.asarray(ex.board.views["timeline"].fig.data[0].z), D.timeline_data(want).z)
-    assert list(ex.board.views["kv"].fig.data[0].y) == [s.kv_reserved_bytes / 1e6 for s in want.steps]
+    assert np.array_equal(np.asarray(ex.board.views["timeline"].tr(0).z), D.timeline_data(want).z)
+    assert list(ex.board.views["kv"].tr(0).y) == [s.kv_reserved_bytes / 1e6 for s in want.steps]
     ex.set(policy="chunked", chunk_size=16)
     assert ex.trace.knobs["chunk_size"] == 16 and ex.board.views["composition"].trace is ex.trace
     assert ex.knobs["timeout"].disabled and not ex.knobs["chunk_size"].disabled
@@ -181,8 +180,8 @@ def test_a_trace_without_steps_draws_its_latencies(tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(tr.summary()))
     summary = Trace.load(tmp_path / "s.json")
     view = tw.show(summary)
-    assert list(view.views["latency"].fig.data[0].x) == list(D.latency_ms(tr)["ttft"])
-    assert "no steps" in view.views["timeline"].fig.layout.annotations[0].text
+    assert list(view.views["latency"].tr(0).x) == list(D.latency_ms(tr)["ttft"])
+    assert "no steps" in view.views["timeline"].note(1).text
     fig = tw.board_figure(summary)
     assert len(fig.axes) >= 6
 
@@ -220,7 +219,7 @@ def test_real_run_draws_the_measured_trace_and_survives_an_interrupt(monkeypatch
     real = ex.run_real()
     assert real is ex.trace and real.clock == "wall" and not real.dry_run
     assert [len(s.works) for s in real.steps] == [len(s.works) for s in dry_trace.steps]  # same schedule
-    assert "measured" in ex.board.views["timeline"].fig.layout.xaxis.title.text
+    assert "measured" in ex.board.views["timeline"].xaxis().title.text
     step = Run.step
     calls = {"n": 0}
 

@@ -51,11 +51,26 @@ class Cursor:
         self.slider.observe(lambda ch: fn(ch["new"]), names="value")
 
 
+# the board: rows of (view, panel) cells and their heights in pixels; a row of one cell spans the width
+ROWS = ((("timeline", 0),), 300), ((("waste", 0), ("kv", 0)), 170), ((("composition", 0),), 190), \
+    ((("composition", 1),), 60), ((("composition", 2),), 150), ((("requests", 0), ("latency", 0), ("latency", 1)), 300)
+SPAN = {1: (4,), 2: (2, 2), 3: (2, 1, 1)}  # columns each cell takes in a row of n cells (4 columns)
+GAP_PX = 80  # between rows: an x-axis title, then the next panel's title and legend
+
+
+def _ref(axis) -> str:
+    """layout.xaxis3 -> 'x3'."""
+    name = axis.plotly_name
+    return name[0] + name[5:]
+
+
 class TraceView:
-    """Every view of one trace, moved together by one cursor. Display it (last line of a cell) or call show()."""
+    """Every view of one trace in ONE figure, moved together by one cursor. Display it (last line of a cell)."""
 
     def __init__(self, trace: Trace, k: int = 0, x: str = "steps", views: tuple[str, ...] = VIEWS,
                  compare: dict[str, Trace] | None = None, cursor: Cursor | None = None):
+        from plotly.subplots import make_subplots
+
         unknown = set(views) - set(VIEWS)
         if unknown:
             raise ValueError(f"views: unknown {sorted(unknown)} (choose from {', '.join(VIEWS)})")
@@ -63,32 +78,44 @@ class TraceView:
         k = D.clamp_step(trace, k)
         self.own_cursor = cursor is None  # a shared cursor (Compare) is drawn and resized by its owner
         self.cursor = Cursor(len(trace.steps), k) if cursor is None else cursor
+        rows = [(tuple(c for c in cells if c[0] in views), h) for cells, h in ROWS]
+        rows = [(cells, h) for cells, h in rows if cells]
+        specs = [[x for n in SPAN[len(cells)] for x in ({"colspan": n},) + (None,) * (n - 1)] for cells, _ in rows]
+        total = sum(h for _, h in rows) + GAP_PX * (len(rows) - 1)
+        fig = make_subplots(rows=len(rows), cols=4, specs=specs, row_heights=[h for _, h in rows],
+                            vertical_spacing=GAP_PX / total, horizontal_spacing=0.07)
+        self.fig = V.new_figure(fig)
+        self.fig.update_layout(height=total + 90, font=V.FONT, margin=dict(l=60, r=20, t=50, b=40), bargap=0.15)
+        panels: dict[str, list] = {}
+        for r, (cells, _) in enumerate(rows, start=1):
+            col = 1
+            for (name, _), span in zip(cells, SPAN[len(cells)]):
+                sp = self.fig.get_subplot(r, col)
+                panels.setdefault(name, []).append((_ref(sp.xaxis), _ref(sp.yaxis)))
+                col += span
+        legends = {name: "legend" if i == 0 else f"legend{i + 1}" for i, name in enumerate(panels)}
+        make = {"timeline": lambda h: V.SlotTimeline(trace, k, x=x, host=h), "waste": lambda h: V.WasteMeter(trace, k, h),
+                "composition": lambda h: V.StepComposition(trace, k, h), "kv": lambda h: V.KVView(trace, k, h),
+                "requests": lambda h: V.RequestView(trace, k, h),
+                "latency": lambda h: V.LatencyView(compare or {trace.policy: trace}, k, h)}
         self.views: dict[str, V.View] = {}
-        make = {"timeline": lambda: V.SlotTimeline(trace, k, x=x), "waste": lambda: V.WasteMeter(trace, k),
-                "composition": lambda: V.StepComposition(trace, k), "kv": lambda: V.KVView(trace, k),
-                "requests": lambda: V.RequestView(trace, k),
-                "latency": lambda: V.LatencyView(compare or {trace.policy: trace}, k)}
-        for name in views:
-            self.views[name] = make[name]()
+        for name in VIEWS:  # not in batch mode: plotly drops the properties of shapes added in one
+            if name in panels:
+                self.views[name] = make[name]((self.fig, panels[name], legends[name]))
+                xa = self.fig.layout[V._axis_name(panels[name][0][0])]
+                ya = self.fig.layout[V._axis_name(panels[name][0][1])]
+                self.fig.layout[legends[name]] = dict(x=xa.domain[1], y=ya.domain[1] + 0.004, xanchor="right",
+                                                      yanchor="bottom", orientation="h", font=dict(size=10),
+                                                      bgcolor="rgba(255,255,255,0)")
         self.cursor.observe(self._move)
+        boxes = [v.words for v in self.views.values()]
         top = [self.cursor.widget] if self.own_cursor else []
-        self.widget = W.VBox(top + self._rows(), layout=W.Layout(width="100%"))
-
-    def _rows(self) -> list:
-        v, rows = self.views, []
-        for group in (("timeline",), ("waste", "kv"), ("composition",), ("requests", "latency")):
-            ws = [v[n].widget for n in group if n in v]
-            if len(ws) == 1:
-                rows.append(ws[0])
-            elif ws:
-                for w in ws:
-                    w.layout.width = "50%"
-                rows.append(W.HBox(ws, layout=W.Layout(width="100%")))
-        return rows
+        self.widget = W.VBox(top + [self.fig, W.VBox(boxes)], layout=W.Layout(width="100%"))
 
     def _move(self, k: int) -> None:
-        for view in self.views.values():
-            view.set_cursor(k)
+        with V.batch(self.fig):  # one message to the browser for every view
+            for view in self.views.values():
+                view.set_cursor(k)
 
     @property
     def k(self) -> int:
@@ -105,11 +132,12 @@ class TraceView:
         if self.own_cursor:
             self.cursor.set_steps(len(trace.steps))
         k = self.cursor.value
-        for name, view in self.views.items():
-            if name == "latency":
-                view.set_traces(compare or {trace.policy: trace}, k)
-            else:
-                view.set_trace(trace, k)
+        with V.batch(self.fig):
+            for name, view in self.views.items():
+                if name == "latency":
+                    view.set_traces(compare or {trace.policy: trace}, k)
+                else:
+                    view.set_trace(trace, k)
 
     def static(self, k: int | None = None):
         """A matplotlib Figure of every view at step k (default: the cursor)."""

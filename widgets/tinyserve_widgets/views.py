@@ -1,8 +1,10 @@
-"""Plotly FigureWidget views of a Trace. Each view: .widget (to display), set_trace(trace), set_cursor(k).
-They draw what data.py regroups from the Trace; none schedules or computes metrics itself."""
+"""Plotly views of a Trace. Each view draws into panels (subplots) of a FigureWidget: its own figure when shown
+alone, or the one shared figure of a TraceView — plotly 7's FigureWidget is an anywidget that ships ~5 MB of
+JavaScript with every instance, so a board is one figure, not six. Every view: set_trace(trace), set_cursor(k),
+.k, .words (its sentence), .widget (what to display alone). They draw what data.py regroups from the Trace."""
 from __future__ import annotations
 
-import math
+import contextlib
 
 import ipywidgets as W
 import numpy as np
@@ -18,12 +20,11 @@ CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
 _N = len(CODES)
 COLORSCALE = [x for c in CODES for x in ([c / _N, D.COLORS[c]], [(c + 1) / _N, D.COLORS[c]])]
 FONT = dict(size=11)
-
-
 # a small template: plotly's own (applied to every new figure) costs ~0.1 s of validation per figure
 TEMPLATE = {"layout": {"paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
                        "xaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"},
                        "yaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"}}}
+MAX_SERIES = 6  # traces a LatencyView compares at most
 
 
 def new_figure(fig=None) -> go.FigureWidget:
@@ -34,38 +35,108 @@ def new_figure(fig=None) -> go.FigureWidget:
     return go.FigureWidget(fig)
 
 
-def _layout(fig: go.FigureWidget, title: str, height: int) -> None:
-    fig.update_layout(title=dict(text=title, font=dict(size=13)), height=height, font=FONT,
-                      margin=dict(l=55, r=15, t=40, b=40), bargap=0.15,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+@contextlib.contextmanager
+def batch(fig: go.FigureWidget):
+    """fig.batch_update(), unless one is already open (plotly refuses to nest them): one message per change."""
+    if fig._in_batch_mode:
+        yield
+    else:
+        with fig.batch_update():
+            yield
+
+
+def _gaps(a: np.ndarray) -> np.ndarray:
+    """NaN -> None (a gap in a plotly line; NaN is not valid JSON on the way to the browser)."""
+    a = np.asarray(a, dtype=np.float64)
+    if not np.isnan(a).any():
+        return a
+    return np.where(np.isnan(a), None, a).astype(object)
+
+
+def _axis_name(ref: str) -> str:
+    """'x3' -> 'xaxis3' (the layout key of an axis reference)."""
+    return ref[0] + "axis" + ref[1:]
 
 
 class View:
-    """Shared parts: the figure, a line of words under it, the trace and the cursor."""
+    """A view's traces, shapes and notes inside a figure, addressed by index; panels are (xref, yref) pairs."""
 
-    height = 300
+    n_panels = 1
+    heights: tuple[float, ...] = (1.0,)
+    height = 300  # of the figure when the view is shown alone
 
-    def __init__(self, trace: Trace, k: int = 0):
-        self.trace = trace
-        self.k = 0
+    def __init__(self, trace: Trace, k: int = 0, host: tuple | None = None):
+        self.trace, self.k = trace, 0
         self.words = W.HTML()
-        self.fig = new_figure()
-        self.widget = W.VBox([self.fig, self.words], layout=W.Layout(width="100%"))
-        self._build()
+        self._traces: list[int] = []
+        self._shapes: list[int] = []
+        self._notes: list[int] = []
+        if host is None:
+            fig = make_subplots(rows=self.n_panels, cols=1, row_heights=list(self.heights), vertical_spacing=0.14)
+            self.fig = new_figure(fig)
+            self.panels = [(f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}") for i in range(self.n_panels)]
+            self.legend = "legend"
+            self.fig.update_layout(height=self.height, font=FONT, margin=dict(l=60, r=15, t=45, b=45), bargap=0.15,
+                                   legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0))
+            self.widget = W.VBox([self.fig, self.words], layout=W.Layout(width="100%"))
+        else:
+            self.fig, self.panels, self.legend = host
+            self.widget = self.words
+        self._build()  # not in batch mode: plotly drops the properties of shapes and notes added in one
         self.set_trace(trace, k)
 
+    # ---- parts of the figure ---------------------------------------------------------------------------------
+    def _add(self, trace, panel: int = 0) -> None:
+        trace.xaxis, trace.yaxis = self.panels[panel]
+        if trace.showlegend is not False:
+            trace.legend = self.legend
+        self.fig.add_trace(trace)
+        self._traces.append(len(self.fig.data) - 1)
+
+    def tr(self, i: int):
+        """The view's i-th trace."""
+        return self.fig.data[self._traces[i]]
+
+    def _add_shape(self, panel: int, x_domain: bool = False, y_domain: bool = True, **kw) -> None:
+        x, y = self.panels[panel]
+        self.fig.add_shape(xref=x + (" domain" if x_domain else ""), yref=y + (" domain" if y_domain else ""), **kw)
+        self._shapes.append(len(self.fig.layout.shapes) - 1)
+
+    def shape(self, i: int):
+        """The view's i-th shape (the cursor is shape 0 where there is one)."""
+        return self.fig.layout.shapes[self._shapes[i]]
+
+    def _add_note(self, panel: int, x: float, y: float, **kw) -> None:
+        xr, yr = self.panels[panel]
+        self.fig.add_annotation(xref=xr + " domain", yref=yr + " domain", x=x, y=y, showarrow=False, **kw)
+        self._notes.append(len(self.fig.layout.annotations) - 1)
+
+    def note(self, i: int):
+        """The view's i-th annotation (0: its title)."""
+        return self.fig.layout.annotations[self._notes[i]]
+
+    def _title(self, panel: int = 0) -> None:
+        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", font=dict(size=13))
+
+    def xaxis(self, panel: int = 0):
+        return self.fig.layout[_axis_name(self.panels[panel][0])]
+
+    def yaxis(self, panel: int = 0):
+        return self.fig.layout[_axis_name(self.panels[panel][1])]
+
+    # ---- drawing ---------------------------------------------------------------------------------------------
     def _build(self) -> None: ...
 
     def set_trace(self, trace: Trace, k: int | None = None) -> None:
         """Draw another trace (keeping the cursor where it is, limited to the new trace's steps)."""
         self.trace = trace
-        with self.fig.batch_update():
+        with batch(self.fig):
             self._draw()
             self._cursor(D.clamp_step(trace, self.k if k is None else k))
 
     def set_cursor(self, k: int) -> None:
         """Show the state at step k."""
-        with self.fig.batch_update():
+        with batch(self.fig):
             self._cursor(D.clamp_step(self.trace, k))
 
     def _draw(self) -> None: ...
@@ -77,25 +148,25 @@ class View:
 class SlotTimeline(View):
     """Slots x steps coloured by phase; x in steps or time (modeled or wall, labelled); bins for long runs."""
 
-    height = 330
+    height = 340
 
-    def __init__(self, trace: Trace, k: int = 0, x: str = "steps", max_columns: int = D.MAX_COLUMNS):
+    def __init__(self, trace: Trace, k: int = 0, x: str = "steps", max_columns: int = D.MAX_COLUMNS,
+                 host: tuple | None = None):
         self.x, self.max_columns = x, max_columns
-        super().__init__(trace, k)
+        super().__init__(trace, k, host)
 
     def _build(self) -> None:
-        f = self.fig
-        f.add_heatmap(z=[[0]], zmin=-0.5, zmax=_N - 0.5, colorscale=COLORSCALE, showscale=False, name="")
+        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=_N - 0.5, colorscale=COLORSCALE, showscale=False, name=""))
         for c in CODES[:-1]:  # legend entries
-            f.add_scatter(x=[None], y=[None], mode="markers", name=D.phase_name(c), hoverinfo="skip",
-                          marker=dict(symbol="square", size=11, color=D.COLORS[c], line=dict(width=0.5, color="#888")))
-        f.add_shape(type="rect", x0=0, x1=0, y0=0, y1=1, xref="x", yref="paper",
-                    line=dict(color="#222", width=1.5), fillcolor="rgba(0,0,0,0.12)")
-        f.add_annotation(text="", xref="paper", yref="paper", x=0, y=-0.2, showarrow=False, xanchor="left",
-                         font=dict(size=10, color="#555"))
-        _layout(f, "", self.height)
-        f.update_yaxes(title=t("axis.slot"), autorange="reversed", zeroline=False, showgrid=False)
-        f.update_xaxes(showgrid=False, zeroline=False)
+            self._add(go.Scatter(x=[None], y=[None], mode="markers", name=D.phase_name(c), hoverinfo="skip",
+                                 marker=dict(symbol="square", size=11, color=D.COLORS[c],
+                                             line=dict(width=0.5, color="#888"))))
+        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
+                        fillcolor="rgba(0,0,0,0.12)")
+        self._title()
+        self._add_note(0, 0, -0.16, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#555"))
+        self.yaxis().update(title=t("axis.slot"), autorange="reversed", zeroline=False, showgrid=False)
+        self.xaxis().update(showgrid=False, zeroline=False)
 
     def set_x(self, x: str) -> None:
         """Switch the x axis between 'steps' and 'time'."""
@@ -105,19 +176,18 @@ class SlotTimeline(View):
     def _draw(self) -> None:
         tr = self.trace
         self.data = d = D.timeline_data(tr, self.x, self.max_columns)
-        h = self.fig.data[0]
+        h = self.tr(0)
         h.z, h.x, h.y = d.z, d.x_edges, np.arange(tr.num_slots)
-        h.customdata, h.text = d.customdata, d.text
+        h.customdata, h.text = _gaps(d.customdata) if d.customdata.size else d.customdata, d.text
         h.hovertemplate = t("hover.cell") if d.bin == 1 else t("hover.bin")
-        self.fig.layout.annotations[0].text = d.note or (t("note.no_steps") if not tr.steps else "")
-        self.fig.layout.title.text = t("title.timeline", policy=tr.policy, workload=tr.workload)
-        self.fig.layout.xaxis.title.text = d.x_label
-        self.fig.layout.yaxis.title.text = t("axis.slot")
+        self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
+        self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload)
+        self.xaxis().title.text = d.x_label
 
     def _cursor(self, k: int) -> None:
         self.k = k
         x0, x1 = D.cursor_span(self.data, k)
-        s = self.fig.layout.shapes[0]
+        s = self.shape(0)
         s.x0, s.x1 = x0, x1
         sa = self.trace.step_arrays()
         self.words.value = t("cursor.label", k=k, n=len(self.trace.steps) - 1,
@@ -132,27 +202,31 @@ WASTE_COLORS = {"useful": D.COLORS[D.DECODE], "padding": D.COLORS[D.PADDING], "w
 class WasteMeter(View):
     """Running totals up to the cursor: useful / padding / wasted / idle slot-steps, and a sentence."""
 
-    height = 170
+    height = 190
 
     def _build(self) -> None:
         for key in WASTE_KEYS:
-            self.fig.add_bar(x=[0], y=[""], orientation="h", name=t(f"waste.{key}"), marker_color=WASTE_COLORS[key],
-                             hovertemplate="%{x:,.1f} " + t(f"waste.{key}") + "<extra></extra>")
-        _layout(self.fig, "", self.height)
+            self._add(go.Bar(x=[0], y=[""], orientation="h", name=t(f"waste.{key}"), marker_color=WASTE_COLORS[key],
+                             hovertemplate="%{x:,.1f} " + t(f"waste.{key}") + "<extra></extra>"))
         self.fig.update_layout(barmode="stack")
-        self.fig.update_xaxes(title=t("axis.slot_steps"))
+        self._title()
+        self.xaxis().title.text = t("axis.slot_steps")
 
     def _draw(self) -> None:
-        total = self.trace.num_slots * max(1, len(self.trace.steps))
-        self.fig.layout.xaxis.range = [0, total]
+        self.xaxis().range = [0, self.trace.num_slots * max(1, len(self.trace.steps))]
 
     def _cursor(self, k: int) -> None:
         self.k = k
         w = D.waste_at(self.trace, k)
-        for bar, key in zip(self.fig.data, WASTE_KEYS):
-            bar.x = [w[key]]
-        self.fig.layout.title.text = t("title.waste", k=k)
+        for i, key in enumerate(WASTE_KEYS):
+            self.tr(i).x = [w[key]]
+        self.note(0).text = t("title.waste", k=k)
         self.words.value = D.waste_sentence(self.trace, k) if self.trace.steps else t("note.no_steps")
+
+    @property
+    def totals(self) -> dict[str, float]:
+        """What the bar shows now."""
+        return {key: self.tr(i).x[0] for i, key in enumerate(WASTE_KEYS)}
 
 
 COMP_SERIES = (("decode", "decode_tokens", D.COLORS[D.DECODE]), ("prefill", "prefill_tokens", D.COLORS[D.PREFILL]),
@@ -163,57 +237,50 @@ class StepComposition(View):
     """Tokens per step (decode, prefill chunks, padding, wasted) with the token budget; step k split by request;
     the longest inter-token gap of in-flight requests and newcomers' time to first token per step."""
 
-    height = 520
-
-    def __init__(self, trace: Trace, k: int = 0):
-        super().__init__(trace, k)
+    n_panels = 3
+    heights = (0.42, 0.16, 0.42)
+    height = 560
 
     def _build(self) -> None:
-        fig = make_subplots(rows=3, cols=1, row_heights=[0.42, 0.16, 0.42], vertical_spacing=0.11,
-                            subplot_titles=(t("title.composition"), "", t("title.gaps")))
         for name, _, color in COMP_SERIES:
-            fig.add_scatter(x=[], y=[], name=t(f"comp.{name}"), stackgroup="tokens", line=dict(width=0, shape="hv"),
-                            fillcolor=color, mode="lines", row=1, col=1)
-        fig.add_bar(x=[], y=[], base=[], orientation="h", marker_color=[], text=[], textposition="inside",
-                    insidetextanchor="middle", showlegend=False, hovertemplate="%{text}: %{x} tokens<extra></extra>",
-                    row=2, col=1)
-        fig.add_scatter(x=[], y=[], name=t("comp.itl"), mode="lines", line=dict(color="#333", width=1.2, shape="hv"),
-                        row=3, col=1)
-        fig.add_scatter(x=[], y=[], name=t("comp.ttft"), mode="markers", marker=dict(color="#e45756", size=7,
-                        symbol="diamond"), row=3, col=1)
-        self.fig = new_figure(fig)
-        self.widget.children = (self.fig, self.words)
-        for ref in ("x", "x3"):  # cursor lines in the two step-indexed panels
-            self.fig.add_shape(type="line", x0=0, x1=0, y0=0, y1=1, xref=ref, yref=f"{'y' if ref == 'x' else 'y3'} domain",
-                               line=dict(color="#222", width=1.5))
-        self.fig.add_shape(type="line", x0=0, x1=1, y0=0, y1=0, xref="x domain", yref="y",
-                           line=dict(color="#222", width=1.5, dash="dash"))  # the budget
-        self.fig.add_shape(type="line", x0=0, x1=0, y0=0, y1=1, xref="x2", yref="y2 domain",
-                           line=dict(color="#222", width=1.5, dash="dash"))
-        _layout(self.fig, "", self.height)
-        self.fig.update_xaxes(title=t("axis.step"), row=3, col=1)
-        self.fig.update_xaxes(matches="x", row=3, col=1)
-        self.fig.update_yaxes(title=t("axis.tokens"), row=1, col=1)
-        self.fig.update_yaxes(title=t("axis.gap_ms"), row=3, col=1)
-        self.fig.update_yaxes(showticklabels=False, row=2, col=1)
-        self.fig.update_layout(legend=dict(y=1.08))
+            self._add(go.Scatter(x=[], y=[], name=t(f"comp.{name}"), stackgroup="tokens", fillcolor=color,
+                                 line=dict(width=0, shape="hv"), mode="lines"), 0)
+        self._add(go.Bar(x=[], y=[], base=[], orientation="h", marker_color=[], text=[], textposition="inside",
+                         insidetextanchor="middle", showlegend=False,
+                         hovertemplate="%{text}: %{x} tokens<extra></extra>"), 1)
+        self._add(go.Scatter(x=[], y=[], name=t("comp.itl"), mode="lines", line=dict(color="#333", width=1.2,
+                                                                                        shape="hv")), 2)
+        self._add(go.Scatter(x=[], y=[], name=t("comp.ttft"), mode="markers",
+                             marker=dict(color="#e45756", size=7, symbol="diamond")), 2)
+        for p in (0, 2):  # cursor lines in the two step-indexed panels
+            self._add_shape(p, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
+        self._add_shape(0, x_domain=True, y_domain=False, type="line", x0=0, x1=1, y0=0, y1=0,
+                        line=dict(color="#222", width=1.5, dash="dash"))  # the budget
+        self._add_shape(1, y_domain=True, type="line", x0=0, x1=0, y0=0, y1=1,
+                        line=dict(color="#222", width=1.5, dash="dash"))
+        for p, key in ((0, "title.composition"), (1, ""), (2, "title.gaps")):
+            self._title(p)
+            self.note(len(self._notes) - 1).text = t(key) if key else ""
+        self.xaxis(2).update(title=t("axis.step"), matches=self.panels[0][0])
+        self.yaxis(0).title.text = t("axis.tokens")
+        self.yaxis(2).title.text = t("axis.gap_ms")
+        self.yaxis(1).showticklabels = False
 
     def _draw(self) -> None:
         sa = self.trace.step_arrays()
         steps = np.arange(len(self.trace.steps))
-        for tr_, (_, attr, _) in zip(self.fig.data[:4], COMP_SERIES):
-            tr_.x, tr_.y = steps, getattr(sa, attr)
-        self.fig.data[5].x, self.fig.data[5].y = steps, sa.max_itl_s * 1e3
+        for i, (_, attr, _) in enumerate(COMP_SERIES):
+            self.tr(i).x, self.tr(i).y = steps, getattr(sa, attr)
+        self.tr(5).x, self.tr(5).y = steps, _gaps(sa.max_itl_s * 1e3)
         has_ttft = ~np.isnan(sa.max_ttft_s)
-        self.fig.data[6].x, self.fig.data[6].y = steps[has_ttft], sa.max_ttft_s[has_ttft] * 1e3
+        self.tr(6).x, self.tr(6).y = steps[has_ttft], sa.max_ttft_s[has_ttft] * 1e3
         b = D.budget(self.trace)
-        shapes = self.fig.layout.shapes
-        shapes[2].visible = shapes[3].visible = b is not None
+        self.shape(2).visible = self.shape(3).visible = b is not None
         if b is not None:
-            shapes[2].y0 = shapes[2].y1 = b
-            shapes[3].x0 = shapes[3].x1 = b
+            self.shape(2).y0 = self.shape(2).y1 = b
+            self.shape(3).x0 = self.shape(3).x1 = b
         ymax = max(int(sa.tokens.max()) if len(sa.tokens) else 1, b or 0)
-        self.fig.layout.xaxis2.range = [0, ymax * 1.05]
+        self.xaxis(1).range = [0, ymax * 1.05]
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -232,12 +299,12 @@ class StepComposition(View):
             sizes.append(c["padding"])
             colors.append(D.COLORS[D.PADDING])
             labels.append(t("phase.padding"))
-        bar = self.fig.data[4]
-        bar.x, bar.y, bar.base = sizes, [""] * len(sizes), list(np.cumsum([0] + sizes[:-1]))
+        bar = self.tr(4)
+        bar.x, bar.y, bar.base = sizes, [""] * len(sizes), [int(x) for x in np.cumsum([0] + sizes[:-1])]
         bar.marker.color, bar.text = colors, labels
-        self.fig.layout.shapes[0].x0 = self.fig.layout.shapes[0].x1 = k
-        self.fig.layout.shapes[1].x0 = self.fig.layout.shapes[1].x1 = k
-        self.fig.layout.annotations[0].text = t("title.step_tokens", k=k)
+        for i in (0, 1):
+            self.shape(i).x0 = self.shape(i).x1 = k
+        self.note(1).text = t("title.step_tokens", k=k)
         self.words.value = D.composition_sentence(self.trace, k)
         self.segments = list(zip(labels, sizes))  # what the step bar shows (read by tests)
 
@@ -245,30 +312,30 @@ class StepComposition(View):
 class KVView(View):
     """Reserved vs used KV bytes per step, and a marker at the cursor."""
 
-    height = 260
+    height = 270
 
     def _build(self) -> None:
-        f = self.fig
-        f.add_scatter(x=[], y=[], name=t("kv.reserved"), fill="tozeroy", mode="lines",
-                      line=dict(color="#9ecae9", width=1, shape="hv"))
-        f.add_scatter(x=[], y=[], name=t("kv.used"), fill="tozeroy", mode="lines",
-                      line=dict(color="#4c78a8", width=1, shape="hv"))
-        f.add_scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False, marker=dict(color="#222", size=8),
-                      hovertemplate="%{y:.1f} MB<extra></extra>")
-        _layout(f, t("title.kv"), self.height)
-        f.update_xaxes(title=t("axis.step"))
-        f.update_yaxes(title=t("axis.kv_mb"))
+        self._add(go.Scatter(x=[], y=[], name=t("kv.reserved"), fill="tozeroy", mode="lines",
+                             line=dict(color="#9ecae9", width=1, shape="hv")))
+        self._add(go.Scatter(x=[], y=[], name=t("kv.used"), fill="tozeroy", mode="lines",
+                             line=dict(color="#4c78a8", width=1, shape="hv")))
+        self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
+                             marker=dict(color="#222", size=8), hovertemplate="%{y:.1f} MB<extra></extra>"))
+        self._title()
+        self.note(0).text = t("title.kv")
+        self.xaxis().title.text = t("axis.step")
+        self.yaxis().title.text = t("axis.kv_mb")
 
     def _draw(self) -> None:
         res, used = D.kv_mb(self.trace)
         steps = np.arange(len(res))
-        self.fig.data[0].x, self.fig.data[0].y = steps, res
-        self.fig.data[1].x, self.fig.data[1].y = steps, used
+        self.tr(0).x, self.tr(0).y = steps, res
+        self.tr(1).x, self.tr(1).y = steps, used
 
     def _cursor(self, k: int) -> None:
         self.k = k
         res, used = D.kv_mb(self.trace)
-        m = self.fig.data[2]
+        m = self.tr(2)
         m.x, m.y = ([k, k], [res[k], used[k]]) if len(res) else ([], [])
         self.words.value = D.kv_sentence(self.trace, k)
 
@@ -276,46 +343,54 @@ class KVView(View):
 class LatencyView(View):
     """TTFT and end-to-end distributions (empirical CDFs) with p50/p99 marked, one line per trace (policy)."""
 
-    height = 300
+    n_panels = 2
+    heights = (0.5, 0.5)
+    height = 460
+    PALETTE = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518", "#72b7b2")
 
-    def __init__(self, traces: Trace | dict[str, Trace], k: int = 0):
+    def __init__(self, traces: Trace | dict[str, Trace], k: int = 0, host: tuple | None = None):
         self.traces = traces if isinstance(traces, dict) else {traces.policy: traces}
-        super().__init__(next(iter(self.traces.values())), k)
+        super().__init__(next(iter(self.traces.values())), k, host)
 
     def _build(self) -> None:
-        self.fig = new_figure(make_subplots(rows=1, cols=2, subplot_titles=(t("lat.ttft"), t("lat.e2e")),
-                                            horizontal_spacing=0.1))
-        self.widget.children = (self.fig, self.words)
-        _layout(self.fig, t("title.latency"), self.height)
-        self.fig.update_yaxes(title=t("axis.fraction"), row=1, col=1, range=[0, 1.02])
-        self.fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-        self.fig.update_xaxes(title=t("axis.latency_ms"))
+        for i in range(MAX_SERIES):
+            color = self.PALETTE[i]
+            for p in (0, 1):
+                self._add(go.Scatter(x=[], y=[], mode="lines", line=dict(color=color, shape="hv"), name="",
+                                     legendgroup=str(i), showlegend=p == 0, visible=False), p)
+                self._add(go.Scatter(x=[], y=[], mode="markers+text", text=[t("lat.p50"), t("lat.p99")],
+                                     textposition="middle right", marker=dict(color=color, size=8),
+                                     showlegend=False, legendgroup=str(i), visible=False), p)
+        for p, key in ((0, "lat.ttft"), (1, "lat.e2e")):
+            self._title(p)
+            self.note(p).text = t(key)
+            self.xaxis(p).title.text = t("axis.latency_ms")
+            self.yaxis(p).update(title=t("axis.fraction"), range=[0, 1.02])
 
     def set_traces(self, traces: dict[str, Trace], k: int | None = None) -> None:
-        """Draw these traces (label -> trace); the first one follows the cursor."""
+        """Draw these traces (label -> trace, at most MAX_SERIES); the first one follows the cursor."""
+        if len(traces) > MAX_SERIES:
+            raise ValueError(f"traces: at most {MAX_SERIES} in one latency view, got {len(traces)}")
         self.traces = traces
         self.set_trace(next(iter(traces.values())), k)
 
     def _draw(self) -> None:
-        palette = ["#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518", "#72b7b2"]
-        self.fig.data = []
         self.stats = {}
-        for i, (label, tr) in enumerate(self.traces.items()):
-            lat = D.latency_ms(tr)
-            color = palette[i % len(palette)]
-            for col, key in ((1, "ttft"), (2, "e2e")):
-                v = lat[key]
+        items = list(self.traces.items())
+        for i in range(MAX_SERIES):
+            lat = D.latency_ms(items[i][1]) if i < len(items) else None
+            for p, key in ((0, "ttft"), (1, "e2e")):
+                line, marks = self.tr(4 * i + 2 * p), self.tr(4 * i + 2 * p + 1)
+                if lat is None:
+                    line.visible = marks.visible = False
+                    continue
+                label, v = items[i][0], lat[key]
                 p50, p99 = D.percentiles(v)
                 self.stats[(label, key)] = (p50, p99)
-                y = np.arange(1, len(v) + 1) / max(1, len(v))
-                self.fig.add_scatter(x=v, y=y, mode="lines", line=dict(color=color, shape="hv"), name=label,
-                                     legendgroup=label, showlegend=col == 1, row=1, col=col,
-                                     hovertemplate="%{x:.1f} ms<extra>" + label + "</extra>")
-                if len(v):
-                    self.fig.add_scatter(x=[p50, p99], y=[0.5, 0.99], mode="markers+text", row=1, col=col,
-                                         text=[t("lat.p50"), t("lat.p99")], textposition="middle right",
-                                         marker=dict(color=color, size=8), showlegend=False, legendgroup=label,
-                                         hovertemplate="%{text} %{x:.1f} ms<extra>" + label + "</extra>")
+                line.update(x=v, y=np.arange(1, len(v) + 1) / max(1, len(v)), name=label, visible=True,
+                            hovertemplate="%{x:.1f} ms<extra>" + label + "</extra>")
+                marks.update(x=[p50, p99] if len(v) else [], y=[0.5, 0.99] if len(v) else [], visible=bool(len(v)),
+                             hovertemplate="%{text} %{x:.1f} ms<extra>" + label + "</extra>")
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -327,38 +402,41 @@ class LatencyView(View):
                                  k=k if tr.steps else "—")
 
 
+REQ_KEYS = ("waiting", "prefill", "decode", "wasted")
+
+
 class RequestView(View):
     """One row per request: waiting for a slot, prefill, decode, slot held after finishing; the cursor's time."""
 
-    height = 360
+    height = 380
 
     def _build(self) -> None:
-        for key in ("waiting", "prefill", "decode", "wasted"):
-            self.fig.add_bar(x=[], y=[], base=[], orientation="h", name=t(f"req.{key}"),
-                             marker_color=D.STATE_COLORS[key], hovertemplate="%{y}: %{base:.3f}–%{customdata:.3f} s"
-                             "<extra>" + t(f"req.{key}") + "</extra>")
-        self.fig.add_shape(type="line", x0=0, x1=0, y0=0, y1=1, yref="paper", line=dict(color="#222", width=1.5))
-        self.fig.add_annotation(text="", xref="paper", yref="paper", x=0, y=-0.16, showarrow=False, xanchor="left",
-                                font=dict(size=10, color="#555"))
-        _layout(self.fig, t("title.requests"), self.height)
+        for key in REQ_KEYS:
+            self._add(go.Bar(x=[], y=[], base=[], orientation="h", name=t(f"req.{key}"),
+                             marker_color=D.STATE_COLORS[key],
+                             hovertemplate="%{y}: %{base:.3f}–%{customdata:.3f} s<extra>" + t(f"req.{key}") + "</extra>"))
+        self._add_shape(0, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
+        self._title()
+        self.note(0).text = t("title.requests")
+        self._add_note(0, 0, -0.14, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#555"))
         self.fig.update_layout(barmode="overlay")
-        self.fig.update_yaxes(autorange="reversed", title=t("axis.request"), type="category")
+        self.yaxis().update(autorange="reversed", title=t("axis.request"), type="category")
 
     def _draw(self) -> None:
         b = D.request_bars(self.trace)
-        for bar, key in zip(self.fig.data, ("waiting", "prefill", "decode", "wasted")):
+        for i, key in enumerate(REQ_KEYS):
             a, z = b[key]
-            bar.y, bar.base, bar.x, bar.customdata = b["ids"], a, z - a, z
-        self.fig.layout.xaxis.title.text = D.time_label(self.trace)
+            self.tr(i).update(y=b["ids"], base=_gaps(a), x=_gaps(z - a), customdata=_gaps(z))
+        self.xaxis().title.text = D.time_label(self.trace)
         cut = b["total"] > len(b["ids"])
-        self.fig.layout.annotations[0].text = t("note.requests_cut", shown=len(b["ids"]), total=b["total"]) if cut else ""
-        self.fig.layout.height = max(200, min(self.height, 60 + 14 * len(b["ids"])))
+        self.note(1).text = t("note.requests_cut", shown=len(b["ids"]), total=b["total"]) if cut else ""
+        if self.panels[0] == ("x", "y") and self.widget is not self.words:  # alone: fit the figure to the rows
+            self.fig.layout.height = max(220, min(self.height, 80 + 14 * len(b["ids"])))
 
     def _cursor(self, k: int) -> None:
         self.k = k
         sa = self.trace.step_arrays()
-        x = float(sa.end_s[k]) if len(sa.end_s) else 0.0
-        s = self.fig.layout.shapes[0]
-        s.x0 = s.x1 = x
+        s = self.shape(0)
+        s.x0 = s.x1 = float(sa.end_s[k]) if len(sa.end_s) else 0.0
         s.visible = bool(self.trace.steps)
         self.words.value = D.state_sentence(self.trace, k)
