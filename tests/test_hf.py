@@ -332,3 +332,19 @@ def test_load_hf_refuses_a_folder_without_our_tokenizer(exported, tmp_path: Path
     (garbage / "tokenizer.json").write_text("{not json")
     with pytest.raises(TinyserveError, match="not a tokenizers JSON file"):
         load_hf(garbage, device="cpu")
+
+
+def test_export_hf_command(tmp_path: Path) -> None:
+    """`tinyserve export-hf DIR --dtype float64`: the shipped model, its tokenizer, float64 recorded for loaders."""
+    import os
+    import subprocess
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = [sys.executable, "-m", "tinyserve", "export-hf"]
+    p = subprocess.run(run + [str(tmp_path / "tiny"), "--dtype", "float64"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "tiny" / "config.json").read_text())["dtype"] == "float64"
+    assert AutoTokenizer.from_pretrained(tmp_path / "tiny")("連")["input_ids"] == [BOS, 0xE9, 0x80, 0xA3]
+    bad = subprocess.run(run + [str(tmp_path / "x"), "--dtype", "float16"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "float16" in bad.stderr
