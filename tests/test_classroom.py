@@ -1,0 +1,365 @@
+"""Exercises: generated from the solutions, right answers pass, blanks and plausible wrong answers fail clearly.
+
+Wrong answers are fed to the checker functions directly (fast, in this process); the notebooks are run the
+way nbval runs them (their code cells in order, in one namespace). The seeds the checks draw are fixed here
+(itertools.count) so each test is deterministic; in a notebook they are fresh at every check.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+from pathlib import Path
+
+import pytest
+
+from tinyserve.classroom import checks
+from tinyserve.classroom.generate import GenerateError, exercise_text, make_exercise, stub_source
+from tinyserve.policies import ContinuousBatching, Plan, Policy, decode_work
+from tinyserve.requests import Work
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = sorted((ROOT / "chapters" / "solutions").glob("*.ipynb"))
+nbformat = pytest.importorskip("nbformat")
+
+
+@pytest.fixture(autouse=True)
+def fixed_seeds(monkeypatch, torch_one_thread):
+    """Seeds 1, 2, 3, ... instead of fresh ones, so a test sees the same workloads every time."""
+    counter = itertools.count(1)
+    monkeypatch.setattr(checks, "fresh_seed", lambda: next(counter))
+
+
+def fails(check, answer, *fragments: str) -> str:
+    """Run a check on an answer that must fail; its message must contain every fragment."""
+    with pytest.raises(AssertionError) as e:
+        check(answer)
+    msg = str(e.value)
+    for f in fragments:
+        assert f in msg, f"expected {f!r} in the learner's message:\n{msg}"
+    return msg
+
+
+# --------------------------------------------------------------------------------------------- generator
+def test_exercises_are_up_to_date_with_the_solutions():
+    assert len(SOLUTIONS) >= 4
+    for sol in SOLUTIONS:
+        ex = ROOT / "chapters" / "exercises" / sol.name
+        assert ex.is_file(), f"{ex} missing: run python -m tinyserve.classroom.generate"
+        assert ex.read_text(encoding="utf-8") == exercise_text(sol), \
+            f"{ex} is out of date with {sol}: run python -m tinyserve.classroom.generate"
+
+
+def test_at_least_eight_graded_answers_across_7_1_to_7_4():
+    labels = []
+    for sol in SOLUTIONS:
+        nb = nbformat.read(sol, as_version=4)
+        labels += [c.metadata["tinyserve"]["exercise"] for c in nb.cells if "check" in c.metadata.get("tags", [])]
+    assert len(labels) >= 8
+    assert {lab.split()[0] for lab in labels} == {"7.1", "7.2", "7.3", "7.4"}
+
+
+def test_stub_keeps_indentation_and_hints_and_drops_the_answer():
+    src = "def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    # Hint: add one.\n    return x + y\n    ### END SOLUTION"
+    out = stub_source(src)
+    assert out == ("def f(x):\n    y = 1\n    # YOUR CODE HERE\n    # Hint: add one.\n"
+                   '    raise NotImplementedError("write your answer here")')
+    compile(out, "stub", "exec")
+
+
+@pytest.mark.parametrize("src", ["### BEGIN SOLUTION\nx = 1", "x = 1\n### END SOLUTION",
+                                 "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION"])
+def test_unpaired_markers_are_errors(src):
+    with pytest.raises(GenerateError):
+        stub_source(src)
+
+
+def test_exercises_hold_no_answer_text():
+    for sol in SOLUTIONS:
+        nb = nbformat.read(sol, as_version=4)
+        ex = make_exercise(nb)
+        for s, e in zip(nb.cells, ex.cells):
+            assert s.get("id") == e.get("id")
+            if "solution" in s.metadata.get("tags", []):
+                assert "NotImplementedError" in e.source and "### BEGIN SOLUTION" not in e.source
+                body = s.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+                answer = [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+                assert not any(a in e.source for a in answer if len(a) > 12), e.get("id")
+            else:
+                assert s.source == e.source
+
+
+# ------------------------------------------------------------------------- notebooks run as nbval runs them
+def run_cells(path: Path) -> dict[str, BaseException | None]:
+    """Execute a notebook's code cells in order in one namespace; check cell id -> what it raised (or None)."""
+    nb = nbformat.read(path, as_version=4)
+    ns: dict = {"__name__": "__main__"}
+    out = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            exec(compile(cell.source, f"{path.name}:{cell.get('id')}", "exec"), ns)
+            err = None
+        except Exception as e:  # noqa: BLE001 - recorded, judged below
+            err = e
+        if "check" in cell.metadata.get("tags", []):
+            out[cell.get("id")] = err
+        else:
+            assert err is None, f"{path.name} cell {cell.get('id')} raised {err!r}"
+    return out
+
+
+@pytest.mark.parametrize("sol", SOLUTIONS, ids=lambda p: p.name)
+def test_solution_answers_pass_their_checks(sol):
+    results = run_cells(sol)
+    assert results and all(e is None for e in results.values()), results
+
+
+@pytest.mark.parametrize("sol", SOLUTIONS, ids=lambda p: p.name)
+def test_every_graded_cell_of_an_exercise_fails(sol):
+    results = run_cells(ROOT / "chapters" / "exercises" / sol.name)
+    assert results
+    for cid, err in results.items():
+        assert isinstance(err, AssertionError) and "not written yet" in str(err), (cid, err)
+
+
+# -------------------------------------------------------------------------------- plausible wrong answers
+def test_padding_off_by_one():
+    fails(checks.padding_tokens, lambda lens: sum(max(lens) - n + 1 for n in lens),
+          "padded up to the longest", "your padding_tokens returned")
+
+
+def test_padding_to_the_shortest():
+    fails(checks.padding_tokens, lambda lens: sum(n - min(lens) for n in lens), "padding tokens")
+
+
+def test_wasted_fraction_forgetting_the_prefill_token():
+    def wrong(outs, b):  # counts max(n) decode steps per batch instead of max(n) - 1
+        useful = wasted = 0
+        for i in range(0, len(outs), b):
+            batch = outs[i:i + b]
+            useful += sum(batch)
+            wasted += sum(max(batch) - n for n in batch)
+        return wasted / (useful + wasted)
+    fails(checks.wasted_fraction, wrong, "comes from its prefill", "your wasted_fraction returned")
+
+
+def test_wasted_fraction_ignoring_batches():
+    fails(checks.wasted_fraction, lambda outs, b: sum(max(outs) - n for n in outs) / (len(outs) * (max(outs) - 1) or 1),
+          "static batches of")
+
+
+class Dyn(Policy):
+    """The right dynamic policy with one knob for each plausible mistake."""
+
+    wait_for_full = pad_extra = take_all = never_wake = False
+
+    def __init__(self, batch_size, timeout):
+        super().__init__(batch_size)
+        self.timeout = timeout
+
+    def plan(self, now, more_coming):
+        if self.running:  # as the notebook gives it
+            works = [decode_work(r) if not r.done else Work(r.slot, r, "wasted", decode_work(r).start, 1)
+                     for r in self.running]
+            padded, steps = max(r.prompt_len for r in self.running), max(r.output_len for r in self.running)
+            for w in works:
+                w.pad_keys = padded + steps - (w.start + 1)
+            return Plan(works)
+        if not self.waiting:
+            return Plan([])
+        deadline = self.waiting[0].arrival_s + self.timeout
+        late = now >= deadline and not self.wait_for_full
+        if len(self.waiting) < self.batch_size and not late and more_coming:
+            return Plan([], wake_s=None if self.never_wake or self.wait_for_full else deadline)
+        n = len(self.waiting) if self.take_all else min(self.batch_size, len(self.waiting))
+        batch = [self.waiting.popleft() for _ in range(n)]
+        longest = max(r.prompt_len for r in batch)
+        for r in batch:
+            r.slot = self.pool.claim()
+            self.running.append(r)
+        return Plan([Work(r.slot, r, "prefill", 0, r.prompt_len, padding=longest - r.prompt_len + self.pad_extra)
+                     for r in batch])
+
+    def finished(self, req):
+        if all(r.done for r in self.running):
+            for r in self.running:
+                self.pool.release(r.slot)
+            self.running.clear()
+
+
+def variant(base, **knobs):
+    return type(f"{base.__name__}Wrong", (base,), knobs)
+
+
+def test_dynamic_right_answer_passes():
+    checks.dynamic_policy(Dyn)
+
+
+def test_dynamic_never_launching_a_partial_batch():
+    fails(checks.dynamic_policy, variant(Dyn, wait_for_full=True), "the reference", "step")
+
+
+def test_dynamic_without_a_wake_up_time():
+    fails(checks.dynamic_policy, variant(Dyn, never_wake=True), "the reference")
+
+
+def test_dynamic_padding_off_by_one():
+    fails(checks.dynamic_policy, variant(Dyn, pad_extra=1), "padding")
+
+
+def test_dynamic_admitting_past_the_batch_size():
+    fails(checks.dynamic_policy, variant(Dyn, take_all=True), "batch_size")
+
+
+class Cont(Policy):
+    """The right continuous policy with one knob for each plausible mistake."""
+
+    keep_slot = keep_running = decode_first = off_by_one = False
+
+    def plan(self, now, more_coming):
+        decodes = [decode_work(r) for r in self.running if r.num_prefilled == r.prompt_len]
+        if not (self.decode_first and decodes):
+            limit = self.batch_size + 1 if self.off_by_one else self.batch_size
+            while self.waiting and (self.off_by_one or self.pool.num_free) and len(self.running) < limit:
+                r = self.waiting.popleft()
+                r.slot = self.pool.claim()
+                self.running.append(r)
+        return Plan(decodes + [Work(r.slot, r, "prefill", 0, r.prompt_len) for r in self.running
+                               if r.num_prefilled == 0])
+
+    def finished(self, req):
+        if self.keep_running:
+            return
+        self.running.remove(req)
+        if not self.keep_slot:
+            self.pool.release(req.slot)
+
+
+def test_continuous_right_answer_passes():
+    checks.continuous_policy(Cont)
+
+
+def test_continuous_forgetting_to_free_a_slot():
+    fails(checks.continuous_policy, variant(Cont, keep_slot=True), "did not give back the slot")
+
+
+def test_continuous_keeping_finished_requests_running():
+    fails(checks.continuous_policy, variant(Cont, keep_running=True), "already finished")
+
+
+def test_continuous_admitting_past_the_batch_size():
+    fails(checks.continuous_policy, variant(Cont, off_by_one=True), "none was free", "batch_size")
+
+
+def test_continuous_admitting_only_when_decodes_drain():
+    fails(checks.continuous_policy, variant(Cont, decode_first=True), "the reference computed", "waiting")
+
+
+class Chunk(Policy):
+    """The right chunked-prefill policy with one knob for each plausible mistake."""
+
+    prefill_first = no_budget = from_zero = False
+
+    def __init__(self, batch_size, chunk_size, max_batch_tokens):
+        super().__init__(batch_size)
+        self.chunk_size, self.max_batch_tokens = chunk_size, max_batch_tokens
+
+    def plan(self, now, more_coming):
+        while self.waiting and self.pool.num_free and len(self.running) < self.batch_size:
+            r = self.waiting.popleft()
+            r.slot = self.pool.claim()
+            self.running.append(r)
+        decodes = [decode_work(r) for r in self.running if r.num_prefilled == r.prompt_len]
+        budget = self.max_batch_tokens - (0 if self.prefill_first else len(decodes))
+        chunks = []
+        for r in self.running:
+            if r.num_prefilled < r.prompt_len and (budget > 0 or self.no_budget):
+                start = 0 if self.from_zero else r.num_prefilled
+                n = min(self.chunk_size, r.prompt_len - r.num_prefilled)
+                n = n if self.no_budget else min(n, budget)
+                chunks.append(Work(r.slot, r, "prefill", start, n))
+                budget -= n
+        if self.prefill_first:
+            return Plan(chunks + decodes[:max(0, budget)])
+        return Plan(decodes + chunks)
+
+
+def test_chunked_right_answer_passes():
+    checks.chunked_policy(Chunk)
+
+
+def test_chunked_prefill_before_decodes():
+    fails(checks.chunked_policy, variant(Chunk, prefill_first=True), "decode")
+
+
+def test_chunked_over_the_token_budget():
+    fails(checks.chunked_policy, variant(Chunk, no_budget=True), "over the token budget")
+
+
+def test_chunked_restarting_the_prompt():
+    fails(checks.chunked_policy, variant(Chunk, from_zero=True), "must continue at position")
+
+
+def test_first_step_counting_from_the_first_token():
+    def wrong(trace, rid):  # the step that produced the first token, not the first computed
+        r = trace.request(rid)
+        return next(s.index for s in trace.steps if abs(s.start_s + s.duration_s - r.first_token_s) < 1e-12)
+    fails(checks.first_step, wrong, "was first computed in step")
+
+
+def test_slot_waste_ignoring_padding():
+    fails(checks.slot_waste, lambda tr, slot: sum(w.tokens for s in tr.steps for w in s.works
+                                                  if w.slot == slot and w.phase == "wasted"), "padding tokens")
+
+
+def test_pick_chunk_ignoring_the_ttft_target():
+    def wrong(measure, cands, itl, ttft):
+        ok = [c for c in cands if measure(c)[0] <= itl]
+        return max(ok) if ok else None
+    fails(checks.pick_chunk, wrong, "The largest chunk meeting both is")
+
+
+def test_slabs_rounding_up():
+    fails(checks.slabs_that_fit, lambda m, n, b: -(-m // (n * b)), "the engine made")
+
+
+def test_kv_count_ignoring_the_prompt():
+    fails(checks.kv_bytes_used, lambda p, g, b: g * b, "-token prompt", "your kv_bytes_used")
+
+
+def test_kv_count_including_the_newest_token():
+    fails(checks.kv_bytes_used, lambda p, g, b: (p + g) * b, "has K/V for")
+
+
+# ------------------------------------------------------------------------------------------------ integrity
+def test_subclassing_the_built_in_policy_is_reported():
+    fails(checks.continuous_policy, type("Mine", (ContinuousBatching,), {}), "INTEGRITY", "subclasses")
+
+
+def test_calling_the_built_in_policy_is_reported():
+    class Mine(Policy):
+        def plan(self, now, more_coming):
+            return ContinuousBatching.plan(self, now, more_coming)
+    fails(checks.continuous_policy, Mine, "INTEGRITY", "ContinuousBatching.plan")
+
+
+def test_copying_the_built_in_method_is_reported():
+    fails(checks.continuous_policy, type("Mine", (Policy,), {"plan": ContinuousBatching.plan}), "INTEGRITY")
+
+
+def test_asking_the_engine_for_a_numeric_answer_is_reported():
+    import tinyserve
+
+    def wrong(lens):
+        from tinyserve.requests import Request
+        from tinyserve.workloads import make_prompt
+        reqs = [Request(f"r{i}", make_prompt(n), 1, ignore_eos=True) for i, n in enumerate(lens)]
+        return tinyserve.run(reqs, "static", batch_size=len(lens), progress=False).metrics()["padding_tokens"]
+    fails(checks.padding_tokens, wrong, "INTEGRITY", "engine")
+
+
+def test_rebinding_assertion_error_is_reported(monkeypatch):
+    monkeypatch.setattr(builtins, "AssertionError", Exception)
+    with pytest.raises(checks.IntegrityError, match="AssertionError was rebound"):
+        checks.padding_tokens(lambda lens: 0)
