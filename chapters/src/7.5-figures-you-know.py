@@ -12,6 +12,8 @@
 # every count and time printed here is the same on any machine.
 
 # %%
+import warnings
+
 import matplotlib.pyplot as plt
 
 import tinyserve_widgets as tw
@@ -21,7 +23,10 @@ from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve import sweeps
 from tinyserve_widgets.predict import Predict
 
+warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
+
 dry = Engine()
+tw.set_static_fallback(False)  # each section draws its own static picture below the widgets (for GitHub)
 
 
 def run(name, policy, **knobs):
@@ -115,6 +120,13 @@ print("x2's tokens come from iterations", token_iterations(static)["x2"], "under
 # %%
 tw.show(static, k=2, views=("timeline", "waste"))
 
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 1.8))
+for ax, (name, tr) in zip(axes, (("request-level (static)", static), ("iteration-level (continuous)", cont))):
+    tw.static.plot_timeline(ax, tr)
+    ax.set_title(name)
+plt.tight_layout()
+
 # %% [markdown]
 # ## 3. TensorRT-LLM: "Tuning Max Batch Size and Max Num Tokens"
 #
@@ -154,6 +166,13 @@ print("tokens per iteration:", [s.tokens for s in chunk.steps[:3]])
 
 # %%
 tw.show(chunk, k=0, views=("composition", "requests"))
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 2.2))
+for ax, (name, tr) in zip(axes, (("whole prompts only", whole), ("context chunking", chunk))):
+    tw.static.plot_timeline(ax, tr)
+    ax.set_title(name)
+plt.tight_layout()
 
 # %% [markdown]
 # ## 4. Sarathi-Serve, Figure 7: generation stalls under four schedulers
@@ -263,6 +282,11 @@ for k in (0, 100, 480, 1000):
 # %%
 tw.show(t, k=480, views=("kv", "requests"))
 
+# %%
+fig, ax = plt.subplots(figsize=(6, 2.5))
+tw.static.plot_kv(ax, t, 480)
+plt.tight_layout()
+
 # %% [markdown]
 # Figure 2's measurement, on real traffic: over a run of `chapter-7.2-longtail`, what share of the reserved KV
 # holds tokens (averaged over time)? Once with slabs as long as the model's whole context (4,096 positions, the
@@ -297,7 +321,7 @@ for label, knobs in (("slab = the whole context (4,096)", {"max_model_len": 4096
 # %%
 # NBVAL_CHECK_OUTPUT
 targets = (50, 100, 200, 400)
-curves = sweeps.capacity_sweep(sweeps.capacity_settings(), targets_ms=targets)
+curves = sweeps.capacity_sweep(sweeps.capacity_settings(), targets_ms=targets, n=100)
 print(sweeps.capacity_table(curves, targets))
 
 # %%
