@@ -70,6 +70,7 @@ class Fake(BaseHTTPRequestHandler):
     bodies: list[dict] = []
     max_model_len: int | None = None
     broken = False  # True: even the warm-up request gets HTTP 500
+    finished: list[str] = []  # kinds whose whole answer was sent
 
     def log_message(self, *args) -> None:  # keep pytest output clean
         pass
@@ -135,11 +136,12 @@ class Fake(BaseHTTPRequestHandler):
         elif kind == "miscount":  # the usage disagrees with what was streamed
             self._send(chunk("abc", finish="length", usage={"completion_tokens": 2}))
         self._send(b"")  # the last chunk
+        Fake.finished.append(kind)
 
 
 @pytest.fixture()
 def server():
-    Fake.bodies, Fake.max_model_len, Fake.broken = [], None, False
+    Fake.bodies, Fake.max_model_len, Fake.broken, Fake.finished = [], None, False, []
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
     srv.daemon_threads = True
     t = threading.Thread(target=srv.serve_forever, daemon=True)
@@ -329,9 +331,10 @@ def test_ctrl_c_stops_and_still_writes_the_trace(server: str, tmp_path: Path) ->
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.time() + 30
-        while len([b for b in Fake.bodies if b["prompt"] == "trickle"]) == 0 and time.time() < deadline:
+        while not ("ok" in Fake.finished and any(b["prompt"] == "trickle" for b in Fake.bodies)):
+            assert time.time() < deadline, "the replay never got going"
             time.sleep(0.05)
-        time.sleep(0.6)  # 'fast' is done by now, 'stuck' is mid-stream
+        time.sleep(0.5)  # 'fast' was sent whole and read by now, 'stuck' is mid-stream
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=20)
     finally:
