@@ -10,7 +10,7 @@ import pytest
 
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.figures import frames, paused, story, token_iterations, waiting
+from tinyserve.figures import frames, iterations, paused, story, token_iterations, waiting
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.workloads import load_jsonl
 
@@ -188,3 +188,10 @@ def test_decode_first_without_bound_is_named_as_the_reason():
     assert dict(waiting(t, 2)) == {"C": "decode-first: waits until no decode is in flight",
                                    "D": "decode-first: waits until no decode is in flight"}
     assert frames(t)[10] == ["C:p1024", "D:p1022"]  # after A and B's 10 tokens (iterations 1-10), no padding
+
+
+def test_iterations_of_a_request_by_phase():
+    t = run("gallery-orca-early-finish.jsonl", "static", batch_size=2)
+    assert iterations(t, "x2") == [1, 2, 3, 4]  # in the batch from start to end ...
+    assert iterations(t, "x2", "wasted") == [3, 4]  # ... though done after 2
+    assert iterations(t, "x1", "prefill") == [1]

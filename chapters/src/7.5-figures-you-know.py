@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 
 import tinyserve_widgets as tw
 from tinyserve.engine import Engine
-from tinyserve.figures import frames, story, token_iterations
+from tinyserve.figures import frames, iterations, story, token_iterations, waiting
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve import sweeps
 from tinyserve_widgets.predict import Predict
@@ -65,6 +65,14 @@ print("\ncontinuous batching:")
 print(story(cont))
 print()
 print(p_any.reveal(static.metrics()["wasted_decode_tokens"]))
+its = token_iterations(static)
+print("figure: S3 stops after iteration 2, S2 after 6; S3's row stays taken until 6; S5-S7 take freed rows")
+print(f"engine: S3's tokens in iterations {its['S3']}, its slot computes until iteration {iterations(static, 'S3')[-1]} "
+      f"(thrown away in {iterations(static, 'S3', 'wasted')}); S2's last token in {its['S2'][-1]}")
+slot = {w.request_id: w.slot for s in cont.steps for w in s.works}
+print("engine, continuous: " + ", ".join(f"{r} enters at iteration {iterations(cont, r)[0]} in slot {slot[r]} "
+                                          f"(was {next(o for o in ('S1', 'S2', 'S3', 'S4') if slot[o] == slot[r])}'s)"
+                                          for r in ("S5", "S6", "S7")))
 print(f"continuous: {cont.metrics()['wasted_decode_tokens']} wasted, done in {len(cont.steps)} iterations "
       f"instead of {len(static.steps)}")
 
@@ -110,8 +118,9 @@ static = run("orca-early-finish", "static", batch_size=2)
 cont = run("orca-early-finish", "continuous", batch_size=2)
 print("request-level (static):\n" + story(static))
 print("iteration-level (continuous):\n" + story(cont))
-print("x2's tokens come from iterations", token_iterations(static)["x2"], "under both; static then computes",
-      static.metrics()["wasted_decode_tokens"], "more for it")
+print("figure: x2 ends at iteration 2, yet iterations 3 and 4 still compute it")
+print(f"engine: x2's tokens in iterations {token_iterations(static)['x2']} under both; static computes it again in "
+      f"{iterations(static, 'x2', 'wasted')}, continuous in {iterations(cont, 'x2', 'wasted')}")
 
 # %% [markdown]
 # Same rule as the figure: our static policy keeps a done member's slot computing (`x2:w`) until the batch
@@ -143,18 +152,29 @@ plt.tight_layout()
 # **Our scenario** (`gallery-trtllm-budget.jsonl`): prompts of 5, 5, 4, 6 and 3 tokens (the page gives only the
 # first two; the others are ours), R1 stops after 2 tokens.
 #
+# **Predict.** Without chunking, how many tokens does the second iteration carry (budget 12)?
+#
 # **A rule we do not have.** Our `chunked` policy always chunks. To replay the frames without chunking we use
 # `WholePromptBudget` from `tinyserve.variants`: decodes first, then newcomers in arrival order, each only if
 # its *whole* prompt fits what is left of the budget.
 
 # %%
+p_trt = Predict("Tokens in the second iteration, without chunking?", unit="tokens", lo=0, hi=12)
+p_trt
+
+# %%
 # NBVAL_CHECK_OUTPUT
 whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
 chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
+print("figure: frame 2 R3 blocked by the budget; frame 3 R5 blocked by the batch cap; frame 4 R1 evicted, R5 in")
+print(f"engine: iteration 1 R3 waits on the {dict(waiting(whole, 0))['R3'].split(':')[0]}; iteration 2 R5 waits on the "
+      f"{dict(waiting(whole, 1))['R5'].split(':')[0]}; R1 computes in {iterations(whole, 'R1')}, R5 from "
+      f"{iterations(whole, 'R5')[0]}\n")
 print("without context chunking (TensorRT-LLM's frames 2-4):\n" + story(whole, last=3))
 print("tokens per iteration:", [s.tokens for s in whole.steps[:3]])
 print("\nwith context chunking (our chunked policy):\n" + story(chunk, last=3))
 print("tokens per iteration:", [s.tokens for s in chunk.steps[:3]])
+print(p_trt.reveal(whole.steps[1].tokens))
 
 # %% [markdown]
 # Frames 2 to 4 come out as drawn: R3 waits on the budget, R5 on the batch cap, and R5 enters once R1 is
@@ -219,6 +239,10 @@ def worst_gap_ms(trace, rid):
     return 1e3 * max(b - a for a, b in zip(tt, tt[1:]))
 
 
+print("figure: vLLM and Orca stall A and B while C and D prefill; FasterTransformer keeps A and B going but holds C"
+      " and D back; Sarathi-Serve does neither")
+decode_ms = 1e3 * panels["Orca"].steps[1].duration_s  # iteration 2: A and B decoding alone
+print(f"engine: a decode-only iteration takes {decode_ms:.1f} ms\n")
 for name, t in panels.items():
     c = t.request("C")
     print(f"{name}:\n{story(t, first=1, last=7)}")
@@ -259,19 +283,27 @@ plt.tight_layout()
 # measures the result: in the systems it compares, only about a fifth to two fifths of KV memory held actual
 # token states.
 #
+# **Predict.** Right after iteration 1, what percentage of the reserved KV holds tokens?
+#
 # **Our scenario** (`gallery-vllm-reservation.jsonl`): the figure's two prompts as text; A may grow to 2,048
 # positions, B to 512. Our engine keeps *one slab per slot*, the layout this chapter ends on: every slot
 # reserves the same room, the longest any request of the run may need.
 
 # %%
+p_kv = Predict("Percentage of reserved KV holding tokens after iteration 1?", unit="%", lo=0, hi=100)
+p_kv
+
+# %%
 # NBVAL_CHECK_OUTPUT
 t = run("vllm-reservation", "continuous", batch_size=2)
+print("figure: A's reservation is 2,048 positions, B's 512; most of both hold nothing yet")
 per_position = t.steps[0].kv_used_bytes / sum(r.prompt_len for r in t.requests)  # after iteration 1: the prompts
 for k in (0, 100, 480, 1000):
     s = t.steps[k]
     slab = s.kv_reserved_bytes / per_position / len(s.works)
     print(f"iteration {k + 1:>4}: {len(s.works)} request(s), {slab:,.0f} positions reserved per slot, "
           f"KV used {s.kv_used_bytes / s.kv_reserved_bytes:6.1%} of what is reserved")
+print(p_kv.reveal(round(100 * t.steps[0].kv_used_bytes / t.steps[0].kv_reserved_bytes, 1)))
 
 # %% [markdown]
 # **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all
@@ -346,6 +378,12 @@ plt.tight_layout()
 # * **both**: `chunked`: every decode, then chunks filling the rest of the same step's budget.
 #
 # All with a 1,024-token budget and 128 slots, `chapter-7.2-longtail` at 8 requests/s.
+#
+# **Predict.** Which of the three has the lowest P99 gap: 1 (mixing), 2 (chunking) or 3 (both)?
+
+# %%
+p_abl = Predict("Lowest P99 gap: 1 (mixing alone), 2 (chunking alone) or 3 (both)?", lo=1, hi=3)
+p_abl
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -353,6 +391,7 @@ abl = sweeps.ablation(rate=8.0, budget=1024)
 print(f"{'':<16}{'P50 TTFT':>10}{'P99 gap':>10}   (ms, modeled)")
 for label, m in abl.items():
     print(f"{label:<16}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
+print(p_abl.reveal(1 + min(range(3), key=lambda i: list(abl.values())[i]["p99_gap_ms"])))
 
 # %% [markdown]
 # Each ingredient alone fixes one number: mixing keeps first tokens fast but long prompts stall everyone;

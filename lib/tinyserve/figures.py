@@ -88,3 +88,9 @@ def token_iterations(trace: Trace) -> dict[str, list[int]]:
             if w.phase == "decode" or ends_prompt:
                 out.setdefault(w.request_id, []).append(k + 1)
     return out
+
+
+def iterations(trace: Trace, request_id: str, phase: str | None = None) -> list[int]:
+    """Iterations (1-based) in which a request computes anything (or only `phase`: prefill/decode/wasted)."""
+    return [k + 1 for k, s in enumerate(trace.steps)
+            if any(w.request_id == request_id and (phase is None or w.phase == phase) for w in s.works)]
