@@ -7,6 +7,8 @@ already done (wasted), '+padM' = M padding tokens. Dry runs on the modeled clock
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
@@ -195,3 +197,31 @@ def test_iterations_of_a_request_by_phase():
     assert iterations(t, "x2") == [1, 2, 3, 4]  # in the batch from start to end ...
     assert iterations(t, "x2", "wasted") == [3, 4]  # ... though done after 2
     assert iterations(t, "x1", "prefill") == [1]
+
+
+def test_whole_prompt_lets_a_prompt_longer_than_the_budget_run_alone():
+    # a 20-token prompt can never fit a 12-token budget: rather than block the queue forever it runs in a step
+    # of its own (nothing else in flight), then the 5-token one follows beside its decode
+    from tinyserve.requests import Request
+    from tinyserve.workloads import make_prompt
+
+    reqs = [Request("big", make_prompt(20), 2, 0.0, ignore_eos=True),
+            Request("small", make_prompt(5, seed=1), 2, 0.0, ignore_eos=True)]
+    t = Engine().run(reqs, WholePromptBudget(batch_size=4, max_batch_tokens=12), dry_run=True, progress=False)
+    assert frames(t) == [["big:p20"], ["big:d", "small:p5"], ["small:d"]]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 300), st.integers(1, 12), st.floats(0, 0.2)), min_size=1, max_size=8),
+       st.integers(1, 4), st.integers(4, 64))
+def test_variants_finish_every_request_with_its_tokens(specs, b, budget):
+    from tinyserve.requests import Request
+    from tinyserve.workloads import make_prompt
+
+    reqs = [Request(f"r{i}", make_prompt(p, seed=i), o, a, ignore_eos=True) for i, (p, o, a) in enumerate(specs)]
+    for policy in (SeparatePrefill(batch_size=b), WholePromptBudget(batch_size=b, max_batch_tokens=budget),
+                   ChunkOnly(batch_size=b, chunk_size=budget, max_batch_tokens=max(b, budget))):
+        t = Engine().run(reqs, policy, dry_run=True, progress=False)  # a stalled policy raises RuntimeError
+        assert all(r.output_len == r.max_new_tokens for r in t.requests)
+        assert all(sum(w.tokens for s in t.steps for w in s.works if w.request_id == r.id and w.phase == "prefill")
+                   == r.prompt_len for r in t.requests)  # every prompt token computed exactly once
