@@ -74,7 +74,10 @@ def graded(tmp_path_factory):
         "f-answer1": "import builtins\nbuiltins.AssertionError = Exception\n\n\n"
                      "def slabs_that_fit(memory_bytes, max_len, bytes_per_token):\n    return 0"})
     lines = []
-    rows = grade.grade(subs, CHAPTERS, timeout=240, cell_timeout=20, log=lambda m, file=None: lines.append(m))
+    with pytest.MonkeyPatch.context() as mp:
+        # a source tree being edited while this runs must not stop the grading; the digest has its own test
+        mp.setattr(grade, "package_digest", lambda: "unchanged")
+        rows = grade.grade(subs, CHAPTERS, timeout=240, cell_timeout=20, log=lambda m, file=None: lines.append(m))
     return rows, lines
 
 
@@ -138,3 +141,52 @@ def test_command_line_reports_a_missing_folder(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tinyserve.classroom.grade", str(tmp_path / "nope")],
                        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "is not a folder" in r.stderr
+
+
+# ------------------------------------------------------------------------------ fast: restore and scan alone
+@pytest.fixture(scope="module")
+def refs():
+    return grade.load_references(CHAPTERS)
+
+
+def exercise(name: str, changes: dict[str, str | None], tmp_path: Path):
+    edit(CHAPTERS / "exercises" / name, tmp_path / name, changes)
+    nb, why = grade.read_submission(tmp_path / name)
+    assert why is None
+    return nb
+
+
+def test_restore_puts_deleted_checks_back_after_their_answer(refs, tmp_path):
+    nb = exercise("7.2-exercises.ipynb", {"d-check": None, "g-check2": "pass"}, tmp_path)
+    ref = refs["7.2-exercises.ipynb"]
+    ids = [c.get("id") for c in grade.restore_checks(nb, ref).cells]
+    assert ids == [c.get("id") for c in ref.solution.cells]
+    restored = {c.get("id"): c.source for c in grade.restore_checks(nb, ref).cells}
+    assert all(restored[c.get("id")] == c.source for c in ref.checks)
+
+
+def test_scan_ignores_edited_given_lines_and_flags_what_the_student_added(refs, tmp_path):
+    ref = refs["7.3-exercises.ipynb"]
+    # changing the demo's seed keeps its given import of the checker's scenario: not flagged
+    demo = ref.handed_out["h-demo"].replace("seed=7", "seed=8")
+    assert grade.scan(exercise("7.3-exercises.ipynb", {"h-demo": demo}, tmp_path), ref) == {}
+    # a student's own line reaching for importlib disarms every check of the notebook
+    flags = grade.scan(exercise("7.3-exercises.ipynb", {"h-demo": demo + "\nimport importlib"}, tmp_path), ref)
+    assert set(flags) == {"e-check", "h-check"} and all("manipulates imports" in f for f in flags.values())
+    # an answer that builds the library's policy is flagged for its own check only
+    answer = ref.handed_out["e-answer"].replace('raise NotImplementedError("write your answer here")',
+                                                'return make_policy("chunked").plan(now, more_coming)')
+    flags = grade.scan(exercise("7.3-exercises.ipynb", {"e-answer": answer}, tmp_path), ref)
+    assert set(flags) == {"e-check"} and "make_policy" in flags["e-check"]
+
+
+def test_a_submission_that_rewrites_the_package_stops_grading(refs, tmp_path, monkeypatch):
+    for s in ("ann", "ben"):
+        shutil.copy(CHAPTERS / "exercises" / "7.4-exercises.ipynb", (tmp_path / s).mkdir() or tmp_path / s)
+    digests = iter(["before", "before", "after"])  # ann's run leaves the package as it was; ben's changes it
+    monkeypatch.setattr(grade, "package_digest", lambda: next(digests))
+    monkeypatch.setattr(grade, "grade_notebook", lambda student, path, *a: [
+        grade.Row(student, path.name, "x", "passed", "")])
+    with pytest.raises(grade.GradingStopped) as e:
+        grade.grade(tmp_path, CHAPTERS, log=lambda *a, **k: None)
+    assert [(r.student, r.result) for r in e.value.rows] == [("ann", "passed"), ("ben", "integrity")]

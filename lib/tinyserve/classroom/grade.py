@@ -39,6 +39,7 @@ DISARM = [
     (re.compile(r"\bset_custom_exc\b|\bsys\.excepthook\b"), "installs an exception handler"),
     (re.compile(r"\bsys\.modules\b|\bimportlib\b|\b__import__\b"), "manipulates imports"),
     (re.compile(r"\bclassroom\b"), "touches the checker (tinyserve.classroom)"),
+    (re.compile(r"\b(?:exec|eval|compile)\s*\(|__file__"), "runs generated code or reaches for source files"),
     (re.compile(r"\bsetattr\s*\(|\bdelattr\s*\("), "patches objects with setattr/delattr"),
     (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M),
      "patches the engine"),
@@ -184,10 +185,12 @@ def scan(nb, ref: Reference) -> dict[str, str]:
             continue
         if cell.cell_type != "code" or ref.handed_out.get(cid) == cell.source:
             continue
+        given = set(ref.handed_out.get(cid, "").split("\n"))
+        written = "\n".join(line for line in cell.source.split("\n") if line not in given)  # the student's lines
         for pat, why in DISARM:
-            if pat.search(cell.source):
+            if pat.search(written):
                 disarm.append(f"code cell {k + 1} {why}")
-        m = DELEGATE.search(cell.source)
+        m = DELEGATE.search(written)
         if m and (cid in answer_ids or cid not in ref.handed_out):
             pending.append(f"the answer hands the work to the library ({m.group(0)} in cell {k + 1}); "
                            "write it yourself")
@@ -296,10 +299,30 @@ def grade_notebook(student: str, path: Path, refs: dict[str, Reference], timeout
     return rows
 
 
+class GradingStopped(Exception):
+    """Grading cannot go on (the package under test was modified); rows holds what was graded."""
+
+    def __init__(self, rows: list[Row], message: str):
+        super().__init__(message)
+        self.rows = rows
+
+
+def package_digest() -> str:
+    """A hash of the tinyserve package's source: a submission that rewrites the checker is caught."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
 def grade(submissions: Path, chapters: Path = Path("chapters"), timeout: float = 300.0,
           cell_timeout: float = 120.0, log=print) -> list[Row]:
     """Every student's every file, in name order; one summary line per student through log."""
     refs = load_references(chapters)
+    digest = package_digest()
     rows: list[Row] = []
     students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not students:
@@ -309,7 +332,15 @@ def grade(submissions: Path, chapters: Path = Path("chapters"), timeout: float =
         files = sorted(p for p in sdir.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
         for path in files:
             t0 = time.perf_counter()
-            mine += grade_notebook(sdir.name, path, refs, timeout, cell_timeout)
+            got = grade_notebook(sdir.name, path, refs, timeout, cell_timeout)
+            if package_digest() != digest:  # the submission rewrote the engine or the checker on disk
+                got = [Row(r.student, r.notebook, r.exercise, "integrity",
+                           "the submission changed the tinyserve package's files while it ran") for r in got]
+                rows += mine + got
+                log(summary(sdir.name, mine + got, sum(len(r.checks) for r in refs.values())))
+                raise GradingStopped(rows, f"{sdir.name}/{path.name} modified the tinyserve package; grading "
+                                     "stopped (reinstall tinyserve; the rows so far are in the table)")
+            mine += got
             log(f"  {sdir.name}/{path.relative_to(sdir)}: graded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         if not files:
             mine.append(Row(sdir.name, "-", "-", "invalid", "no files submitted"))
@@ -357,10 +388,17 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg, file=sys.stdout):
         print(msg, file=file, flush=True)
 
-    rows = grade(args.submissions, args.chapters, args.timeout, args.cell_timeout, log)
+    stopped = None
+    try:
+        rows = grade(args.submissions, args.chapters, args.timeout, args.cell_timeout, log)
+    except GradingStopped as e:
+        rows, stopped = e.rows, str(e)
     with open(args.out, "w", newline="", encoding="utf-8") as f:
         write_csv(rows, f)
     print(f"score table: {args.out} ({len(rows)} rows)")
+    if stopped:
+        print(f"grade: {stopped}", file=sys.stderr)
+        return 3
     return 0
 
 
