@@ -244,6 +244,7 @@ def _diff(idx: int, mine, ref, state: _State | None, knobs: dict, hint: str) -> 
     if not lines:
         return None
     msg = f"step {idx} (t = {mine.start_s * 1e3:.1f} ms): " + "; ".join(lines)
+    msg += f". The reference's step {idx} (t = {ref.start_s * 1e3:.1f} ms): " + ", ".join(_fmt(w) for w in ref.works)
     if state is not None:
         msg += (f". When your policy planned it: running {state.running or 'none'}, waiting {state.waiting or 'none'},"
                 f" {state.free_slots} free slot(s), batch_size={knobs['batch_size']}")
@@ -271,7 +272,8 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
 
         def plan(now, more_coming):
             idx = len(run.steps)
-            st = _State(now, [r.id for r in policy.waiting], [r.id for r in policy.running], policy.pool.num_free)
+            st = _State(now, [f"{r.id} (arrived {r.arrival_s * 1e3:.0f} ms)" for r in policy.waiting],
+                        [r.id for r in policy.running], policy.pool.num_free)
             p = inner(now, more_coming)
             _validate(p, policy, idx, knobs)
             if p.works:
