@@ -88,7 +88,13 @@ def test_figure_data_equals_the_trace(policy, knobs):
         for w in s.works:
             want[w.slot, j] = cell(w)
     assert np.array_equal(np.asarray(heat.z), want)
-    assert np.asarray(heat.text)[tr.steps[0].works[0].slot, 0] == tr.steps[0].works[0].request_id
+    names = {PREFILL: "prefill", PADDING: "padding", DECODE: "useful decode", WASTED: "wasted decode"}
+    for j in (0, len(tr.steps) - 1):  # hover: request, phase, tokens, positions, step time
+        s = tr.steps[j]
+        for w in s.works:
+            assert np.asarray(heat.text)[w.slot, j] == (
+                f"step {j} · {w.request_id} · {names[cell(w)]}<br>{w.tokens} tokens (+{w.padding} padding), "
+                f"positions {w.start}–{w.start + w.tokens - 1}<br>step time {round(s.duration_s * 1e3, 2):g} ms")
     m = tr.metrics()
     last = len(tr.steps) - 1
     assert D.waste_at(tr, last) == pytest.approx(m["slot_steps"])
@@ -123,7 +129,8 @@ def test_binned_timeline_says_so_and_keeps_the_most_frequent_phase():
     d = D.timeline_data(tr, "steps", max_columns=3)
     assert d.bin == 4 and d.z.tolist() == [[DECODE, DECODE, DECODE]]
     assert "10 steps drawn as 3 columns of 4 steps" in d.note
-    assert d.customdata[0, 0, :2].tolist() == [0, 3] and d.customdata[0, 0, 2] == 1  # steps 0-3, one prefill
+    assert d.text[0, 0] == "steps 0–3: prefill 1, padding 0, decode 3, wasted 0, idle 0"
+    assert d.text[0, 2] == "steps 8–9: prefill 0, padding 0, decode 2, wasted 0, idle 0"
 
 
 def test_time_axis_labels_the_clock_and_shows_idle_gaps():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -461,12 +462,12 @@ def _works_table(tr: Trace) -> WorkTable:
     counts = np.fromiter((len(s.works) for s in tr.steps), dtype=np.int64, count=n)
     works = [w for s in tr.steps for w in s.works]
     step = np.repeat(np.arange(n, dtype=np.int64), counts)
-    # one list comprehension per column: zip(*works) with 64,000 arguments is ten times slower
-    slot, rid, phase, start, tokens, padding = ([w[i] for w in works] for i in range(6))
+    # every work's six fields in one flat list (C speed), then a column is every sixth item
+    flat = list(itertools.chain.from_iterable(works))
+    slot, start, tokens, padding = (np.array(flat[i::6], dtype=np.int64) for i in (0, 3, 4, 5))
     index = {r.id: i for i, r in enumerate(tr.requests)}
-    req = np.fromiter((index[x] for x in rid), dtype=np.int64, count=len(works))
-    ph = np.fromiter((_WORK_CODE[p] for p in phase), dtype=np.int8, count=len(works))
-    start, tokens, padding = (np.asarray(a, dtype=np.int64).reshape(-1) for a in (start, tokens, padding))
+    req = np.fromiter(map(index.__getitem__, flat[1::6]), dtype=np.int64, count=len(works))
+    ph = np.fromiter(map(_WORK_CODE.__getitem__, flat[2::6]), dtype=np.int8, count=len(works))
     prompt_len = np.array([r.prompt_len for r in tr.requests], dtype=np.int64)
     token = (ph == DECODE) | ((ph == PREFILL) & (start + tokens == prompt_len[req] if works else False))
     end = np.array([s.start_s + s.duration_s for s in tr.steps], dtype=np.float64)
@@ -486,8 +487,7 @@ def _works_table(tr: Trace) -> WorkTable:
         prev[new] = arrival[r[new]]
         gap[order] = t - prev
         first[order[new]] = True
-    return WorkTable(step, np.asarray(slot, dtype=np.int64).reshape(-1), req, ph, start, tokens, padding,
-                     token, first, gap)
+    return WorkTable(step, slot, req, ph, start, tokens, padding, token, first, gap)
 
 
 def _step_arrays(tr: Trace) -> StepArrays:

@@ -4,6 +4,7 @@ it only regroups what Trace.step_arrays(), phase_grid(), works_table() and reque
 from __future__ import annotations
 
 import math
+import string
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,8 +50,7 @@ class TimelineData:
     bin: int  # steps per column
     x: str  # "steps" | "time"
     x_label: str
-    customdata: np.ndarray  # (slots, columns, 6) for hover
-    text: np.ndarray  # (slots, columns) request id per cell
+    text: np.ndarray  # (slots, columns) hover text per cell
     note: str  # says when columns are bins
 
 
@@ -59,6 +59,33 @@ def _bins(n: int, max_columns: int) -> tuple[int, np.ndarray, np.ndarray]:
     first = np.arange(0, n, b)
     last = np.minimum(first + b - 1, n - 1)
     return b, first, last
+
+
+def _strs(a: np.ndarray) -> np.ndarray:
+    """str() of every element as an object array, formatting each distinct value once (a table lookup)."""
+    if a.dtype == object:
+        return a
+    if a.size == 0:
+        return a.astype(object)
+    if a.dtype.kind in "iu":
+        lo = int(a.min())
+        table = np.array([str(v) for v in range(lo, int(a.max()) + 1)], dtype=object)
+        return table[a - lo]
+    u, inv = np.unique(a, return_inverse=True)
+    return np.array([f"{v:g}" for v in u.tolist()], dtype=object)[inv.reshape(a.shape)]
+
+
+def vformat(template: str, **arrays) -> np.ndarray:
+    """template.format(...) for every element of equally shaped arrays at once: object arrays of str, added
+    elementwise (one C loop per piece; numpy's fixed-width string ufuncs are slower at these widths)."""
+    out = None
+    for literal, field, _spec, _conv in string.Formatter().parse(template):
+        pieces = [literal] if literal else []
+        if field is not None:
+            pieces.append(_strs(np.asarray(arrays[field])))
+        for p in pieces:
+            out = p if out is None else out + p
+    return np.asarray(out if out is not None else "", dtype=object)
 
 
 def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS) -> TimelineData:
@@ -71,35 +98,36 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
     sa = trace.step_arrays()
     if b == 1:
         z = grid.phase.astype(np.int8)
-        ids = np.array([r.id for r in trace.requests] + [t("hover.idle")], dtype=object)
-        text = ids[grid.request]  # -1 -> the last entry: idle
+        ids = np.array([r.id for r in trace.requests] + [""], dtype=object)
+        names = np.array([phase_name(c) for c in range(len(GRID_PHASES))], dtype=object)
         pos1 = np.where(grid.tokens > 0, grid.start + grid.tokens - 1, 0)
-        cd = np.stack([np.broadcast_to(np.arange(n), (slots, n)), grid.tokens, grid.padding, grid.start, pos1,
-                       np.broadcast_to(sa.duration_s * 1e3, (slots, n))], axis=-1).astype(np.float64)
+        ms = np.broadcast_to(np.round(sa.duration_s * 1e3, 2), (slots, n))
+        text = vformat(t("hover.cell"), step=np.broadcast_to(np.arange(n), (slots, n)), id=ids[grid.request],
+                       phase=names[z], tokens=grid.tokens, padding=grid.padding, a=grid.start, b=pos1, ms=ms)
+        text = np.where(z == IDLE, vformat(t("hover.idle"), step=np.broadcast_to(np.arange(n), (slots, n))), text)
         note = ""
     else:  # counts of each phase per (slot, bin); the column shows the most frequent (ties: the later code)
         pad = len(first) * b - n
         g = np.concatenate([grid.phase, np.full((slots, pad), -1, dtype=np.int8)], axis=1).reshape(slots, -1, b)
         counts = np.stack([(g == c).sum(axis=2) for c in range(len(GRID_PHASES))], axis=-1)
         z = (len(GRID_PHASES) - 1 - np.argmax(counts[..., ::-1], axis=-1)).astype(np.int8)
-        cd = np.concatenate([np.broadcast_to(np.stack([first, last], -1), (slots, len(first), 2)),
-                             counts[..., [PREFILL, PADDING, DECODE, WASTED, IDLE]]], axis=-1).astype(np.float64)
-        text = np.full(z.shape, "", dtype=object)
+        c = {name: counts[..., code] for name, code in (("prefill", PREFILL), ("padding", PADDING), ("decode", DECODE),
+                                                      ("wasted", WASTED), ("idle", IDLE))}
+        text = vformat(t("hover.bin"), a=np.broadcast_to(first, z.shape), b=np.broadcast_to(last, z.shape), **c)
         note = t("note.binned", steps=n, cols=len(first), bin=b)
     if x == "steps":
         edges = np.append(first, n).astype(np.float64) - 0.5
-        return TimelineData(z, edges, first, last, b, x, t("axis.step"), cd, text, note)
+        return TimelineData(z, edges, first, last, b, x, t("axis.step"), text, note)
     left, right = sa.start_s[first], sa.end_s[last]
     gaps = np.flatnonzero(left[1:] > right[:-1] + 1e-12) + 1  # idle stretches between steps: white columns
     if len(gaps):
         z = np.insert(z, gaps, GAP, axis=1)
-        cd = np.insert(cd, gaps, np.nan, axis=1)
-        text = np.insert(text, gaps, "", axis=1)
+        text = np.insert(text, gaps, t("hover.gap"), axis=1)
         first, last = np.insert(first, gaps, -1), np.insert(last, gaps, -1)
         edges = np.sort(np.concatenate([left, right[-1:], right[gaps - 1]]))
     else:
         edges = np.append(left, right[-1]) if n else np.zeros(1)
-    return TimelineData(z, edges, first, last, b, x, time_label(trace), cd, text, note)
+    return TimelineData(z, edges, first, last, b, x, time_label(trace), text, note)
 
 
 def cursor_span(data: TimelineData, k: int) -> tuple[float, float]:

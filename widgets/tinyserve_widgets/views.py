@@ -178,8 +178,8 @@ class SlotTimeline(View):
         self.data = d = D.timeline_data(tr, self.x, self.max_columns)
         h = self.tr(0)
         h.z, h.x, h.y = d.z, d.x_edges, np.arange(tr.num_slots)
-        h.customdata, h.text = _gaps(d.customdata) if d.customdata.size else d.customdata, d.text
-        h.hovertemplate = t("hover.cell") if d.bin == 1 else t("hover.bin")
+        h.text = d.text
+        h.hovertemplate = t("hover.template")
         self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
         self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload)
         self.xaxis().title.text = d.x_label

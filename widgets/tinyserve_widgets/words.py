@@ -92,13 +92,12 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "state.rejected": "rejected",
     "state.aborted": "aborted",
     # hover
-    "hover.cell": "slot %{y} · step %{customdata[0]}<br>request %{text}<br>tokens %{customdata[1]} "
-                  "(+%{customdata[2]} padding)<br>positions %{customdata[3]}–%{customdata[4]}"
-                  "<br>step time %{customdata[5]:.2f} ms<extra></extra>",
-    "hover.bin": "slot %{y} · steps %{customdata[0]}–%{customdata[1]}<br>prefill %{customdata[2]}, padding "
-                 "%{customdata[3]}, decode %{customdata[4]}, wasted %{customdata[5]}, idle %{customdata[6]}"
-                 "<extra></extra>",
-    "hover.idle": "idle",
+    "hover.cell": "step {step} · {id} · {phase}<br>{tokens} tokens (+{padding} padding), positions {a}–{b}"
+                  "<br>step time {ms} ms",
+    "hover.bin": "steps {a}–{b}: prefill {prefill}, padding {padding}, decode {decode}, wasted {wasted}, idle {idle}",
+    "hover.idle": "step {step} · idle",
+    "hover.gap": "no step: nothing to run until the next arrival",
+    "hover.template": "slot %{y}<br>%{text}<extra></extra>",
     # explorer
     "knob.policy": "policy",
     "knob.batch_size": "batch size",
