@@ -416,11 +416,30 @@ sweeps.plot_cdfs(res)
 plt.tight_layout()
 
 # %% [markdown]
-# The same traces in the widgets' latency view (one line per policy, p50 and p99 marked):
+# The same runs in the widgets' latency view (one line per policy, p50 and p99 marked), with the spread and the
+# load as knobs: each move re-runs the three dry runs and redraws.
 
 # %%
-reqs = sweeps.spread_workload(rate=6.0, spread=spread)
-tw.LatencyView({s.label: sweeps.run(reqs, s) for s in sweeps.cdf_settings()}).widget
+import ipywidgets as widgets
+
+
+def latency_traces(load, spread):
+    reqs = sweeps.spread_workload(rate=load, spread=spread)
+    return {s.label: sweeps.run(reqs, s) for s in sweeps.cdf_settings()}
+
+
+latency = tw.LatencyView(latency_traces(6.0, spread))
+spread_knob = widgets.FloatSlider(value=spread, min=0.0, max=2.0, step=0.25, description="output spread")
+load_knob = widgets.ToggleButtons(options=[("2 req/s", 2.0), ("6 req/s", 6.0)], value=6.0, description="load")
+
+
+def redraw(_=None):
+    latency.set_traces(latency_traces(load_knob.value, spread_knob.value))
+
+
+spread_knob.observe(redraw, names="value")
+load_knob.observe(redraw, names="value")
+widgets.VBox([widgets.HBox([spread_knob, load_knob]), latency.widget])
 
 # %% [markdown]
 # ## Questions
