@@ -281,7 +281,8 @@ def test_text_summary(workdir):
     p = cli(["run", "--workload", "chapter-7.1-finisher", "--policy", "continuous", "--batch-size", "8", "--dry-run"],
             workdir)
     assert p.returncode == 0 and p.stderr == "", p.stderr
-    assert "32 finished, 0 rejected" in p.stdout and "dry run" in p.stdout
+    assert "63 finished, 0 rejected" in p.stdout and "dry run" in p.stdout  # the finisher: 63 requests
+    assert "per step" in p.stdout and "over time" in p.stdout and "kv (modeled: h200-70b-fp8" in p.stdout
     with pytest.raises(ValueError):
         json.loads(p.stdout)
 
