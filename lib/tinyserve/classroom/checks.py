@@ -47,6 +47,7 @@ class IntegrityError(_AE):
 
 
 def _fail(msg: str) -> None:
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     raise _AE(msg)
 
 
@@ -56,6 +57,7 @@ def _integrity(msg: str) -> IntegrityError:
 
 def _guard() -> None:
     """Refuse to check when the checks themselves were disarmed in this kernel."""
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     if builtins.AssertionError is not _AE:
         raise _integrity("AssertionError was rebound, so checks could not fail; restart the kernel and remove that")
     ip = sys.modules.get("IPython")
@@ -94,6 +96,7 @@ def _tripwire(engine: bool):
 
 def _own_policy_class(cls) -> None:
     """The answer is a Policy subclass written in the notebook, not a built-in one in disguise."""
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         _fail(f"expected a class that subclasses tinyserve.policies.Policy, got {cls!r}")
     for ref in REFERENCES:
@@ -256,6 +259,7 @@ def _num(rid: str) -> tuple:
 
 
 def _run_student(cls, kind: str, seed: int, hint: str) -> None:
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     reqs, knobs = workload(kind, seed)
     where = f"[workload seed {seed}: {len(reqs)} requests, {', '.join(f'{k}={v}' for k, v in knobs.items())}] "
     eng = _engine()
@@ -296,7 +300,7 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
                     raise
                 raise _AE(where + str(e)) from None
             except NotImplementedError as e:
-                _fail(where + f"part of your policy is not written yet (NotImplementedError: {e})")
+                raise _AE(where + f"part of your policy is not written yet (NotImplementedError: {e})") from None
             except RuntimeError as e:
                 _fail(where + _runtime_hint(str(e), len(run.steps), policy, knobs))
             except Exception as e:  # the learner's code raised: show it as a failed check with its cause
@@ -344,6 +348,7 @@ def _runtime_hint(err: str, idx: int, policy: Policy, knobs: dict) -> str:
 
 
 def _check_policy(cls, kind: str, hint: str = "") -> None:
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     _guard()
     _own_policy_class(cls)
     with _one_thread():
@@ -354,18 +359,21 @@ def _check_policy(cls, kind: str, hint: str = "") -> None:
 
 def dynamic_policy(cls) -> None:
     """7.1 (c): the dynamic batching launch rule."""
+    __tracebackhide__ = True
     _check_policy(cls, "dynamic", "Launch when the batch is full, when the oldest waiting request has waited "
                   "`timeout`, or when nothing more will arrive; otherwise wait (Plan([], wake_s=deadline)).")
 
 
 def continuous_policy(cls) -> None:
     """7.2 (d): the continuous batching step."""
+    __tracebackhide__ = True
     _check_policy(cls, "continuous", "Every step: running requests that are prefilled decode; waiting requests "
                   "enter free slots (FIFO, up to batch_size) and prefill their whole prompt in the same step.")
 
 
 def chunked_policy(cls) -> None:
     """7.3 (e): decode-first chunk planning under a token budget."""
+    __tracebackhide__ = True
     _check_policy(cls, "chunked", "Admit into free slots first; then every prefilled request decodes; then the "
                   "budget left goes to prefill chunks (at most chunk_size each) in admission order.")
 
@@ -373,14 +381,16 @@ def chunked_policy(cls) -> None:
 # ----------------------------------------------------------------------------------------- numeric checks
 def _call(fn, *args):
     """Call the learner's function with the engine and the built-in policies booby-trapped."""
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     with _tripwire(engine=False):
         try:
             return fn(*args)
         except NotImplementedError as e:
-            _fail(f"{getattr(fn, '__name__', 'your function')} is not written yet ({e})")
+            raise _AE(f"{getattr(fn, '__name__', 'your function')} is not written yet ({e})") from None
 
 
 def _as_int(x, what: str) -> int:
+    __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     if isinstance(x, bool) or not isinstance(x, (int, float)) and not hasattr(x, "__index__"):
         _fail(f"{what} must return a whole number, got {x!r}")
     if isinstance(x, float) and not x.is_integer():
@@ -397,6 +407,7 @@ def _static_run(prompt_lens: list[int], outputs: list[int], batch_size: int, rng
 
 def padding_tokens(fn) -> None:
     """7.1 (a): padding computed by one static prefill."""
+    __tracebackhide__ = True
     _guard()
     rng = random.Random(fresh_seed())
     cases = [[rng.randint(1, 40) for _ in range(rng.randint(2, 6))] for _ in range(4)]
@@ -414,6 +425,7 @@ def padding_tokens(fn) -> None:
 
 def wasted_fraction(fn) -> None:
     """7.1 (b): the fastest finisher's wasted fraction."""
+    __tracebackhide__ = True
     _guard()
     rng = random.Random(fresh_seed())
     cases = []
@@ -447,6 +459,7 @@ def _sample_traces(seed: int) -> list[tuple[str, object]]:
 
 def first_step(fn) -> None:
     """7.2 (g): the step in which a request was first computed."""
+    __tracebackhide__ = True
     _guard()
     with _one_thread():
         traces = _sample_traces(fresh_seed())
@@ -463,6 +476,7 @@ def first_step(fn) -> None:
 
 def slot_waste(fn) -> None:
     """7.2 (g): tokens a slot computed and threw away."""
+    __tracebackhide__ = True
     _guard()
     with _one_thread():
         traces = _sample_traces(fresh_seed())
@@ -505,6 +519,7 @@ CHUNKS = [64, 128, 256, 512, 1024, 2048]
 
 def pick_chunk(fn) -> None:
     """7.3 (h): the largest chunk that keeps the worst gap and the newcomer's TTFT under their targets."""
+    __tracebackhide__ = True
     _guard()
     seed = fresh_seed()
     rng = random.Random(seed)
@@ -528,6 +543,7 @@ def pick_chunk(fn) -> None:
 
 def slabs_that_fit(fn) -> None:
     """7.4 (f): how many max-length slabs a KV memory holds."""
+    __tracebackhide__ = True
     _guard()
     rng = random.Random(fresh_seed())
     eng = _engine()
@@ -552,6 +568,7 @@ def slabs_that_fit(fn) -> None:
 
 def kv_bytes_used(fn) -> None:
     """7.4 (f): KV bytes a sequence really holds (its prompt included)."""
+    __tracebackhide__ = True
     _guard()
     seed = fresh_seed()
     rng = random.Random(seed)
