@@ -1,0 +1,57 @@
+"""binder/: the configuration checked the way repo2docker reads it (its own Dockerfile generator, no Docker).
+
+`repo2docker --no-build --debug --no-run .` prints the Dockerfile Binder would build. The expected lines are
+repo2docker's documented behaviour for a binder/requirements.txt with a local reference (`-e .`): the whole
+repository is copied first, then pip installs the file from the repository root.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BINDER = ROOT / "binder"
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> version of the `name==version` lines of a requirements file."""
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-]+)==(\S+)", line.strip())
+        if m:
+            out[m.group(1).lower()] = m.group(2)
+    return out
+
+
+def test_binder_is_requirements_txt_with_the_cpu_torch():
+    binder, main = pins(BINDER / "requirements.txt"), pins(ROOT / "requirements.txt")
+    assert binder == {"torch": main["torch"] + "+cpu"}  # the CPU build of the same release, nothing else pinned twice
+    lines = [x.split("#")[0].strip() for x in (BINDER / "requirements.txt").read_text().splitlines()]
+    assert [x for x in lines if x] == ["--extra-index-url https://download.pytorch.org/whl/cpu",
+                                       f"torch=={binder['torch']}", "-r ../requirements.txt"]
+    assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines()  # so the project is installed too
+
+
+def test_repo2docker_dockerfile_installs_binder_requirements_on_the_pinned_python():
+    exe = shutil.which("repo2docker") or str(Path(sys.executable).parent / "repo2docker")
+    r = subprocess.run([exe, "--no-build", "--debug", "--no-run", str(ROOT)], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = r.stdout + r.stderr
+    version = (BINDER / "runtime.txt").read_text().strip().removeprefix("python-")  # e.g. "3.11"
+    assert f"Building conda environment for python={version}" in out
+    assert "environment-2epy-2d" + version.replace(".", "-2e") + "-2dlinux-2d64-2elock" in out  # its lock file
+    copy_repo = out.index("COPY --chown=0:0 src/ ${REPO_DIR}/")
+    install = out.index('${KERNEL_PYTHON_PREFIX}/bin/pip install --no-cache-dir -r "binder/requirements.txt"')
+    assert copy_repo < install  # `-r ../requirements.txt` and `-e .` need the repository in place first
+    assert "requirements-test.txt" not in out and 'pip install --no-cache-dir -r "requirements.txt"' not in out
+
+
+def test_readme_badge_opens_chapter_7_0_in_jupyterlab():
+    m = re.search(r"\(https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/HEAD\?urlpath=lab/tree/([^)\s]+)\)",
+                  (ROOT / "README.md").read_text())
+    assert m, "no Binder badge link in README.md"
+    assert m.group(1) == "chapters/7.0-why-batching.ipynb" and (ROOT / m.group(1)).is_file()
