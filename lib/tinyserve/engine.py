@@ -197,10 +197,13 @@ class Run:
         start = self.now
         self.now += self.clock.step_time(works, measured)
         newly_done = self._advance(works, sampled, start)
-        used = sum(r.context_len for r in self.policy.running) * self.pool.bytes_per_token
+        # Request.context_len, inlined: this line and the records below run for every slot of every step
+        used = sum([r.num_prefilled + (len(r.output) - 1 if r.output else 0) for r in self.policy.running])
+        new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__
         rec = StepRecord(len(self.steps), start, self.now - start,
-                         [SlotWork(w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding) for w in works],
-                         self.pool.reserved_bytes(), used, measured, len(self.policy.waiting))
+                         [new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding)) for w in works],
+                         self.pool.reserved_bytes(), used * self.pool.bytes_per_token, measured,
+                         len(self.policy.waiting))
         self.steps.append(rec)
         for r in newly_done:
             self.policy.finished(r)
@@ -245,7 +248,7 @@ class Run:
             r.output.append(tok)
             r.token_times.append(self.now)
             target = r.known_output_len() if self.dry_run else r.max_new_tokens
-            if r.output_len >= target or (tok == EOS and not r.ignore_eos):
+            if len(r.output) >= target or (tok == EOS and not r.ignore_eos):
                 r.status, r.finish_s = FINISHED, self.now
                 # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
                 eos = tok == EOS if not self.dry_run else r.output_len < r.max_new_tokens

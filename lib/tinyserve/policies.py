@@ -86,7 +86,7 @@ class Policy:
 
 def decode_work(r: Request) -> Work:
     """The next decode of r: feed its last token at the next position."""
-    return Work(r.slot, r, "decode", r.num_prefilled + r.output_len - 1, 1)
+    return Work(r.slot, r, "decode", r.num_prefilled + len(r.output) - 1, 1)  # len(): runs per slot per step
 
 
 class StaticBatching(Policy):

@@ -62,7 +62,7 @@ class Request:
         return self.max_new_tokens if self.ignore_eos else None
 
 
-@dataclass
+@dataclass(slots=True)  # slotted: a dry run makes one per slot per step (150,000 for chapter-7.2-longtail)
 class Work:
     """What one slot computes in one step."""
 
@@ -72,7 +72,6 @@ class Work:
     start: int  # first position computed
     tokens: int  # tokens computed at positions start .. start+tokens-1
     padding: int = 0  # padding tokens computed alongside (static prefill): real compute, output thrown away
-    token_ids: list[int] = field(default_factory=list, repr=False)
 
     @property
     def context(self) -> int:
