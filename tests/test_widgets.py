@@ -13,6 +13,7 @@ from tinyserve.engine import Engine
 from tinyserve.requests import Request
 from tinyserve.trace import DECODE, IDLE, PADDING, PREFILL, WASTED, Trace
 from tinyserve_widgets import data as D
+from tinyserve_widgets.views import values
 
 POLICIES = [("static", {"batch_size": 4}), ("dynamic", {"batch_size": 4, "timeout": 0.05}),
             ("continuous", {"batch_size": 4}), ("continuous", {"batch_size": 4, "prefill_first": False}),
@@ -72,7 +73,8 @@ def test_at_cursor_k_every_view_shows_step_k(policy, knobs):
         chunks = [lbl for lbl, _ in segments if ": chunk " in lbl]
         assert chunks == [f"{w.request_id}: chunk {w.start}–{w.start + w.tokens - 1}" for w in s.works
                           if w.phase == "prefill"]
-        assert list(v["kv"].tr(2).y) == [s.kv_reserved_bytes / 1e6, s.kv_used_bytes / 1e6]
+        unit, scale = D.kv_unit(tr)
+        assert list(v["kv"].tr(2).y) == [s.kv_reserved_bytes / scale, s.kv_used_bytes / scale]
         assert v["requests"].shape(0).x0 == pytest.approx(s.start_s + s.duration_s)
         done = sum(1 for r in tr.requests if r.finish_s is not None and r.finish_s <= s.start_s + s.duration_s)
         assert f"{done} of {len(tr.requests)} requests finished by step {k}" in v["latency"].words.value
@@ -87,7 +89,7 @@ def test_figure_data_equals_the_trace(policy, knobs):
     for j, s in enumerate(tr.steps):
         for w in s.works:
             want[w.slot, j] = cell(w)
-    assert np.array_equal(np.asarray(heat.z), want)
+    assert np.array_equal(values(heat.z), want)
     names = {PREFILL: "prefill", PADDING: "padding", DECODE: "useful decode", WASTED: "wasted decode"}
     for j in (0, len(tr.steps) - 1):  # hover: request, phase, tokens, positions, step time
         s = tr.steps[j]
@@ -99,13 +101,15 @@ def test_figure_data_equals_the_trace(policy, knobs):
     last = len(tr.steps) - 1
     assert D.waste_at(tr, last) == pytest.approx(m["slot_steps"])
     comp = view.views["composition"]
-    total = sum(np.asarray(comp.tr(i).y) for i in range(4))  # decode + prefill + padding + wasted series
+    total = sum(values(comp.tr(i).y) for i in range(4))  # decode + prefill + padding + wasted series
     assert total.tolist() == [s.tokens for s in tr.steps]
     kv = view.views["kv"]
-    assert list(kv.tr(0).y) == [s.kv_reserved_bytes / 1e6 for s in tr.steps]
-    assert list(kv.tr(1).y) == [s.kv_used_bytes / 1e6 for s in tr.steps]
+    unit, scale = D.kv_unit(tr)
+    assert list(values(kv.tr(0).y)) == [s.kv_reserved_bytes / scale for s in tr.steps]
+    assert list(values(kv.tr(1).y)) == [s.kv_used_bytes / scale for s in tr.steps]
+    assert kv.yaxis().title.text == f"KV cache ({unit})"
     lat = view.views["latency"]
-    assert list(lat.tr(0).x) == sorted((r.first_token_s - r.arrival_s) * 1e3 for r in tr.requests)
+    assert list(values(lat.tr(0).x)) == sorted((r.first_token_s - r.arrival_s) * 1e3 for r in tr.requests)
     p50, p99 = lat.tr(1).x
     assert (p50, p99) == pytest.approx((m["ttft_ms"]["p50"], m["ttft_ms"]["p99"]))
 
@@ -149,8 +153,9 @@ def test_a_knob_change_draws_the_engine_run_for_that_knob():
         "chapter-7.1-finisher", n=12), "static", batch_size=8, dry_run=True, progress=False)
     assert [(s.start_s, s.works) for s in ex.trace.steps] == [(s.start_s, s.works) for s in want.steps]
     # 2,020 steps: the figure is the binned timeline of exactly that run
-    assert np.array_equal(np.asarray(ex.board.views["timeline"].tr(0).z), D.timeline_data(want).z)
-    assert list(ex.board.views["kv"].tr(0).y) == [s.kv_reserved_bytes / 1e6 for s in want.steps]
+    assert np.array_equal(values(ex.board.views["timeline"].tr(0).z), D.timeline_data(want).z)
+    scale = D.kv_unit(want)[1]
+    assert list(values(ex.board.views["kv"].tr(0).y)) == [s.kv_reserved_bytes / scale for s in want.steps]
     ex.set(policy="chunked", chunk_size=16)
     assert ex.trace.knobs["chunk_size"] == 16 and ex.board.views["composition"].trace is ex.trace
     assert ex.knobs["timeout"].disabled and not ex.knobs["chunk_size"].disabled
@@ -187,7 +192,7 @@ def test_a_trace_without_steps_draws_its_latencies(tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(tr.summary()))
     summary = Trace.load(tmp_path / "s.json")
     view = tw.show(summary)
-    assert list(view.views["latency"].tr(0).x) == list(D.latency_ms(tr)["ttft"])
+    assert list(values(view.views["latency"].tr(0).x)) == list(D.latency_ms(tr)["ttft"])
     assert "no steps" in view.views["timeline"].note(1).text
     fig = tw.board_figure(summary)
     assert len(fig.axes) >= 6

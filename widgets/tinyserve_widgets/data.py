@@ -221,10 +221,17 @@ def composition_sentence(trace: Trace, k: int) -> str:
 
 
 # --------------------------------------------------------------------------------------------------- KV
-def kv_mb(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Reserved and used KV bytes per step, in MB (1e6 bytes)."""
+def kv_unit(trace: Trace) -> tuple[str, float]:
+    """MB, or GB when the reserved bytes reach 10 GB (a 70B model's KV), and the bytes in one unit."""
+    peak = int(trace.step_arrays().kv_reserved_bytes.max()) if trace.steps else 0
+    return ("GB", 1e9) if peak >= 10**10 else ("MB", 1e6)
+
+
+def kv_series(trace: Trace) -> tuple[np.ndarray, np.ndarray, str]:
+    """Reserved and used KV per step in kv_unit(), and the unit's name."""
     sa = trace.step_arrays()
-    return sa.kv_reserved_bytes / 1e6, sa.kv_used_bytes / 1e6
+    unit, scale = kv_unit(trace)
+    return sa.kv_reserved_bytes / scale, sa.kv_used_bytes / scale, unit
 
 
 def kv_sentence(trace: Trace, k: int) -> str:
@@ -232,8 +239,9 @@ def kv_sentence(trace: Trace, k: int) -> str:
     if not trace.steps:
         return t("note.no_steps")
     k = clamp_step(trace, k)
-    res, used = kv_mb(trace)
-    return t("kv.sentence", k=k, used=used[k], reserved=res[k], pct=100 * used[k] / res[k] if res[k] else 0.0)
+    res, used, unit = kv_series(trace)
+    return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
+             pct=100 * used[k] / res[k] if res[k] else 0.0)
 
 
 # ------------------------------------------------------------------------------------------------ latency

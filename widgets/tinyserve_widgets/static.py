@@ -104,14 +104,14 @@ def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
 
 def plot_kv(ax, trace: Trace, k: int):
     """Reserved vs used KV per step, cursor at k."""
-    res, used = D.kv_mb(trace)
+    res, used, unit = D.kv_series(trace)
     steps = np.arange(len(res))
     ax.fill_between(steps, res, step="post", color="#9ecae9", label=t("kv.reserved"))
     ax.fill_between(steps, used, step="post", color="#4c78a8", label=t("kv.used"))
     if len(res):
         ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), 70), fontsize=8)
-    ax.set_ylabel(t("axis.kv_mb"))
+    ax.set_ylabel(t("axis.kv", unit=unit))
     ax.set_title(t("title.kv"), fontsize=10)
     ax.legend(fontsize=7, loc="upper right", frameon=False)
 

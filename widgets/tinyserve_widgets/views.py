@@ -4,11 +4,13 @@ JavaScript with every instance, so a board is one figure, not six. Every view: s
 .k, .words (its sentence), .widget (what to display alone). They draw what data.py regroups from the Trace."""
 from __future__ import annotations
 
+import base64
 import contextlib
 
 import ipywidgets as W
 import numpy as np
 import plotly.graph_objects as go
+from _plotly_utils.utils import to_typed_array_spec
 from plotly.subplots import make_subplots
 
 from tinyserve.trace import GRID_PHASES, Trace
@@ -45,12 +47,22 @@ def batch(fig: go.FigureWidget):
             yield
 
 
-def _gaps(a: np.ndarray) -> np.ndarray:
-    """NaN -> None (a gap in a plotly line; NaN is not valid JSON on the way to the browser)."""
-    a = np.asarray(a, dtype=np.float64)
-    if not np.isnan(a).any():
-        return a
-    return np.where(np.isnan(a), None, a).astype(object)
+def arr(a) -> dict | list:
+    """A numeric array as plotly.js's typed-array spec (base64 bytes): ipywidgets would otherwise walk every
+    number of a list on its way to the browser (most of a redraw's time), and NaN (a gap) travels as bytes."""
+    a = np.ascontiguousarray(a)
+    if a.dtype == np.int64:
+        a = a.astype(np.int32)
+    spec = to_typed_array_spec(a)
+    return spec if isinstance(spec, dict) else a.tolist()
+
+
+def values(v) -> np.ndarray:
+    """The numbers of a figure property, whether sent as a typed-array spec or as a list (for checks)."""
+    if isinstance(v, dict) and "bdata" in v:
+        out = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return out.reshape([int(x) for x in v["shape"].split(",")]) if "shape" in v else out
+    return np.asarray(v)
 
 
 def _axis_name(ref: str) -> str:
@@ -164,7 +176,9 @@ class SlotTimeline(View):
         self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
                         fillcolor="rgba(0,0,0,0.12)")
         self._title()
-        self._add_note(0, 0, -0.16, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#555"))
+        # the bins note sits under the title (below the axis it would run into the next panel of a board)
+        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
+                       bgcolor="rgba(255,255,255,0.8)")
         self.yaxis().update(title=t("axis.slot"), autorange="reversed", zeroline=False, showgrid=False)
         self.xaxis().update(showgrid=False, zeroline=False)
 
@@ -177,7 +191,7 @@ class SlotTimeline(View):
         tr = self.trace
         self.data = d = D.timeline_data(tr, self.x, self.max_columns)
         h = self.tr(0)
-        h.z, h.x, h.y = d.z, d.x_edges, np.arange(tr.num_slots)
+        h.z, h.x, h.y = arr(d.z), arr(d.x_edges), arr(np.arange(tr.num_slots))
         h.text = d.text
         h.hovertemplate = t("hover.template")
         self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
@@ -270,10 +284,10 @@ class StepComposition(View):
         sa = self.trace.step_arrays()
         steps = np.arange(len(self.trace.steps))
         for i, (_, attr, _) in enumerate(COMP_SERIES):
-            self.tr(i).x, self.tr(i).y = steps, getattr(sa, attr)
-        self.tr(5).x, self.tr(5).y = steps, _gaps(sa.max_itl_s * 1e3)
+            self.tr(i).x, self.tr(i).y = arr(steps), arr(getattr(sa, attr))
+        self.tr(5).x, self.tr(5).y = arr(steps), arr(sa.max_itl_s * 1e3)
         has_ttft = ~np.isnan(sa.max_ttft_s)
-        self.tr(6).x, self.tr(6).y = steps[has_ttft], sa.max_ttft_s[has_ttft] * 1e3
+        self.tr(6).x, self.tr(6).y = arr(steps[has_ttft]), arr(sa.max_ttft_s[has_ttft] * 1e3)
         b = D.budget(self.trace)
         self.shape(2).visible = self.shape(3).visible = b is not None
         if b is not None:
@@ -320,21 +334,24 @@ class KVView(View):
         self._add(go.Scatter(x=[], y=[], name=t("kv.used"), fill="tozeroy", mode="lines",
                              line=dict(color="#4c78a8", width=1, shape="hv")))
         self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
-                             marker=dict(color="#222", size=8), hovertemplate="%{y:.1f} MB<extra></extra>"))
+                             marker=dict(color="#222", size=8)))
         self._title()
         self.note(0).text = t("title.kv")
         self.xaxis().title.text = t("axis.step")
-        self.yaxis().title.text = t("axis.kv_mb")
+
 
     def _draw(self) -> None:
-        res, used = D.kv_mb(self.trace)
+        res, used, unit = D.kv_series(self.trace)
         steps = np.arange(len(res))
-        self.tr(0).x, self.tr(0).y = steps, res
-        self.tr(1).x, self.tr(1).y = steps, used
+        self.tr(0).x, self.tr(0).y = arr(steps), arr(res)
+        self.tr(1).x, self.tr(1).y = arr(steps), arr(used)
+        self.yaxis().title.text = t("axis.kv", unit=unit)
+        for i in (0, 1, 2):
+            self.tr(i).hovertemplate = "%{y:.1f} " + unit + "<extra></extra>"
 
     def _cursor(self, k: int) -> None:
         self.k = k
-        res, used = D.kv_mb(self.trace)
+        res, used, _ = D.kv_series(self.trace)
         m = self.tr(2)
         m.x, m.y = ([k, k], [res[k], used[k]]) if len(res) else ([], [])
         self.words.value = D.kv_sentence(self.trace, k)
@@ -387,7 +404,7 @@ class LatencyView(View):
                 label, v = items[i][0], lat[key]
                 p50, p99 = D.percentiles(v)
                 self.stats[(label, key)] = (p50, p99)
-                line.update(x=v, y=np.arange(1, len(v) + 1) / max(1, len(v)), name=label, visible=True,
+                line.update(x=arr(v), y=arr(np.arange(1, len(v) + 1) / max(1, len(v))), name=label, visible=True,
                             hovertemplate="%{x:.1f} ms<extra>" + label + "</extra>")
                 marks.update(x=[p50, p99] if len(v) else [], y=[0.5, 0.99] if len(v) else [], visible=bool(len(v)),
                              hovertemplate="%{text} %{x:.1f} ms<extra>" + label + "</extra>")
@@ -426,7 +443,7 @@ class RequestView(View):
         b = D.request_bars(self.trace)
         for i, key in enumerate(REQ_KEYS):
             a, z = b[key]
-            self.tr(i).update(y=b["ids"], base=_gaps(a), x=_gaps(z - a), customdata=_gaps(z))
+            self.tr(i).update(y=b["ids"], base=arr(a), x=arr(z - a), customdata=arr(z))
         self.xaxis().title.text = D.time_label(self.trace)
         cut = b["total"] > len(b["ids"])
         self.note(1).text = t("note.requests_cut", shown=len(b["ids"]), total=b["total"]) if cut else ""

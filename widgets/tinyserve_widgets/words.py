@@ -28,7 +28,7 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "axis.slot_steps": "slot-steps so far",
     "axis.tokens": "tokens in the step",
     "axis.gap_ms": "ms",
-    "axis.kv_mb": "KV cache (MB)",
+    "axis.kv": "KV cache ({unit})",
     "axis.latency_ms": "latency (ms)",
     "axis.fraction": "fraction of requests",
     "axis.request": "request",
@@ -70,7 +70,7 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     # KV
     "kv.reserved": "reserved",
     "kv.used": "used",
-    "kv.sentence": "Step {k}: {used:.1f} of {reserved:.1f} MB reserved are used ({pct:.0f}%).",
+    "kv.sentence": "Step {k}: {used:.1f} of {reserved:.1f} {unit} reserved are used ({pct:.0f}%).",
     # latency
     "lat.ttft": "time to first token",
     "lat.e2e": "end-to-end",
