@@ -12,6 +12,7 @@ are stripped so the committed files stay small and diff cleanly. The run time of
 from __future__ import annotations
 
 import re
+import resource
 import sys
 import time
 from pathlib import Path
@@ -65,6 +66,7 @@ def build(src: Path, execute: bool = True) -> float:
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata["language_info"] = {"name": "python"}
     t0 = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if execute:
         try:
             NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
@@ -79,6 +81,9 @@ def build(src: Path, execute: bool = True) -> float:
             d = (datetime.fromisoformat(ex["shell.execute_reply"].replace("Z", "+00:00"))
                  - datetime.fromisoformat(ex["iopub.execute_input"].replace("Z", "+00:00"))).total_seconds()
             slow.append((d, i))
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the kernel is our child: its CPU time and peak memory
+    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    print(f"{src.stem}: kernel CPU {cpu:.1f} s, largest child's peak RSS {cpu1.ru_maxrss / 1024:.0f} MB")
     if slow:
         print(f"{src.stem}: slowest cells " + ", ".join(f"#{i} {d:.1f}s" for d, i in sorted(slow)[::-1][:4]))
     clean(nb)

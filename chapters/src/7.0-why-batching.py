@@ -103,9 +103,10 @@ ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)", ylabel
 plt.tight_layout()
 
 # %% [markdown]
-# On a CPU the tiny model is small enough that the step time does grow with B — but far slower than B: a
-# 64-wide step costs a few times a 1-wide one, not 64 times. Why it grows at all on a CPU, and why it hardly
-# grows on a GPU serving a big model, is the next section.
+# On a CPU the step time does grow with B, and the cost per token stops falling after a handful of sequences
+# (your numbers will differ from the saved ones; the machine that built this notebook was shared with other
+# jobs, so they are noisy). Why it grows on a CPU, and why it hardly grows on a GPU serving a big model, is the
+# next section.
 
 # %% [markdown]
 # ## 3. The same question for a 70B model on an H200 — modeled
@@ -182,13 +183,14 @@ plt.tight_layout()
 # %% [markdown]
 # The left curve is flat while the weights dominate: the GPU is waiting for memory, and extra sequences ride
 # along almost for free. Past the knee the step becomes **compute-bound** and grows with B. The right curve is
-# what the operator pays per token: it falls about a hundredfold between B = 1 and the knee.
+# what the operator pays per token: it falls more than a hundredfold between B = 1 and the knee.
 #
 # That is the whole economic case for batching: without it, a 70B model on this GPU makes ~50 tokens per
 # second *in total*; with a few hundred sequences per step it makes thousands for the same hardware.
 #
-# Why did your CPU's curve rise sooner? The tiny GPT's weights are 3 MB and fit in the CPU's caches, so
-# there is little memory streaming to share; each extra sequence adds its own arithmetic almost at once.
+# Why did your CPU's curve rise sooner? The tiny GPT's weights are about 5 MB and stay in the CPU's caches,
+# so there is little memory streaming to share, and a CPU has far less arithmetic to spare than a GPU: each
+# extra sequence adds its own arithmetic almost at once.
 # Batching pays most exactly where decoding is starved for memory bandwidth.
 
 # %% [markdown]

@@ -147,7 +147,7 @@ print(f"wasted decode tokens in the first group: {sum(int(np.sum(grid[r.slot, :g
 # %%
 import tinyserve_widgets as tw
 
-tw.show(real, views=("timeline", "waste"))
+tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.2))

@@ -72,7 +72,7 @@ print(f"over the run (time-weighted), the sequences use {share:.1%} of the KV me
 # %%
 import tinyserve_widgets as tw
 
-tw.show(trace, views=("kv",))
+tw.show(trace, k=len(trace.steps) // 2, views=("kv",))
 
 # %%
 t = np.array([s.start_s for s in trace.steps])
@@ -89,7 +89,8 @@ ax.legend(fontsize=8, loc="upper right");
 # %% [markdown]
 # ## 3. How many sequences fit? (F9)
 #
-# The H200 has 141 GB; the FP8 weights take about 70 GB, leaving the KV memory printed above. Suppose every
+# The H200 has 141 GB; the FP8 weights take about 70 GB, and what is left after activations and runtime
+# buffers is the KV memory printed above. Suppose every
 # sequence may grow to the model's 4,096-token context, so a slab holds 4,096 tokens. The long-tail traffic's
 # sequences really hold their prompt plus their answer — a few hundred tokens on average.
 #
@@ -137,9 +138,9 @@ ax.set(xlabel="sequences that fit in the KV memory", title="70B on one H200: con
 # NBVAL_CHECK_OUTPUT
 block = 16
 blocks = sum(-(-n // block) for n in lengths)  # each sequence rounds up to whole blocks
-print(f"with {block}-token blocks this traffic's sequences hold {blocks * block:,} positions for "
-      f"{sum(lengths):,} tokens: {1 - sum(lengths) / (blocks * block):.1%} of the reservation unused "
-      f"(slabs of 4,096: {1 - sum(lengths) / (len(lengths) * 4096):.1%})")
+print(f"with {block}-token blocks this traffic's sequences hold {blocks * block:,} positions for {sum(lengths):,} tokens:")
+print(f"{1 - sum(lengths) / (blocks * block):.1%} of the reservation unused "
+      f"(with 4,096-token slabs: {1 - sum(lengths) / (len(lengths) * 4096):.1%})")
 
 # %% [markdown]
 # ## What to remember
