@@ -21,8 +21,10 @@ import os
 import sys
 from pathlib import Path
 
-# The 128-wide, 4-layer GPT gains from a second thread only on long prefill chunks and nothing beyond a few
-# threads (benchmarks/contention.py measures it); more threads only add barriers.
+# The 128-wide, 4-layer GPT's matmuls are small: past a few threads each op's barrier costs more than its
+# share of the work. Measured here only up to 2 cores (2 PASSIVE threads beat 1 on every chapter workload, even
+# on a busy machine, where 2 threads also get 2 shares of the CPU); the cap of 4 is a guess to re-take on a
+# bigger machine with benchmarks/contention.py.
 MAX_USEFUL_THREADS = 4
 _USER_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _fitted = False

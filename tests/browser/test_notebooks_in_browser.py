@@ -1,0 +1,179 @@
+"""Each notebook in real JupyterLab in headless Chromium: run all cells, every widget and plotly figure renders,
+no error output, no "Error displaying widget", and moving a slider changes a drawn figure.
+
+A screenshot of every notebook goes to the screenshots folder (conftest.screens_dir); on failure the
+screenshot is taken first and its path is in the message.
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.browser
+
+
+def pages_under_test() -> list[str]:
+    """The harness's own page (a control: if it fails, the harness is broken, not a notebook), then
+    widgets/demo.ipynb and every chapters/*.ipynb (not chapters/exercises: they are meant to fail)."""
+    pages = ["tests/browser/placeholder.ipynb"]
+    if (ROOT / "widgets" / "demo.ipynb").exists():
+        pages.append("widgets/demo.ipynb")
+    return pages + [p.relative_to(ROOT).as_posix() for p in sorted(ROOT.glob("chapters/*.ipynb"))]
+
+
+RUN_TIMEOUT_S = 600  # a notebook runs in <= 60 s on 2 quiet cores; a shared machine can be much slower
+REPAINT_TIMEOUT_S = 30  # time allowed for a slider's redraw to show up (the speed target itself is benchmarked)
+
+# Walks the open notebook's cells: the model (outputs, execution counts) and the DOM that renders it.
+STATE_JS = """() => {
+  if (!window.jupyterapp) return {ready: false, status: ''};
+  const panel = window.jupyterapp.shell.currentWidget;
+  const r = {ready: !!(panel && panel.content && panel.content.widgets), pending: 0, running: 0, errors: [],
+             widgets: 0, widgetsOk: 0, widgetsBad: [], plotly: 0, plotlyOk: 0, sliders: 0, cells: 0};
+  if (!r.ready) return r;
+  panel.content.widgets.forEach((cell, i) => {
+    const m = cell.model;
+    if (m.type !== 'code') return;
+    r.cells++;
+    if (m.sharedModel.getSource().trim() && m.executionCount === null) r.pending++;
+    const prompt = cell.node.querySelector('.jp-InputPrompt');
+    if (prompt && prompt.textContent.includes('*')) r.running++;
+    for (let j = 0; j < m.outputs.length; j++) {
+      const o = m.outputs.get(j).toJSON();
+      if (o.output_type === 'error') r.errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+    }
+    cell.node.querySelectorAll('.jp-OutputArea-output').forEach(out => {
+      const mime = out.getAttribute('data-mime-type') || '';
+      if (mime === 'application/vnd.jupyter.widget-view+json') {
+        r.widgets++;
+        const bad = out.querySelector('.jupyter-widgets-error-widget') ||
+                    out.textContent.includes('Error displaying widget');
+        const h = out.getBoundingClientRect().height;
+        if (!bad && h > 0) r.widgetsOk++; else r.widgetsBad.push(`cell ${i}: ${bad ? 'error' : 'empty'}`);
+      }
+      if (mime === 'application/vnd.plotly.v1+json') r.plotly++;
+    });
+  });
+  const plots = [...document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')];
+  r.plotlyDrawn = plots.filter(p => p.querySelector('svg.main-svg') && p.getBoundingClientRect().height > 0).length;
+  r.plotlyAll = plots.length;
+  r.sliders = document.querySelectorAll('.jp-OutputArea-output .widget-slider .noUi-handle').length;
+  r.errorText = document.body.innerText.includes('Error displaying widget');
+  r.status = (document.querySelector('#jp-main-statusbar') || {}).textContent || '';
+  return r;
+}"""
+
+# What the figures look like now: every plotly SVG and every image in an output.
+FIGURES_JS = """() => [...document.querySelectorAll(
+  '.jp-OutputArea-output .js-plotly-plot svg.main-svg, .jp-OutputArea-output img')]
+  .map(e => e.tagName === 'IMG' ? e.src : e.innerHTML).join('\\n')"""
+
+
+def _wait(predicate, timeout: float, what: str, page, shot):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (screenshot: {shot(page, 'FAILED')})")
+        time.sleep(0.5)
+
+
+def _shutdown_kernels(lab: str) -> None:
+    """Free the notebook's kernel (each holds a model and traces) before the next notebook starts."""
+    sessions = json.load(urllib.request.urlopen(f"{lab}/api/sessions", timeout=10))
+    for s in sessions:
+        req = urllib.request.Request(f"{lab}/api/sessions/{s['id']}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30).read()
+
+
+@pytest.mark.parametrize("notebook", pages_under_test())
+def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
+    name = notebook.replace("/", "__").removesuffix(".ipynb")
+    console: list[str] = []
+
+    def shot(page, tag: str = "") -> str:
+        h = page.evaluate("() => Math.max(...[...document.querySelectorAll('.jp-WindowedPanel-outer, "
+                          ".jp-Notebook')].map(e => e.scrollHeight), 900)")
+        page.set_viewport_size({"width": 1400, "height": min(int(h) + 200, 16000)})  # the whole notebook
+        path = screens_dir / f"{name}{'-' + tag if tag else ''}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return str(path)
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+    state = lambda: page.evaluate(STATE_JS)  # noqa: E731
+    try:
+        page.goto(f"{lab}/lab/tree/{notebook}", timeout=120_000)
+        _wait(lambda: state()["ready"] and "| Idle" in state()["status"], 180, "the kernel to be idle", page, shot)
+        # run-all before "| Idle" silently does nothing; do not hand the command's promise back to Playwright
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        _wait(lambda: (lambda s: s["running"] or s["pending"] < s["cells"])(state()), 60,
+              "run-all to start", page, shot)
+
+        def finished():
+            s = state()
+            return s if (s["errors"] or not s["pending"]) and not s["running"] and "| Idle" in s["status"] else None
+
+        s = _wait(finished, RUN_TIMEOUT_S, "every cell to run", page, shot)
+        time.sleep(2)  # widget views render asynchronously after their output arrives
+        s = state()
+        where = f"(screenshot: {{}}; console errors: {console[-5:]})"
+        problems = []
+        if s["errors"]:
+            problems.append(f"error outputs: {s['errors']}")
+        if s["widgetsBad"] or s["errorText"]:
+            problems.append(f"widgets not displayed: {s['widgetsBad']} error text: {s['errorText']}")
+        if s["plotlyDrawn"] != s["plotlyAll"]:
+            problems.append(f"plotly figures drawn {s['plotlyDrawn']} of {s['plotlyAll']}")
+        if problems:
+            pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
+        assert s["widgets"] == s["widgetsOk"]
+
+        if s["sliders"] and s["plotlyAll"] + page.evaluate(FIGURES_JS).count("data:image"):
+            moved = _move_sliders_until_a_figure_changes(page, state)
+            s2 = state()
+            if not moved or s2["errors"] or s2["widgetsBad"] or s2["errorText"]:
+                pytest.fail(f"moving a slider: figure changed={moved}, errors {s2['errors']}, widgets "
+                            f"{s2['widgetsBad']}, error text {s2['errorText']} " + where.format(shot(page, "FAILED")))
+        elif notebook != "tests/browser/placeholder.ipynb" and notebook.startswith("widgets/"):
+            pytest.fail(f"{notebook} shows no slider beside a figure " + where.format(shot(page, "FAILED")))
+        shot(page)
+    finally:
+        context.close()
+        _shutdown_kernels(lab)
+
+
+def _move_sliders_until_a_figure_changes(page, state) -> str | None:
+    """Press an arrow key on each slider in turn until some figure is redrawn; which slider did it, or None."""
+    handles = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle")
+    for i in range(min(handles.count(), 8)):
+        before = page.evaluate(FIGURES_JS)
+        h = handles.nth(i)
+        h.scroll_into_view_if_needed()
+        for key in ("ArrowRight", "ArrowLeft"):  # a slider at its maximum moves left instead
+            h.focus()
+            h.press(key)
+            deadline, idle_since = time.monotonic() + REPAINT_TIMEOUT_S, None
+            while time.monotonic() < deadline:
+                time.sleep(0.25)
+                if page.evaluate(FIGURES_JS) != before:
+                    return f"slider {i} ({key})"
+                s = state()
+                if s["errors"] or s["errorText"]:
+                    return None
+                if "| Idle" not in s["status"]:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > 3:
+                    break  # the kernel handled the key and nothing changed
+    return None
