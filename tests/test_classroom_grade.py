@@ -170,6 +170,10 @@ def test_scan_ignores_edited_given_lines_and_flags_what_the_student_added(refs, 
     # changing the demo's seed keeps its given import of the checker's scenario: not flagged
     demo = ref.handed_out["h-demo"].replace("seed=7", "seed=8")
     assert grade.scan(exercise("7.3-exercises.ipynb", {"h-demo": demo}, tmp_path), ref) == {}
+    # a cell of the student's own that runs the engine to explore is fine (delegation is caught at check time)
+    nb = exercise("7.3-exercises.ipynb", {}, tmp_path)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("from tinyserve.engine import Engine\nEngine(dtype='float64')"))
+    assert grade.scan(nb, ref) == {}
     # a student's own line reaching for importlib disarms every check of the notebook
     flags = grade.scan(exercise("7.3-exercises.ipynb", {"h-demo": demo + "\nimport importlib"}, tmp_path), ref)
     assert set(flags) == {"e-check", "h-check"} and all("manipulates imports" in f for f in flags.values())

@@ -44,9 +44,10 @@ DISARM = [
     (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M),
      "patches the engine"),
 ]
-# in an answer: handing the work to the built-in policies or to the engine
-DELEGATE = re.compile(r"\b(StaticBatching|DynamicBatching|ContinuousBatching|ChunkedPrefill|make_policy|Engine|"
-                      r"shared_engine|tinyserve\.run|POLICIES)\b|from\s+tinyserve\.policies\s+import\s+\*")
+# in an answer cell: naming the built-in policies (the engine itself is booby-trapped at check time instead, so
+# a cell of the student's own that runs the engine to explore is not flagged)
+DELEGATE = re.compile(r"\b(StaticBatching|DynamicBatching|ContinuousBatching|ChunkedPrefill|make_policy)\b"
+                      r"|from\s+tinyserve\.policies\s+import\s+\*")
 
 
 @dataclass
@@ -191,7 +192,7 @@ def scan(nb, ref: Reference) -> dict[str, str]:
             if pat.search(written):
                 disarm.append(f"code cell {k + 1} {why}")
         m = DELEGATE.search(written)
-        if m and (cid in answer_ids or cid not in ref.handed_out):
+        if m and cid in answer_ids:
             pending.append(f"the answer hands the work to the library ({m.group(0)} in cell {k + 1}); "
                            "write it yourself")
     if disarm:
