@@ -217,6 +217,15 @@ ax[0].legend(fontsize=8)
 plt.tight_layout()
 
 # %% [markdown]
+# **Try it.** Move the arrival rate (and the policy, and the batch size) and watch the latency curves and the
+# slots: each move re-runs the engine's dry run. (The static figures above are what it shows at the default
+# settings.)
+
+# %%
+tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("latency", "timeline"),
+            controls=("policy", "rate", "batch_size", "timeout"), real_button=False)
+
+# %% [markdown]
 # At light load both policies idle most of the time and utilisation says little; the gap in p99 is what a user
 # feels. As the load grows, static batching's utilisation saturates low (its slots are busy discarding
 # tokens or waiting for a group to end) while continuous batching keeps filling slots with useful work.

@@ -168,6 +168,14 @@ ax.set(xscale="log", yscale="log", xlabel="newcomer's time to first token (ms, m
 ax.legend(fontsize=8);
 
 # %% [markdown]
+# **Try it.** Move the chunk length and the token budget (or switch to `continuous` and choose prefill- or
+# decode-first) and watch each step's composition, the in-flight users' gaps and the newcomer's wait.
+
+# %%
+tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=("composition",),
+            controls=("policy", "chunk_size", "max_batch_tokens", "order", "max_waiting_steps"), real_button=False)
+
+# %% [markdown]
 # Without chunking (grey), waiting N steps only postpones the same big stall: every finite N stalls the thirty
 # just as long *and* makes the newcomer wait longer; only never interrupting them (∞) spares the thirty, and
 # then the newcomer waits seconds. Chunking (blue) opens up the lower left: for moderate chunk lengths both
