@@ -7,8 +7,9 @@ says for inputs chosen here. Nothing is compared with a stored number.
 
 Integrity: an answer may not hand its work to the built-in policies or to the engine (they are booby-trapped
 while it runs), may not subclass a built-in policy, and the checkers refuse to run if AssertionError was
-rebound or an IPython handler swallows exceptions. Messages that start with INTEGRITY say so; the grader
-reports them apart. This is a speed bump for honest classes, not a sandbox.
+rebound or an IPython handler swallows exceptions. The answer runs before the checker computes the truth, so
+there is nothing in memory yet for it to copy. Messages that start with INTEGRITY say so; the grader reports
+them apart. This is a speed bump for honest classes, not a sandbox.
 """
 from __future__ import annotations
 
@@ -263,12 +264,13 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
     reqs, knobs = workload(kind, seed)
     where = f"[workload seed {seed}: {len(reqs)} requests, {', '.join(f'{k}={v}' for k, v in knobs.items())}] "
     eng = _engine()
-    ref = eng.run(reqs, reference_policy(kind, **knobs), max_model_len=MAX_LEN, progress=False)
+    # the learner's policy runs first, so no reference result exists yet for it to find
+    limit = sum(r.prompt_len + r.max_new_tokens for r in reqs) + 50  # one token a step would still finish
     with _tripwire(engine=True):
         try:
             policy = cls(**knobs)
         except NotImplementedError as e:
-            _fail(where + f"your policy's __init__ is not written yet ({e})")
+            raise _AE(where + f"your policy's __init__ is not written yet ({e})") from None
         except TypeError as e:
             _fail(where + f"{cls.__name__}({', '.join(f'{k}={v}' for k, v in knobs.items())}) failed: {e}")
         states: list[_State] = []
@@ -286,38 +288,44 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
 
         policy.plan = plan  # an instance attribute: the engine calls it, the class is untouched
         run = eng.start(reqs, policy, max_model_len=MAX_LEN)
-        calls = 0
-        while not run.done:
+        err, calls = None, 0
+        while not run.done and err is None:
             calls += 1
-            if len(run.steps) > len(ref.steps) or calls > 10 * len(ref.steps) + 50:
+            if len(run.steps) > limit or calls > 10 * limit:
                 left = [r.id for r in run.requests if not r.done]
-                _fail(where + f"your policy did not finish the workload: after {len(run.steps)} steps "
-                      f"({len(ref.steps)} for the reference) {left} are still unfinished")
+                err = f"your policy did not finish the workload: after {len(run.steps)} steps {left} are unfinished"
+                break
             try:
-                rec = run.step()
+                run.step()
             except _AE as e:
                 if isinstance(e, IntegrityError):
                     raise
-                raise _AE(where + str(e)) from None
+                err = str(e)
             except NotImplementedError as e:
                 raise _AE(where + f"part of your policy is not written yet (NotImplementedError: {e})") from None
             except RuntimeError as e:
-                _fail(where + _runtime_hint(str(e), len(run.steps), policy, knobs))
+                err = _runtime_hint(str(e), len(run.steps), policy, knobs)
             except Exception as e:  # the learner's code raised: show it as a failed check with its cause
                 raise _AE(where + f"step {len(run.steps)}: your policy raised {type(e).__name__}: {e}") from e
             held = policy.pool.num_slots - policy.pool.num_free
-            if held > len(policy.running):
+            if err is None and held > len(policy.running):
                 gone = [r.id for r in run.requests if r.done and r not in policy.running]
-                _fail(where + f"after step {len(run.steps) - 1}, {held} slots are claimed but only "
-                      f"{len(policy.running)} requests are running: finished() did not give back the slot of a "
-                      f"finished request (self.pool.release(req.slot)); finished so far: {gone}")
-            if rec is None:
-                continue
-            i = rec.index
-            d = _diff(i, rec, ref.steps[i], states[i] if i < len(states) else None, knobs, hint)
-            if d:
-                _fail(where + d)
+                err = (f"after step {len(run.steps) - 1}, {held} slots are claimed but only {len(policy.running)} "
+                       f"requests are running: finished() did not give back the slot of a finished request "
+                       f"(self.pool.release(req.slot)); finished so far: {gone}")
     mine = run.trace()
+    ref = eng.run(reqs, reference_policy(kind, **knobs), max_model_len=MAX_LEN, progress=False)
+    # the first step that differs explains more than an error it led to later
+    for rec in mine.steps:
+        i = rec.index
+        if i >= len(ref.steps):
+            _fail(where + f"your policy ran a step {i}; the reference had finished everything after "
+                  f"{len(ref.steps)} steps")
+        d = _diff(i, rec, ref.steps[i], states[i] if i < len(states) else None, knobs, hint)
+        if d:
+            _fail(where + d)
+    if err is not None:
+        _fail(where + err)
     if len(mine.steps) != len(ref.steps):
         _fail(where + f"your policy finished after {len(mine.steps)} steps, the reference after {len(ref.steps)}")
     for r_m, r_r in zip(mine.requests, ref.requests):
@@ -413,9 +421,9 @@ def padding_tokens(fn) -> None:
     cases = [[rng.randint(1, 40) for _ in range(rng.randint(2, 6))] for _ in range(4)]
     cases += [[rng.randint(1, 40)], [7, 7, 7]]
     with _one_thread():
-        for lens in cases:
-            truth = _static_run(lens, [1] * len(lens), len(lens), rng).metrics()["padding_tokens"]
+        for lens in cases:  # the answer first: no truth exists yet for it to find
             got = _as_int(_call(fn, list(lens)), "padding_tokens")
+            truth = _static_run(lens, [1] * len(lens), len(lens), rng).metrics()["padding_tokens"]
             if got != truth:
                 _fail(f"for prompts of {lens} tokens in one static batch, the engine's prefill computed {truth} "
                       f"padding tokens (every prompt is padded up to the longest, {max(lens)}); "
@@ -435,10 +443,10 @@ def wasted_fraction(fn) -> None:
     cases.append(([2000] + [20] * 31, 32, True))  # the chapter's case, as a dry run (counts, no model)
     with _one_thread():
         for outs, b, dry in cases:
+            got = _call(fn, list(outs), b)
             m = _static_run([rng.randint(2, 12) for _ in outs], outs, b, rng, dry).metrics()
             useful, wasted = m["decode_tokens"], m["wasted_decode_tokens"]
             truth = wasted / (useful + wasted) if useful + wasted else 0.0
-            got = _call(fn, list(outs), b)
             if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isclose(
                     got, truth, rel_tol=1e-9, abs_tol=1e-12):
                 shown = outs if len(outs) <= 10 else f"[{outs[0]}, then {len(outs) - 1} x {outs[1]}]"
@@ -531,9 +539,9 @@ def pick_chunk(fn) -> None:
     cases = [(mid(itls, rng.randrange(len(itls))), mid(ttfts, rng.randrange(len(ttfts)))) for _ in range(3)]
     cases += [(itls[0] * 0.9, ttfts[-1] * 2), (itls[-1] * 2, ttfts[0] * 0.9), (itls[-1] * 2, ttfts[-1] * 2)]
     for itl_t, ttft_t in cases:
+        got = _call(fn, measure, list(CHUNKS), itl_t, ttft_t)
         ok = [c for c in CHUNKS if table[c][0] <= itl_t and table[c][1] <= ttft_t]
         truth = max(ok) if ok else None
-        got = _call(fn, measure, list(CHUNKS), itl_t, ttft_t)
         if got != truth:
             rows = ", ".join(f"{c}: gap {g:.1f} ms / TTFT {t:.1f} ms" for c, (g, t) in table.items())
             _fail(f"targets: worst gap <= {itl_t:.1f} ms and newcomer TTFT <= {ttft_t:.1f} ms. The engine measured "
@@ -548,17 +556,18 @@ def slabs_that_fit(fn) -> None:
     rng = random.Random(fresh_seed())
     eng = _engine()
     one = [Request("r0", make_prompt(4, seed=1), 2, 0.0, ignore_eos=True)]
+    bpt = eng.start(one, "continuous", batch_size=1, max_model_len=8, clock="wall").pool.bytes_per_token
     cases = []
-    for i in range(5):
+    for i in range(5):  # memories of k slabs and a bit (exactly k slabs once: the boundary)
         max_len = rng.randint(8, 64)
-        slab = max_len * eng.model.config.n_layer * eng.model.config.n_embd * 2 * 8
         k = rng.randint(1, 24)
-        cases.append((k * slab + (0 if i == 0 else rng.randrange(slab)), max_len))
+        cases.append((k * max_len * bpt + (0 if i == 0 else rng.randrange(max_len * bpt)), max_len))
     for memory, max_len in cases:
-        run = eng.start(one, "continuous", batch_size=10_000, kv_budget=memory, max_model_len=max_len, clock="wall")
-        bpt = run.pool.bytes_per_token
-        truth = run.pool.num_slots
         got = _as_int(_call(fn, memory, max_len, bpt), "slabs_that_fit")
+        run = eng.start(one, "continuous", batch_size=10_000, kv_budget=memory, max_model_len=max_len, clock="wall")
+        if run.pool.bytes_per_token != bpt:
+            raise RuntimeError("the engine's KV bytes per position changed between runs")  # a checker bug
+        truth = run.pool.num_slots
         if got != truth:
             _fail(f"with {memory:,} bytes of KV memory, slabs of max_len={max_len} positions and {bpt:,} bytes of K "
                   f"and V per position, the engine made {truth} slots (one slab = {max_len * bpt:,} bytes); "

@@ -40,6 +40,8 @@ DISARM = [
     (re.compile(r"\bsys\.modules\b|\bimportlib\b|\b__import__\b"), "manipulates imports"),
     (re.compile(r"\bclassroom\b"), "touches the checker (tinyserve.classroom)"),
     (re.compile(r"\b(?:exec|eval|compile)\s*\(|__file__"), "runs generated code or reaches for source files"),
+    (re.compile(r"\b(?:inspect|currentframe|_getframe|f_back|f_locals|f_globals|gc\.get_)"),
+     "inspects the checker's frames or objects"),
     (re.compile(r"\bsetattr\s*\(|\bdelattr\s*\("), "patches objects with setattr/delattr"),
     (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M),
      "patches the engine"),
