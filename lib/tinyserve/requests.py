@@ -72,6 +72,7 @@ class Work:
     start: int  # first position computed
     tokens: int  # tokens computed at positions start .. start+tokens-1
     padding: int = 0  # padding tokens computed alongside (static prefill): real compute, output thrown away
+    pad_keys: int = 0  # keys a static batch's decode attends beyond its own: the padded rectangle (clock.py)
 
     @property
     def context(self) -> int:
