@@ -39,9 +39,9 @@ DISARM = [
     (re.compile(r"\bset_custom_exc\b|\bsys\.excepthook\b"), "installs an exception handler"),
     (re.compile(r"\bsys\.modules\b|\bimportlib\b|\b__import__\b"), "manipulates imports"),
     (re.compile(r"\bclassroom\b"), "touches the checker (tinyserve.classroom)"),
-    (re.compile(r"\b(?:exec|eval|compile)\s*\(|__file__"), "runs generated code or reaches for source files"),
-    (re.compile(r"\b(?:inspect|currentframe|_getframe|f_back|f_locals|f_globals|gc\.get_)"),
-     "inspects the checker's frames or objects"),
+    (re.compile(r"(?<![\w.])(?:exec|eval|compile)\s*\(|__file__"), "runs generated code or reaches for source files"),
+    (re.compile(r"\bimport\s+inspect\b|\binspect\.|\b(?:currentframe|_getframe|f_back|f_locals|f_globals)\b"
+                r"|\bgc\.get_"), "inspects the checker's frames or objects"),
     (re.compile(r"\bsetattr\s*\(|\bdelattr\s*\("), "patches objects with setattr/delattr"),
     (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M),
      "patches the engine"),
@@ -189,7 +189,8 @@ def scan(nb, ref: Reference) -> dict[str, str]:
         if cell.cell_type != "code" or ref.handed_out.get(cid) == cell.source:
             continue
         given = set(ref.handed_out.get(cid, "").split("\n"))
-        written = "\n".join(line for line in cell.source.split("\n") if line not in given)  # the student's lines
+        # the student's lines, comments dropped (a word in a comment runs nothing)
+        written = "\n".join(line.split("#", 1)[0] for line in cell.source.split("\n") if line not in given)
         for pat, why in DISARM:
             if pat.search(written):
                 disarm.append(f"code cell {k + 1} {why}")
