@@ -11,15 +11,20 @@ import time
 from collections import deque
 from pathlib import Path
 
-import torch
+from typing import TYPE_CHECKING
 
 from .cache import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
 from .errors import TinyserveError
-from .model import DTYPES, GPTConfig, KVCache, TinyGPT, build_step, load_model, resolve_device
+from .config import DTYPE_BYTES, GPTConfig
 from .policies import Policy, make_policy
 from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from .tokenizer import EOS
 from .trace import SlotWork, StepRecord, Trace, snapshot_requests
+
+if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
+    import torch
+
+    from .model import TinyGPT
 
 Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
@@ -113,7 +118,7 @@ class Run:
     """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
 
     def __init__(self, model: TinyGPT | None, cfg: GPTConfig, requests: list[Request], policy: Policy, clock,
-                 workload_name: str, dtype: torch.dtype, device: torch.device, kv_budget: int | None,
+                 workload_name: str, dtype: torch.dtype | str, device: torch.device | str, kv_budget: int | None,
                  max_model_len: int | None, dry_run: bool):
         self.model, self.policy, self.clock, self.dry_run = model, policy, clock, dry_run
         self.requests = requests
@@ -136,7 +141,8 @@ class Run:
             memory = None if hw.kv_memory_bytes is None else int(hw.kv_memory_bytes)
         else:
             self.kv_units, self.kv_dtype, memory = "real", str(dtype).removeprefix("torch."), None
-            bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, torch.empty((), dtype=dtype).element_size())
+            size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize  # a name on dry runs
+            bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, size)
         caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
                 if c is not None]
         self.kv_capacity, cap_name = min(caps) if caps else (None, None)
@@ -148,7 +154,12 @@ class Run:
         accepted = [r for r in requests if r.status != REJECTED]
         slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
         self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab * bpt), slab, bpt)
-        self.kv = None if dry_run or not accepted else KVCache(cfg, self.pool.num_slots, slab, dtype, device)
+        if dry_run or not accepted:
+            self.kv = None
+        else:
+            from .model import KVCache
+
+            self.kv = KVCache(cfg, self.pool.num_slots, slab, dtype, device)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         policy.bind(self.pool)
@@ -224,6 +235,8 @@ class Run:
             else:
                 segments.append((w.slot, w.start, [r.output[-1]]))
                 sample.append(w.phase == "decode")
+        from .model import build_step  # loaded already with the model; a dict lookup per step
+
         logits = self.model.forward_step(build_step(segments, sample, self.device), self.kv)
         return logits.argmax(-1).tolist()
 
@@ -277,15 +290,19 @@ class Engine:
         self._model = model
         self.device, self.dtype = device, dtype
         self._warm = False  # the wall clock's warm-up step has run
-        if dtype not in DTYPES:
-            raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPES)})")
-        if model is None:
+        if dtype not in DTYPE_BYTES:
+            raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
+        if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch
+            from .model import resolve_device
+
             resolve_device(device)  # a bad --device is an error for dry runs too
 
     @property
     def model(self) -> TinyGPT:
         """The model, loaded on first use (dry runs never load it)."""
         if self._model is None:
+            from .model import load_model
+
             self._model = load_model(device=self.device, dtype=self.dtype)
         return self._model
 
@@ -318,7 +335,7 @@ class Engine:
             raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
         name, requests = resolve_workload(workload, seed, workload_knobs)
         if dry_run and self._model is None:  # the shipped model's shape, never loaded
-            cfg, dt, dev = GPTConfig(), DTYPES[self.dtype], torch.device("cpu")
+            cfg, dt, dev = GPTConfig(), self.dtype, "cpu"  # names only: no torch for a dry run
         else:
             m = self.model
             cfg, dt, dev = m.config, m.dtype, m.device
@@ -332,6 +349,8 @@ class Engine:
         a fresh process pays allocations and kernel choices (measured ~100x a warm step), not a step's cost."""
         if self._warm:
             return
+        from .model import KVCache, build_step
+
         kv = KVCache(model.config, 2, 16, model.dtype, model.device)
         for segments in ([(0, 0, [EOS] * 8), (1, 0, [EOS] * 4)], [(0, 8, [EOS]), (1, 4, [EOS])]):
             model.forward_step(build_step(segments, [True, True], model.device), kv).argmax(-1).tolist()
