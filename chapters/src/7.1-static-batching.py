@@ -82,7 +82,7 @@ ax.set_title("padding: the short prompt is computed as if it were as long as the
 # %% [markdown]
 # ## 2. The fastest finisher
 #
-# The workload `chapter-7.1-finisher` sends 64 requests at once to an engine with 32 slots: one request wants
+# The workload `chapter-7.1-finisher` sends 63 requests at once to an engine with 32 slots: one request wants
 # a 2,000-token answer, all the others want 20 tokens. Static batching takes the first 32 as a group. The
 # group ends only when its *last* member is done, and the engine cannot hand a finished member's slot to
 # anybody: the slot keeps running decode steps whose tokens are discarded (marked **wasted**).
@@ -99,9 +99,9 @@ from tinyserve.workloads import get_workload
 
 LONG = 2000 if CHAPTER_SCALE else 400
 
-real = engine.run(get_workload("chapter-7.1-finisher", n=64, long_output=LONG), "static", batch_size=32,
+real = engine.run(get_workload("chapter-7.1-finisher", long_output=LONG), "static", batch_size=32,
                   progress=False)  # the real model
-replay = dry.run(get_workload("chapter-7.1-finisher", n=64, long_output=LONG), "static", batch_size=32,
+replay = dry.run(get_workload("chapter-7.1-finisher", long_output=LONG), "static", batch_size=32,
                  dry_run=True, progress=False)  # the same requests, no model
 
 
@@ -119,7 +119,7 @@ print(f"the dry run computes the very same steps: {composition(real) == composit
 # dry runs (milliseconds instead of seconds).
 
 # %%
-finisher = get_workload("chapter-7.1-finisher", n=64)  # 64 requests for 32 slots: half of them queue
+finisher = get_workload("chapter-7.1-finisher")  # 63 requests for 32 slots: 31 of them queue
 static = dry.run(finisher, "static", batch_size=32, dry_run=True, progress=False)
 grid = static.slot_phases()
 first_group = [r for r in static.requests if r.slot >= 0 and r.admitted_s == 0.0]
@@ -151,7 +151,7 @@ tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.2))
-slot_timeline(static, ax=ax, title="static, B=32: 64 requests (r0 wants 2,000 tokens, the rest 20)");
+slot_timeline(static, ax=ax, title="static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)");
 
 # %% [markdown]
 # Red is work thrown away. The thin green stripes at the left are the 20 useful steps of each short request;

@@ -37,7 +37,7 @@ dry = Engine()  # dry runs: same scheduler and cost model, no forward passes
 # %% [markdown]
 # ## 1. The fastest finisher, continuously
 #
-# Same 64 requests as in 7.1 (r0 wants 2,000 tokens, the other 63 want 20), same 32 slots. The only change is
+# Same 63 requests as in 7.1 (r0 wants 2,000 tokens, the other 62 want 20), same 32 slots. The only change is
 # the policy: `continuous`.
 #
 # **Predict.** In 7.1, a 20-token request queued behind the first group finished after about 2,020 steps. How
@@ -48,7 +48,7 @@ p_queue = Predict("How many steps after arriving is a queued 20-token request do
 p_queue
 
 # %%
-finisher = get_workload("chapter-7.1-finisher", n=64)
+finisher = get_workload("chapter-7.1-finisher")
 cont = dry.run(finisher, "continuous", batch_size=32, dry_run=True, progress=False)
 stat = dry.run(finisher, "static", batch_size=32, dry_run=True, progress=False)
 
@@ -85,7 +85,7 @@ print(p_queue.reveal(int(np.median([steps_from_arrival(cont, r) for r in queued]
 # %%
 import tinyserve_widgets as tw
 
-small = dry.run(get_workload("chapter-7.1-finisher", n=64, long_output=400), "continuous", batch_size=32,
+small = dry.run(get_workload("chapter-7.1-finisher", long_output=400), "continuous", batch_size=32,
                 dry_run=True, progress=False)
 tw.show(small, k=len(small.steps) - 1, views=("timeline", "waste"))
 
