@@ -207,12 +207,15 @@ def main() -> None:
         print(json.dumps({"meta": meta, "processes": rows, "kernels": krows}, indent=1))
         return
     print(f"{a.steps} real engine steps; medians of {a.repeats}; host CPUs {meta['cpus']}, usable "
-          f"{meta['usable_cpus']}; load average at start {load[0]:.2f}\n")
-    print("| workload | config | threads | wait policy | alone (s) | beside engine | beside busy loop |")
+          f"{meta['usable_cpus']}; load average at start {load[0]:.2f}, at end {os.getloadavg()[0]:.2f}; "
+          f"{meta['wall_s'] / 60:.0f} min\n")
+    print("| workload | config | threads | wait policy | alone (s) | beside an engine (s, ratio) "
+          "| beside a busy loop (s, ratio) |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['wait_policy']} | {r['alone_s']:.3f} "
-              f"| {r['ratio_engine']:.1f}x | {r['ratio_busy_loop']:.1f}x |")
+              f"| {r['beside_engine_s']:.3f} ({r['ratio_engine']:.1f}x) "
+              f"| {r['beside_busy_loop_s']:.3f} ({r['ratio_busy_loop']:.1f}x) |")
     if krows:
         print("\n| two Jupyter kernels | config | one alone (s) | both at once (s) | ratio |")
         print("|---|---|---|---|---|")
