@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from tinyserve.clock import (DEFAULT_HARDWARE, ModeledClock, WallClock, calibrate, fit_roofline, get_preset,
-                             list_presets, load_preset, make_clock, model_preset, save_preset)
+from tinyserve.clock import (DEFAULT_HARDWARE, HardwarePreset, ModeledClock, WallClock, calibrate, fit_cost,
+                             get_preset, list_presets, load_preset, make_clock, model_preset, save_preset, step_shape,
+                             works_of)
 from tinyserve.errors import TinyserveError
 from tinyserve.model import GPTConfig, TinyGPT
 from tinyserve.requests import Work
@@ -124,8 +125,8 @@ def test_padding_costs_flops_but_moves_no_kv(h200):
     assert padded["flops"] - plain["flops"] == pytest.approx(
         2 * p.nonembed_params * 3950 + 4 * p.n_layer * p.attn_dim * 3950 * 3951 / 2)
     assert padded["bytes"] == plain["bytes"]
-    # F2: the 50-token prompt padded to 4,000 pays ~80x its prefill compute
-    assert padded["compute_s"] / plain["compute_s"] > 70
+    # F2: the 50-token prompt padded to 4,000 pays ~80x its prefill flops
+    assert padded["flops"] / plain["flops"] > 70
 
 
 def test_preset_files_round_trip_and_are_validated(tmp_path):
@@ -147,18 +148,110 @@ def test_preset_files_round_trip_and_are_validated(tmp_path):
         load_preset(f)
 
 
-def test_fit_recovers_a_known_roofline():
-    """On exact synthetic times the alternating fit finds the parameters that made them."""
+def toy(attention: str = "paged") -> ModeledClock:
+    """Round numbers, so every cost below can be worked out by hand."""
+    return ModeledClock(HardwarePreset(
+        name="toy", description="toy", bandwidth_Bps=1000.0, peak_flops=100.0, overhead_s=1.0, weight_bytes=2000.0,
+        nonembed_params=10.0, n_layer=1, attn_dim=1, kv_bytes_per_token=10.0, sources=["by hand"],
+        attn_flops=1000.0, call_overhead_s=0.5, attention=attention))
+
+
+def test_one_decode_costs_overhead_call_weights_kv_read_and_write():
+    # a decode at context 100: overhead 1 + one attention call 0.5
+    # + linear max(2000 B / 1000 B/s = 2, 2 x 10 params x 1 token / 100 = 0.2) = 2
+    # + decode attention max(100 keys x 10 B / 1000 = 1, 4 x 1 x 1 x 100 pairs / 1000 = 0.4) = 1
+    # + KV write 1 token x 10 B / 1000 = 0.01                                            = 4.51 s
+    assert toy().step_time([Work(0, None, "decode", 99, 1)]) == pytest.approx(4.51, abs=1e-12)
+
+
+def test_parts_of_a_mixed_step_add_up_and_a_chunk_no_longer_hides_the_decode_reads():
+    works = [Work(0, None, "decode", 99, 1), Work(1, None, "prefill", 30, 20),
+             Work(2, None, "prefill", 0, 4, padding=6)]
+    # tokens 1 + 20 + 4 + 6 = 31: linear max(2, 2 x 10 x 31 / 100 = 6.2) = 6.2
+    # decode: 1 (as above)
+    # chunk of 20 after 30 (paged: causal over its prefix): pairs 20 x 30 + 20 x 21 / 2 = 810, flops 3,240 -> 3.24;
+    #   reads 50 keys x 10 B -> 0.5; max = 3.24
+    # prefill 4 from 0: pairs 10 -> 40 flops -> 0.04; reads 4 keys -> 0.04; max = 0.04
+    # padding 6: pairs 21 -> 84 flops -> 0.084, reads nothing
+    # KV writes: 1 + 20 + 4 = 25 tokens x 10 B / 1000 = 0.25; calls: 4 x 0.5 = 2; overhead 1
+    c = toy().cost(works)
+    assert (c["linear_s"], c["decode_attn_s"], c["kv_write_s"], c["calls_s"]) == pytest.approx((6.2, 1.0, 0.25, 2.0))
+    assert c["prefill_attn_s"] == pytest.approx(3.24 + 0.04 + 0.084)
+    assert toy().step_time(works) == pytest.approx(1 + 2 + 6.2 + 1 + 3.364 + 0.25)
+    # without the decode: linear 6.0 (30 tokens), and its 1 s of KV reads, 0.01 write and 0.5 call go: under one
+    # max(bytes, flops) over the whole step, the chunk's compute hid those reads
+    assert toy().step_time(works) - toy().step_time(works[1:]) == pytest.approx(0.2 + 1 + 0.01 + 0.5)
+
+
+def test_tinyserve_attention_prices_the_groups_and_masks_forward_step_uses():
+    works = [Work(0, None, "decode", 9, 1), Work(1, None, "decode", 9, 1), Work(2, None, "decode", 999, 1),
+             Work(3, None, "prefill", 30, 20)]
+    # group_decodes (call cost 256): slot 1 joins slot 0 (2 x 10 <= 10 + 256 + 10); slot 2 at 1,000 keys does not
+    # (3 x 1000 > 20 + 256 + 1000): groups read 2 x 10 = 20 keys -> 0.2 s and 1 x 1000 -> 10 s
+    # the chunk after a prefix uses an explicit mask: the full 20 x 50 = 1000 pairs -> 4 s (reads 0.5)
+    # linear: 23 tokens -> 4.6; writes 23 -> 0.23; calls 3 -> 1.5; overhead 1
+    t = toy("tinyserve-cpu").terms(works)
+    assert sorted(t["attn"]) == [("decode", 20, 20, 2), ("decode", 1000, 1000, 1), ("prefill", 50, 1000, 1)]
+    assert toy("tinyserve-cpu").step_time(works) == pytest.approx(1 + 1.5 + 4.6 + 0.2 + 10 + 4 + 0.23)
+
+
+def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
+    from tinyserve.clock import step_segments
+    from tinyserve.model import build_step
+
+    rng = random.Random(1)
+    for _ in range(20):
+        ctx = [rng.choice([rng.randint(1, 64), rng.randint(500, 3000)]) for _ in range(rng.randint(1, 40))]
+        works = [Work(i, None, "decode", c - 1, 1) for i, c in enumerate(ctx)]
+        s = build_step(*step_segments(works, lambda i, w: [1]), torch.device("cpu"))
+        engine_keys = sorted((g.hi - g.lo) * g.mask.shape[-1] for g in s.decode_groups)
+        assert sorted(k for _, k, _, _ in toy("tinyserve-cpu").terms(works)["attn"]) == engine_keys
+
+
+def test_static_batches_are_rectangles_under_paged_presets():
+    from tinyserve.engine import Engine
+    from tinyserve.requests import Request
+
+    seen = []
+
+    class Recording(ModeledClock):
+        def step_time(self, works, measured_s=None):
+            seen.append([(w.phase, w.start, w.pad_keys) for w in works])
+            return super().step_time(works, measured_s)
+
+    reqs = [Request("a", [1, 2, 3], 2, ignore_eos=True), Request("b", [1, 2, 3, 4, 5], 4, ignore_eos=True)]
+    run = Engine().start(reqs, "static", dry_run=True)
+    run.clock = Recording(H200)
+    while not run.done:
+        run.step()
+    # prefill pads a to 5; decode step t: the rectangle is 5 + t keys wide. a (3-token prompt) decodes at position
+    # 3 (its keys 4, pads 2), finishes after 2 tokens, then re-runs position 4 (keys 5) while the batch grows:
+    # pads 7 - 5 = 2, then 8 - 5 = 3. b (5 tokens) is the widest row: no padding keys.
+    assert seen[1:] == [[("decode", 3, 2), ("decode", 5, 0)], [("wasted", 4, 2), ("decode", 6, 0)],
+                        [("wasted", 4, 3), ("decode", 7, 0)]]
+    p = get_preset(H200)
+    plain = ModeledClock(p).step_time([Work(0, None, "wasted", 4, 1), Work(1, None, "decode", 7, 1)])
+    rect = ModeledClock(p).step_time([Work(0, None, "wasted", 4, 1, pad_keys=3), Work(1, None, "decode", 7, 1)])
+    assert rect - plain == pytest.approx(3 * p.kv_bytes_per_token / p.bandwidth_Bps)  # 3 more keys read
+    tiny = ModeledClock("cpu-tiny")  # the tiny engine computes no padded keys: cpu-tiny does not price them
+    assert tiny.step_time([Work(0, None, "wasted", 4, 1, pad_keys=3)]) == tiny.step_time([Work(0, None, "wasted", 4, 1)])
+
+
+def test_fit_recovers_known_rates():
+    """On exact synthetic times the alternating fit finds the rates and overheads that made them."""
     model = TinyGPT(GPTConfig())
-    base = ModeledClock(model_preset(model, "t", "t", []))
-    works = [decodes(b, c) for b in (1, 4, 16, 64) for c in (64, 256, 1024)]
-    works += [[Work(0, None, "prefill", 0, n)] for n in (64, 256, 1024, 2048)]
-    nbytes = np.array([base.cost(w)["bytes"] for w in works])
-    flops = np.array([base.cost(w)["flops"] for w in works])
-    o, bw, pk = 0.0008, 20e9, 30e9
-    times = o + np.maximum(nbytes / bw, flops / pk)
-    got = fit_roofline(nbytes, flops, times, np.array([len(w) > 1 or w[0].tokens == 1 for w in works]))
-    assert got == pytest.approx((o, bw, pk), rel=1e-6)
+    base = model_preset(model, "t", "t", [])
+    works = [[Work(i, None, "decode", c - 1, 1) for i in range(b)] for b in (1, 4, 16, 64) for c in (64, 256, 1024)]
+    works += [[Work(0, None, "prefill", 0, n)] for n in (16, 64, 256, 1024, 2048)]
+    works += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 1024), (512, 2048))]
+    works += [[Work(i, None, "decode", 40, 1) for i in range(8)] + [Work(8, None, "prefill", 0, 20, padding=30)]]
+    works += [[Work(i, None, "prefill", 0, 32) for i in range(16)]]
+    truth = {"overhead_s": 3e-4, "call_overhead_s": 5e-5, "row_overhead_s": 2e-5, "bandwidth_Bps": 40e9,
+             "kv_bandwidth_Bps": 10e9, "peak_flops": 30e9, "attn_flops": 8e9}
+    clock = ModeledClock(HardwarePreset(**{**base.__dict__, **truth}))
+    times = np.array([clock.step_time(w) for w in works])
+    got = fit_cost([step_shape(base, w) for w in works], times)
+    assert got == pytest.approx(truth, rel=1e-6)
 
 
 @pytest.fixture
@@ -173,37 +266,36 @@ def one_thread():
 def test_calibration_on_a_small_random_model_is_sane(one_thread):
     torch.manual_seed(0)
     model = TinyGPT(GPTConfig(n_layer=2, n_head=2, n_embd=32, n_positions=256)).eval()
-    plan = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128, 256), "repeats": 3}
+    plan = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128, 256), "chunks": ((32, 64),),
+            "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3}
     p = calibrate(model, quick=True, name="tiny-test", plan=plan)
-    assert p.name == "tiny-test" and p.sources[0].startswith("calibrated on ")
-    for v in (p.bandwidth_Bps, p.peak_flops):
+    assert p.name == "tiny-test" and p.sources[0].startswith("calibrated on ") and p.attention == "tinyserve-cpu"
+    for v in (p.bandwidth_Bps, p.peak_flops, p.attn_flops):
         assert v > 0 and math.isfinite(v)
-    assert p.overhead_s >= 0
+    assert p.overhead_s >= 0 and p.call_overhead_s >= 0
     assert p.kv_bytes_per_token == 2 * 2 * 32 * 4 and p.attn_dim == 32 and p.n_layer == 2
     pts, fit = p.details["points"], p.details["fit"]
-    assert len(pts) == 2 * 2 + 3 and {q["kind"] for q in pts} == {"decode", "prefill"}
-    assert all(q["measured_s"] > 0 and q["modeled_s"] > 0 for q in pts)
+    assert len(pts) == 2 * 2 + 3 + 4 and all(q["measured_s"] > 0 and q["modeled_s"] > 0 for q in pts)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert fit["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)  # the reported error is the real one
     assert fit["median_rel_err"] == pytest.approx(float(np.median(rel)), abs=1e-3)
     # timing is noisy: only a loose factor, on the typical point
     assert np.median([abs(math.log(q["modeled_s"] / q["measured_s"])) for q in pts]) < math.log(2)
     again = ModeledClock(p)  # the preset reproduces its own recorded predictions
-    assert again.decode_step_time(8, 128) == pytest.approx(
-        next(q["modeled_s"] for q in pts if q["kind"] == "decode" and q["batch"] == 8 and q["context"] == 128), abs=1e-6)
+    for q in pts:
+        assert again.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
 
 
 def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
     p = get_preset("cpu-tiny")
     assert p.sources[0].startswith("calibrated on ") and "tinyserve calibrate" in p.sources[0]
     assert (p.n_layer, p.attn_dim, p.kv_bytes_per_token) == (4, 128, 2 * 4 * 128 * 4)  # float32 slabs
+    assert p.attention == "tinyserve-cpu"
     pts = p.details["points"]
-    assert {q["kind"] for q in pts} == {"decode", "prefill"} and len(pts) >= 15
-    assert {q["batch"] for q in pts if q["kind"] == "decode"} == {1, 4, 16, 32, 64}
-    assert max(q["tokens"] for q in pts if q["kind"] == "prefill") == 2048
+    labels = [q["label"] for q in pts]
+    assert len(pts) >= 30 and "prefill 4000" in labels and any(lbl.startswith("chunk ") for lbl in labels)
     clock = ModeledClock(p)  # the preset reproduces the predictions it recorded
     for q in pts:
-        works = decodes(q["batch"], q["context"]) if q["kind"] == "decode" else [Work(0, None, "prefill", 0, q["tokens"])]
-        assert clock.step_time(works) == pytest.approx(q["modeled_s"], abs=1e-6)
+        assert clock.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert p.details["fit"]["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from .cache import SlotPool
 from .errors import TinyserveError
-from .requests import ABORTED, Request, Work
+from .requests import ABORTED, FINISHED, REJECTED, Request, Work
 
 POLICIES = ("static", "dynamic", "continuous", "chunked")
+DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_TIMEOUT_S = 0.1  # dynamic batching's default wait for stragglers
 DEFAULT_CHUNK = 512  # the chapter's example chunk length
@@ -97,15 +98,23 @@ class StaticBatching(Policy):
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, timeout: float | None = None):
         super().__init__(batch_size)
         self.timeout = timeout  # None: wait for a full batch (or the end of the stream)
+        self.padded_len = self.decode_steps = 0  # the running batch's padded prompt length, decode steps so far
 
     def knobs(self) -> dict:
         return {"batch_size": self.batch_size, "timeout": self.timeout}
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         if self.running:
-            # wasted: a done member re-runs its last decode, output thrown away, until the batch ends
-            return Plan([decode_work(r) if not r.done else Work(r.slot, r, "wasted", decode_work(r).start, 1)
-                         for r in self.running])
+            # a real server's static batch is a rectangle: every row, done or not, attends over the padded prompt
+            # plus the batch's decode steps so far; pad_keys are the keys beyond a row's own (priced by the clock)
+            self.decode_steps += 1
+            edge = self.padded_len + self.decode_steps - 1
+            works = []
+            for r in self.running:  # one loop, no property calls: this runs for every slot of every step
+                start = r.num_prefilled + len(r.output) - 1
+                # wasted: a done member re-runs its last decode, output thrown away, until the batch ends
+                works.append(Work(r.slot, r, "wasted" if r.status in DONE else "decode", start, 1, 0, edge - start))
+            return Plan(works)
         if not self.waiting:
             return Plan([])
         capacity = min(self.batch_size, self.pool.num_slots)
@@ -114,6 +123,7 @@ class StaticBatching(Policy):
             return Plan([], wake_s=deadline if deadline < math.inf else None)
         batch = [self.waiting.popleft() for _ in range(min(capacity, len(self.waiting)))]
         s_max = max(r.prompt_len for r in batch)
+        self.padded_len, self.decode_steps = s_max, 0
         for r in batch:
             self._claim(r)
         return Plan([Work(r.slot, r, "prefill", 0, r.prompt_len, padding=s_max - r.prompt_len) for r in batch])

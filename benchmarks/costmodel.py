@@ -1,0 +1,74 @@
+"""Modeled vs measured: fit the cost model to this CPU, then check it predicts the real engine's steps.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/costmodel.py            # fit + validate, print the table (~4 min)
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/costmodel.py --write    # also commit-ready: writes the fitted
+        lib/tinyserve/presets/cpu-tiny.json and the table lib/tinyserve/data/costmodel-validation.json
+    .venv/bin/python benchmarks/costmodel.py --preset cpu-tiny           # validate the shipped preset, no fit
+
+Calibration and validation run in the same process, back to back, with the same thread count (1 by default:
+on a shared 2-core machine two spinning OpenMP threads slow each other down), so both see the same machine.
+Times are noisy when other processes run: each step's time is the fastest of interleaved
+repeats (other processes only ever add time), and the
+table says how busy the machine was (load average) when it was taken.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+import torch
+
+from tinyserve import validation
+from tinyserve.clock import PRESET_DIR, calibrate, get_preset, save_preset
+from tinyserve.model import load_model
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--preset", help="validate this preset instead of fitting one now")
+    ap.add_argument("--write", action="store_true", help="write the fitted cpu-tiny preset and the table JSON")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    load0 = os.getloadavg()[0]
+    t0 = time.time()
+    model = load_model(device="cpu", dtype="float32")
+    if a.preset:
+        preset = get_preset(a.preset)
+    else:
+        preset = calibrate(model, name="cpu-tiny")
+        print(f"fit: {json.dumps(preset.details['fit'])} ({time.time() - t0:.0f} s)", file=sys.stderr)
+        if a.write:  # written now, so a failure later in the validation does not lose the calibration
+            save_preset(preset, PRESET_DIR / "cpu-tiny.json")
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    rows = validation.validate(model, preset, repeats=a.repeats, log=log)
+    load1 = os.getloadavg()[0]
+    print(validation.format_table(rows))
+    goals = validation.goals_met(rows)
+    print(f"\ngoals: {goals['total_within_10pct']}/{goals['runs']} runs with the modeled total within "
+          f"{validation.GOAL_TOTAL_PCT:.0f}%, {goals['step_median_within_15pct']}/{goals['runs']} with the per-step "
+          f"median error <= {validation.GOAL_STEP_MEDIAN_PCT:.0f}%")
+    print(f"machine: {preset.details.get('device', platform.processor())}, {a.threads} thread(s), torch "
+          f"{torch.__version__}; 1-min load average {load0:.1f} at the start, {load1:.1f} at the end "
+          f"({time.time() - t0:.0f} s)")
+    if a.write:
+        table = {"date": datetime.date.today().isoformat(), "device": preset.details.get("device"),
+                 "threads": a.threads, "torch": torch.__version__, "repeats": a.repeats,
+                 "load_average_start_end": [round(load0, 2), round(load1, 2)],
+                 "note": "calibration and validation in one process, back to back; the machine was shared with "
+                         "other processes (see the load average), so times are noisy",
+                 "workloads": validation.SCALED, "preset": {k: getattr(preset, k) for k in (
+                     "overhead_s", "call_overhead_s", "row_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
+                     "peak_flops", "attn_flops")},
+                 "fit": preset.details.get("fit"), "goals": goals, "rows": rows}
+        validation.TABLE_FILE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

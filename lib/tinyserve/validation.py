@@ -1,0 +1,121 @@
+"""Does the cost model predict the real engine? The check behind the modeled 70B numbers.
+
+The modeled clock prices a step from its works (clock.py). The same cost model, fitted to this CPU
+(`tinyserve calibrate`, preset cpu-tiny), must predict the steps of the real engine running the tiny GPT here.
+validate() runs every policy on every chapter workload for real, under the modeled clock (so the schedule is
+deterministic and every repeat runs exactly the same steps). It times each step's forward (the engine's own
+segments + build_step + forward + sampling) the way calibrate() times its points: the thread's CPU time on a
+one-thread CPU run, so other processes on a shared machine do not count (on a quiet machine it equals the wall
+time the engine records, which the rows also give). Each step's fastest repeat is compared with the modeled time
+of the same step. The workloads are scaled down (SCALED) so a pass takes about a minute on a quiet 2-core box.
+The table in data/costmodel-validation.json is what benchmarks/costmodel.py measured; load_table() reads it, so a
+notebook can show it without re-measuring.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .clock import HardwarePreset, ModeledClock, get_preset, step_timer
+
+TABLE_FILE = Path(__file__).parent / "data" / "costmodel-validation.json"
+POLICIES = ("static", "dynamic", "continuous", "chunked")
+# the chapter workloads, scaled down where a full run would take minutes on a 2-core CPU
+SCALED = {
+    "chapter-7.1-padding": {},
+    "chapter-7.1-finisher": {"long_output": 600},
+    "chapter-7.2-longtail": {"n": 40},
+    "chapter-7.3-long-prompt": {"long_prompt": 2000},
+}
+GOAL_TOTAL_PCT, GOAL_STEP_MEDIAN_PCT = 10.0, 15.0  # issue #8: modeled total within 10%, per-step median <= 15%
+
+
+def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: HardwarePreset) -> tuple[list, list[float]]:
+    """The steps of one real run under the modeled clock, and each step's forward timed by step_timer."""
+    from .workloads import get_workload
+
+    run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset)
+    _, clock = step_timer(engine.model.device)
+    timed: list[float] = []
+    forward = run._forward  # the engine's own step (segments, build_step, forward, sampling): timed, not changed
+
+    def timed_forward(works):
+        t0 = clock()
+        out = forward(works)
+        timed.append(clock() - t0)
+        return out
+
+    run._forward = timed_forward
+    while not run.done:
+        run.step()
+    return run.steps, timed
+
+
+def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int = 3,
+             workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None) -> list[dict]:
+    """Rows (workload, policy, steps, measured_s, modeled_s, error_pct, step_median_error_pct, wall_s), one per run.
+
+    measured_s sums each step's fastest repeat as step_timer times it (the thread's CPU time on a one-thread CPU
+    run, as calibrate() times its points); wall_s sums the engine's own wall-clock measured_s the same way.
+    """
+    from .engine import Engine
+    from .model import load_model
+    from .requests import Work
+
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    model = model if model is not None else load_model(device="cpu", dtype="float32")
+    engine = Engine(model)
+    clock = ModeledClock(preset)
+    workloads = SCALED if workloads is None else workloads
+    _run_steps(engine, "chapter-7.1-finisher", {"n": 4, "long_output": 8, "short_output": 4}, "continuous", preset)
+    runs = [(w, k, p) for w, k in workloads.items() for p in policies]
+    timed: dict[tuple[str, str], list[list[float]]] = {}
+    wall: dict[tuple[str, str], list[list[float]]] = {}
+    works: dict[tuple[str, str], list] = {}
+    for r in range(repeats):  # interleaved: a busy moment of a shared machine hits one repeat of many runs
+        for wl, knobs, pol in runs:
+            steps, t = _run_steps(engine, wl, knobs, pol, preset)
+            shape = [[tuple(w) for w in s.works] for s in steps]
+            if works.setdefault((wl, pol), shape) != shape or len(t) != len(steps):
+                raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")
+            timed.setdefault((wl, pol), []).append(t)
+            wall.setdefault((wl, pol), []).append([s.measured_s for s in steps])
+            if log:
+                log(f"repeat {r + 1}/{repeats} {wl} {pol}: {len(steps)} steps, {sum(t):.2f} s timed, "
+                    f"{sum(s.measured_s for s in steps):.2f} s wall")
+    rows = []
+    for wl, _, pol in runs:
+        per_step = np.array([min(ts) for ts in zip(*timed[(wl, pol)])])
+        # (slot, request_id, phase, start, tokens, padding) tuples of the trace's SlotWorks
+        modeled = np.array([clock.step_time([Work(w[0], None, w[2], w[3], w[4], w[5]) for w in step])
+                            for step in works[(wl, pol)]])
+        m, p = float(per_step.sum()), float(modeled.sum())
+        rows.append({"workload": wl, "policy": pol, "steps": len(per_step), "measured_s": round(m, 4),
+                     "modeled_s": round(p, 4), "error_pct": round(100 * (p - m) / m, 1),
+                     "step_median_error_pct": round(100 * float(np.median(np.abs(modeled - per_step) / per_step)), 1),
+                     "wall_s": round(float(sum(min(ts) for ts in zip(*wall[(wl, pol)]))), 4)})
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """The rows as a Markdown table."""
+    out = ["| workload | policy | steps | measured total (s) | modeled total (s) | error | per-step median error "
+           "| wall total (s) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        out.append(f"| {r['workload']} | {r['policy']} | {r['steps']} | {r['measured_s']:.3f} | {r['modeled_s']:.3f} "
+                   f"| {r['error_pct']:+.1f}% | {r['step_median_error_pct']:.1f}% | {r.get('wall_s', float('nan')):.3f} |")
+    return "\n".join(out)
+
+
+def goals_met(rows: list[dict]) -> dict:
+    """How many runs meet each goal of issue #8."""
+    return {"total_within_10pct": sum(abs(r["error_pct"]) <= GOAL_TOTAL_PCT for r in rows),
+            "step_median_within_15pct": sum(r["step_median_error_pct"] <= GOAL_STEP_MEDIAN_PCT for r in rows),
+            "runs": len(rows)}
+
+
+def load_table(path: str | Path = TABLE_FILE) -> dict:
+    """The committed validation (machine, date, fitted preset numbers, rows) as benchmarks/costmodel.py wrote it."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
