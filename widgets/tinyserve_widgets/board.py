@@ -55,6 +55,7 @@ class Cursor:
 ROWS = ((("timeline", 0),), 300), ((("waste", 0), ("kv", 0)), 170), ((("composition", 0),), 190), \
     ((("composition", 1),), 60), ((("composition", 2),), 150), ((("requests", 0), ("latency", 0), ("latency", 1)), 300)
 SPAN = {1: (4,), 2: (2, 2), 3: (2, 1, 1)}  # columns each cell takes in a row of n cells (4 columns)
+BOARD_WIDTH_PX = 980  # fits JupyterLab's notebook column beside the file browser
 GAP_PX = 80  # between rows: an x-axis title, then the next panel's title and legend
 
 
@@ -68,7 +69,8 @@ class TraceView:
     """Every view of one trace in ONE figure, moved together by one cursor. Display it (last line of a cell)."""
 
     def __init__(self, trace: Trace, k: int = 0, x: str = "steps", views: tuple[str, ...] = VIEWS,
-                 compare: dict[str, Trace] | None = None, cursor: Cursor | None = None):
+                 compare: dict[str, Trace] | None = None, cursor: Cursor | None = None,
+                 width: int = BOARD_WIDTH_PX):
         from plotly.subplots import make_subplots
 
         unknown = set(views) - set(VIEWS)
@@ -85,7 +87,9 @@ class TraceView:
         fig = make_subplots(rows=len(rows), cols=4, specs=specs, row_heights=[h for _, h in rows],
                             vertical_spacing=GAP_PX / total, horizontal_spacing=0.07)
         self.fig = V.new_figure(fig)
-        self.fig.update_layout(height=total + 90, font=V.FONT, margin=dict(l=60, r=20, t=50, b=40), bargap=0.15)
+        # a fixed width: left to autosize, the widget came out ~550 px wide in JupyterLab and the legends wrapped
+        self.fig.update_layout(height=total + 90, width=width, font=V.FONT, bargap=0.15,
+                               margin=dict(l=60, r=20, t=50, b=40))
         panels: dict[str, list] = {}
         for r, (cells, _) in enumerate(rows, start=1):
             col = 1

@@ -17,7 +17,7 @@ from tinyserve.requests import REJECTED
 from tinyserve.trace import Trace
 from tinyserve.workloads import WORKLOADS, get_workload
 
-from .board import VIEWS, Cursor, TraceView
+from .board import BOARD_WIDTH_PX, VIEWS, Cursor, TraceView
 from .views import LatencyView
 from .words import t
 
@@ -67,7 +67,8 @@ class Explorer:
                  timeout: float | None = None, prefill_first: bool = True, max_waiting_steps: float = 20,
                  n: int | None = None, rate: float | None = None, hardware: str = DEFAULT_HARDWARE,
                  kv_budget: int | None = None, x: str = "steps", seed: int = 0, views: tuple[str, ...] = VIEWS,
-                 controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True):
+                 controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
+                 width: int = BOARD_WIDTH_PX):
         self.engine = Engine()  # dry runs never load the model
         self.seed, self._hold, self.on_trace = seed, False, []
         self.custom = None if isinstance(workload, str) else list(workload)
@@ -110,7 +111,7 @@ class Explorer:
         first = self.simulate(draw=False)
         if first is None:  # the starting settings themselves are bad: say so, draw an empty run
             first = Trace(policy, wl, "modeled", hardware, 1, {}, True)
-        self.board = TraceView(first, 0, x, views, cursor=cursor)
+        self.board = TraceView(first, 0, x, views, cursor=cursor, width=width)
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
@@ -294,8 +295,9 @@ class Compare:
         a = {"policy": "static", **common, **(a or {})}
         b = {"policy": "continuous", **common, **(b or {})}
         self.cursor = Cursor(1)
-        self.left = Explorer(workload, views=views, cursor=self.cursor, real_button=False, **a)
-        self.right = Explorer(workload, views=views, cursor=self.cursor, real_button=False, **b)
+        half = BOARD_WIDTH_PX // 2  # two boards side by side in one notebook column
+        self.left = Explorer(workload, views=views, cursor=self.cursor, real_button=False, width=half, **a)
+        self.right = Explorer(workload, views=views, cursor=self.cursor, real_button=False, width=half, **b)
         for key in ("workload", "n", "rate", "hardware"):  # the same workload on both sides
             W.link((self.left.knobs[key], "value"), (self.right.knobs[key], "value"))
         self.latency = LatencyView(self._pair())

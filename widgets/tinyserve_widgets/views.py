@@ -27,6 +27,7 @@ TEMPLATE = {"layout": {"paper_bgcolor": "white", "plot_bgcolor": "white", "font"
                        "xaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"},
                        "yaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"}}}
 MAX_SERIES = 6  # traces a LatencyView compares at most
+VIEW_WIDTH_PX = 900  # a view shown alone (autosize gave ~550 px in JupyterLab)
 
 
 def new_figure(fig=None) -> go.FigureWidget:
@@ -88,7 +89,7 @@ class View:
             self.fig = new_figure(fig)
             self.panels = [(f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}") for i in range(self.n_panels)]
             self.legend = "legend"
-            self.fig.update_layout(height=self.height, font=FONT, margin=dict(l=60, r=15, t=45, b=45), bargap=0.15,
+            self.fig.update_layout(height=self.height, width=VIEW_WIDTH_PX, font=FONT, margin=dict(l=60, r=15, t=45, b=45), bargap=0.15,
                                    legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0))
             self.widget = W.VBox([self.fig, self.words], layout=W.Layout(width="100%"))
         else:
