@@ -129,10 +129,11 @@ print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  bandwidth {h
       f"arithmetic {hw.peak_flops / 1e12:.0f} TFLOP/s;  overhead {hw.overhead_s * 1e3:.1f} ms per step")
 for s in hw.sources:
     print(" -", s[:160] + ("…" if len(s) > 160 else ""))
+print(f"one decode step for a single sequence (512 tokens of context): {1e3 * clock.decode_step_time(1, 512):.1f} ms")
 
 # %% [markdown]
-# **Predict.** On this model, one sequence's decode step takes about 20 ms. How wide can the batch get before
-# the step takes twice as long?
+# **Predict.** On this model one sequence's decode step takes the time printed on the last line above. How wide
+# can the batch get before the step takes twice as long?
 
 # %%
 p_knee = Predict("At what batch size does the modeled step first take twice as long as B=1?", unit="sequences", lo=1)
@@ -185,8 +186,8 @@ plt.tight_layout()
 # along almost for free. Past the knee the step becomes **compute-bound** and grows with B. The right curve is
 # what the operator pays per token: it falls more than a hundredfold between B = 1 and the knee.
 #
-# That is the whole economic case for batching: without it, a 70B model on this GPU makes ~50 tokens per
-# second *in total*; with a few hundred sequences per step it makes thousands for the same hardware.
+# That is the whole economic case for batching: without it, a 70B model on this GPU makes a few dozen tokens
+# per second *in total*; with a few hundred sequences per step it makes thousands for the same hardware.
 #
 # Why did your CPU's curve rise sooner? The tiny GPT's weights are about 5 MB and stay in the CPU's caches,
 # so there is little memory streaming to share, and a CPU has far less arithmetic to spare than a GPU: each
