@@ -75,7 +75,8 @@ def test_chunks_and_gaps_by_hand():
 
 @pytest.mark.parametrize("workload,policy,knobs", [
     ("chapter-7.1-finisher", "static", {}), ("chapter-7.1-finisher", "continuous", {}),
-    ("chapter-7.2-longtail", "dynamic", {"batch_size": 8}), ("chapter-7.2-longtail", "continuous", {"prefill_first": False}),
+    ("chapter-7.2-longtail", "dynamic", {"batch_size": 8}),
+    ("chapter-7.2-longtail", "continuous", {"prefill_first": False}),
     ("chapter-7.3-long-prompt", "chunked", {"chunk_size": 256}), ("chapter-7.1-padding", "static", {}),
 ])
 def test_arrays_equal_the_steps_and_metrics(workload, policy, knobs):

@@ -335,7 +335,8 @@ class Trace:
             r.num_prefilled = r.prompt_len if r.token_times else 0
             reqs.append(r)
         steps = [StepRecord(sd["index"], sd["start_s"], sd["duration_s"], [SlotWork(**w) for w in sd["works"]],
-                            sd["kv_reserved_bytes"], sd["kv_used_bytes"], sd.get("measured_s"), sd.get("num_waiting", 0))
+                            sd["kv_reserved_bytes"], sd["kv_used_bytes"], sd.get("measured_s"),
+                            sd.get("num_waiting", 0))
                  for sd in d.get("steps", [])]
         kv = d.get("kv", {})
         return cls(d["policy"], d["workload"], d["clock"], d.get("hardware"), d["num_slots"], dict(d.get("knobs", {})),

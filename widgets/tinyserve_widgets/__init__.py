@@ -15,5 +15,6 @@ from .static import board_figure, set_static_fallback
 from .views import KVView, LatencyView, RequestView, SlotTimeline, StepComposition, WasteMeter
 from .words import set_language, t
 
-__all__ = ["show", "TraceView", "Explorer", "Compare", "CONTROLS", "Cursor", "VIEWS", "SlotTimeline", "WasteMeter", "StepComposition", "KVView",
+__all__ = ["show", "TraceView", "Explorer", "Compare", "CONTROLS", "Cursor", "VIEWS", "SlotTimeline", "WasteMeter",
+           "StepComposition", "KVView",
            "LatencyView", "RequestView", "board_figure", "set_static_fallback", "set_language", "t"]

@@ -82,7 +82,8 @@ class TraceView:
         self.cursor = Cursor(len(trace.steps), k) if cursor is None else cursor
         rows = [(tuple(c for c in cells if c[0] in views), h) for cells, h in ROWS]
         rows = [(cells, h) for cells, h in rows if cells]
-        specs = [[x for n in SPAN[len(cells)] for x in ({"colspan": n},) + (None,) * (n - 1)] for cells, _ in rows]
+        specs = [[spec for n in SPAN[len(cells)] for spec in ({"colspan": n},) + (None,) * (n - 1)]
+                 for cells, _ in rows]
         total = sum(h for _, h in rows) + GAP_PX * (len(rows) - 1)
         fig = make_subplots(rows=len(rows), cols=4, specs=specs, row_heights=[h for _, h in rows],
                             vertical_spacing=GAP_PX / total, horizontal_spacing=0.07)
@@ -98,7 +99,8 @@ class TraceView:
                 panels.setdefault(name, []).append((_ref(sp.xaxis), _ref(sp.yaxis)))
                 col += span
         legends = {name: "legend" if i == 0 else f"legend{i + 1}" for i, name in enumerate(panels)}
-        make = {"timeline": lambda h: V.SlotTimeline(trace, k, x=x, host=h), "waste": lambda h: V.WasteMeter(trace, k, h),
+        make = {"timeline": lambda h: V.SlotTimeline(trace, k, x=x, host=h),
+                "waste": lambda h: V.WasteMeter(trace, k, h),
                 "composition": lambda h: V.StepComposition(trace, k, h), "kv": lambda h: V.KVView(trace, k, h),
                 "requests": lambda h: V.RequestView(trace, k, h),
                 "latency": lambda h: V.LatencyView(compare or {trace.policy: trace}, k, h)}
@@ -154,7 +156,8 @@ class TraceView:
         bundle = self.widget._repr_mimebundle_(**kwargs)
         from .static import STATIC_FALLBACK, png_bytes
 
-        if STATIC_FALLBACK["on"] and isinstance(bundle, dict):  # GitHub/nbviewer show this picture; JupyterLab the widget
+        # GitHub/nbviewer show this picture; JupyterLab the widget
+        if STATIC_FALLBACK["on"] and isinstance(bundle, dict):
             bundle["image/png"] = png_bytes(self.static())
         return bundle
 

@@ -129,7 +129,8 @@ def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
             p50, p99 = D.percentiles(v)
             ax.plot([p50, p99], [0.5, 0.99], "o", color=line.get_color(), ms=4)
             ax.annotate(f"{t('lat.p50')} {p50:.0f}", (p50, 0.5), fontsize=7, xytext=(4, -8), textcoords="offset points")
-            ax.annotate(f"{t('lat.p99')} {p99:.0f}", (p99, 0.99), fontsize=7, xytext=(4, -8), textcoords="offset points")
+            ax.annotate(f"{t('lat.p99')} {p99:.0f}", (p99, 0.99), fontsize=7, xytext=(4, -8),
+                        textcoords="offset points")
     for ax, key in ((ax_ttft, "ttft"), (ax_e2e, "e2e")):
         ax.set_title(t(f"lat.{key}"), fontsize=10)
         ax.set_xlabel(t("axis.latency_ms"))

@@ -89,7 +89,8 @@ class View:
             self.fig = new_figure(fig)
             self.panels = [(f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}") for i in range(self.n_panels)]
             self.legend = "legend"
-            self.fig.update_layout(height=self.height, width=VIEW_WIDTH_PX, font=FONT, margin=dict(l=60, r=15, t=45, b=45), bargap=0.15,
+            self.fig.update_layout(height=self.height, width=VIEW_WIDTH_PX, font=FONT, bargap=0.15,
+                                   margin=dict(l=60, r=15, t=45, b=45),
                                    legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0))
             self.widget = W.VBox([self.fig, self.words], layout=W.Layout(width="100%"))
         else:
@@ -432,7 +433,8 @@ class RequestView(View):
         for key in REQ_KEYS:
             self._add(go.Bar(x=[], y=[], base=[], orientation="h", name=t(f"req.{key}"),
                              marker_color=D.STATE_COLORS[key],
-                             hovertemplate="%{y}: %{base:.3f}–%{customdata:.3f} s<extra>" + t(f"req.{key}") + "</extra>"))
+                             hovertemplate="%{y}: %{base:.3f}–%{customdata:.3f} s<extra>" + t(f"req.{key}")
+                             + "</extra>"))
         self._add_shape(0, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
         self._title()
         self.note(0).text = t("title.requests")
