@@ -23,11 +23,11 @@ from .words import t
 
 BATCH = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 CHUNKS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
-BUDGETS = [("auto", "auto"), 32, 64, 128, 256, 544, 1024, 2048, 4096, 8192]
-TIMEOUTS = [("full batch", "full"), 0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0]
-WAITS = [1, 5, 20, 100, ("∞", math.inf)]
-KV_BUDGETS = [("no cap", "none"), ("0.1 GB", 10**8), ("1 GB", 10**9), ("4 GB", 4 * 10**9), ("16 GB", 16 * 10**9),
-              ("64 GB", 64 * 10**9)]
+# option labels given as word keys ("opt.*"); _opts() looks them up when a slider is built
+BUDGETS = [("opt.auto", "auto"), 32, 64, 128, 256, 544, 1024, 2048, 4096, 8192]
+TIMEOUTS = [("opt.full_batch", "full"), 0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0]
+WAITS = [1, 5, 20, 100, ("opt.unbounded", math.inf)]
+KV_BUDGETS = [("opt.no_cap", "none")] + [(f"{gb:g} GB", int(gb * 10**9)) for gb in (0.1, 1, 4, 16, 64)]
 RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
 HAS_WAITING_STEPS = "max_waiting_steps" in inspect.signature(Engine.start).parameters
@@ -45,7 +45,8 @@ def _unset(v):
 
 def _opts(base: list, value) -> list[tuple[str, object]]:
     """(label, value) slider options with value among them (a caller's own value is inserted in order)."""
-    named = [o for o in base if isinstance(o, tuple)]
+    named = [(t(label) if label.startswith("opt.") else label, v)
+             for label, v in (o for o in base if isinstance(o, tuple))]
     plain = sorted({o for o in base if not isinstance(o, tuple)} | (
         set() if value in [v for _, v in named] or value is None else {value}))
     return named + [(f"{v:g}" if isinstance(v, float) else str(v), v) for v in plain]
