@@ -56,6 +56,7 @@ def waste_by_hand(tr: Trace, k: int) -> dict:
 def test_at_cursor_k_every_view_shows_step_k(policy, knobs):
     tr = dry(MIXED, policy, **knobs)
     view = tw.show(tr)
+    assert "application/vnd.jupyter.widget-view+json" in view._repr_mimebundle_()
     n = len(tr.steps)
     for k in sorted({0, 1, n // 2, n - 1}):
         view.set_cursor(k)
@@ -171,6 +172,7 @@ def test_extreme_knobs_keep_the_explorer_usable(knobs, ok):
     ex = tw.Explorer("chapter-7.1-finisher", policy="static", n=6)
     before = ex.trace
     got = ex.set(**knobs)
+    assert "application/vnd.jupyter.widget-view+json" in ex._repr_mimebundle_()
     if ok is False:
         assert got is None and ex.trace is before and "Cannot run these settings" in ex.message.value
     else:
@@ -204,9 +206,7 @@ def test_static_fallback_draws_every_view(policy, knobs):
     fig = tw.board_figure(tr, k=3)
     # timeline, waste, kv, two composition panels, requests, ttft, e2e
     assert len(fig.axes) == 8
-    from tinyserve_widgets.static import png_bytes
-
-    assert png_bytes(fig).startswith(b"\x89PNG")
+    assert fig._repr_png_().startswith(b"\x89PNG")  # a notebook shows it without pyplot's inline backend
 
 
 def test_compare_shares_one_cursor_and_one_workload():
@@ -216,6 +216,7 @@ def test_compare_shares_one_cursor_and_one_workload():
     c.cursor.value = 3
     assert c.left.board.views["timeline"].k == c.right.board.views["timeline"].k == 3
     assert "static" in c.words.value and "continuous" in c.words.value
+    assert "application/vnd.jupyter.widget-view+json" in c._repr_mimebundle_()  # displays as a widget
 
 
 def test_real_run_draws_the_measured_trace_and_survives_an_interrupt(monkeypatch):

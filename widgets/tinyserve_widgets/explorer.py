@@ -281,10 +281,15 @@ class Explorer:
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        from .static import STATIC_FALLBACK, png_bytes
+        from .static import STATIC_FALLBACK, board_figure, png_bytes
 
         if STATIC_FALLBACK["on"] and isinstance(bundle, dict) and self.trace is not None:
-            bundle["image/png"] = png_bytes(self.board.static())
+            # the timeline and waste meter only: the whole board's PNG costs ~0.8 s, the explorer's first draw
+            # has a 1 s budget (these two: ~0.2 s)
+            views = tuple(v for v in ("timeline", "waste") if v in self.board.views) or tuple(self.board.views)
+            fig = board_figure(self.trace, self.board.k, views=views,
+                               x=self.board.views["timeline"].x if "timeline" in self.board.views else "steps")
+            bundle["image/png"] = png_bytes(fig)
         return bundle
 
 
@@ -313,6 +318,9 @@ class Compare:
                                                           W.VBox([W.HTML(f"<b>{t('compare.right')}</b>"),
                                                                   self.right.widget], layout=half)]),
                               self.words, self.latency.widget], layout=W.Layout(width="100%"))
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
 
     def _pair(self) -> dict[str, Trace]:
         la, lb = (f"{t('compare.' + s)}: {e.trace.policy}" for s, e in (("left", self.left), ("right", self.right)))

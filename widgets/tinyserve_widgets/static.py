@@ -13,10 +13,17 @@ from tinyserve.trace import GRID_PHASES, Trace
 from . import data as D
 from .words import t
 
-STATIC_FALLBACK = {"on": True}  # TraceView/Explorer add a PNG beside the widget in the notebook's output
+STATIC_FALLBACK = {"on": True}  # displayed TraceView/Explorer outputs also carry a PNG (GitHub shows it)
 _CODES = list(range(len(GRID_PHASES) + 1))
 _CMAP = ListedColormap([D.COLORS[c] for c in _CODES])
 _NORM = BoundaryNorm(np.arange(len(_CODES) + 1) - 0.5, len(_CODES))
+
+
+class StaticFigure(Figure):
+    """A matplotlib Figure that a notebook shows as a PNG without pyplot (no inline backend needed)."""
+
+    def _repr_png_(self) -> bytes:
+        return png_bytes(self, dpi=80)
 
 
 def set_static_fallback(on: bool) -> None:
@@ -174,7 +181,7 @@ def board_figure(trace: Trace, k: int = 0, views: tuple[str, ...] = ("timeline",
         rows.append(("composition", 5.2))
     if "requests" in views or "latency" in views:
         rows.append(("requests_latency", 3.6))
-    fig = Figure(figsize=(11, sum(h for _, h in rows) + 0.6 * len(rows)), layout="constrained")
+    fig = StaticFigure(figsize=(11, sum(h for _, h in rows) + 0.6 * len(rows)), layout="constrained")
     sub = fig.subfigures(len(rows), 1, height_ratios=[h for _, h in rows]) if len(rows) > 1 else [fig]
     for (name, _), sf in zip(rows, np.atleast_1d(sub)):
         if name == "timeline":
