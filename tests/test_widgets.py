@@ -157,6 +157,8 @@ def test_a_knob_change_draws_the_engine_run_for_that_knob():
     assert np.array_equal(values(ex.board.views["timeline"].tr(0).z), D.timeline_data(want).z)
     scale = D.kv_unit(want)[1]
     assert list(values(ex.board.views["kv"].tr(0).y)) == [s.kv_reserved_bytes / scale for s in want.steps]
+    ex.set(x="time")
+    assert "modeled" in ex.board.views["timeline"].xaxis().title.text
     ex.set(policy="chunked", chunk_size=16)
     assert ex.trace.knobs["chunk_size"] == 16 and ex.board.views["composition"].trace is ex.trace
     assert ex.knobs["timeout"].disabled and not ex.knobs["chunk_size"].disabled

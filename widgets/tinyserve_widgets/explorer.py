@@ -184,6 +184,8 @@ class Explorer:
                 w.value = v
         finally:
             self._hold = False
+        if "x" in values and "timeline" in self.board.views:
+            self.board.views["timeline"].x = values["x"]  # drawn by the re-run below
         return self.simulate()
 
     def _changed(self, change) -> None:
