@@ -96,7 +96,7 @@ print(p_gap.reveal(round(worst_gap_ms(pf), 1)))
 
 # %% [markdown]
 # Prefill-first gives the newcomer its first token fast, but every one of the thirty users sees a stall of
-# over half a second. Decode-first keeps them smooth but parks the newcomer until the others are done —
+# about half a second. Decode-first keeps them smooth but parks the newcomer until the others are done —
 # seconds. Forcing the newcomer in after a bounded wait (as TGI's router does) only moves the stall: the thirty
 # still wait for one huge step, just later.
 
