@@ -64,7 +64,7 @@ def main() -> None:
                  "note": "calibration and validation in one process, back to back; the machine was shared with "
                          "other processes (see the load average), so times are noisy",
                  "workloads": validation.SCALED, "preset": {k: getattr(preset, k) for k in (
-                     "overhead_s", "call_overhead_s", "row_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
+                     "overhead_s", "call_overhead_s", "row_overhead_s", "walk_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
                      "peak_flops", "attn_flops")},
                  "fit": preset.details.get("fit"), "goals": goals, "rows": rows}
         validation.TABLE_FILE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")

@@ -246,7 +246,8 @@ def test_fit_recovers_known_rates():
     works += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 1024), (512, 2048))]
     works += [[Work(i, None, "decode", 40, 1) for i in range(8)] + [Work(8, None, "prefill", 0, 20, padding=30)]]
     works += [[Work(i, None, "prefill", 0, 32) for i in range(16)]]
-    truth = {"overhead_s": 3e-4, "call_overhead_s": 5e-5, "row_overhead_s": 2e-5, "bandwidth_Bps": 40e9,
+    truth = {"overhead_s": 3e-4, "call_overhead_s": 5e-5, "row_overhead_s": 2e-5, "walk_overhead_s": 5e-8,
+             "bandwidth_Bps": 40e9,
              "kv_bandwidth_Bps": 10e9, "peak_flops": 30e9, "attn_flops": 8e9}
     clock = ModeledClock(HardwarePreset(**{**base.__dict__, **truth}))
     times = np.array([clock.step_time(w) for w in works])

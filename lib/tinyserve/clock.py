@@ -9,7 +9,9 @@ datacenter GPU, pricing each part of the step the way it runs:
   prefill attention computes, per segment: max(prefix kv bytes / kv bandwidth, 4 x n_layer x attn_dim x pairs / attn_flops)
   kv writes       the new tokens' K/V: kv bytes / kv bandwidth
   overheads       overhead_s per step + call_overhead_s per attention call + row_overhead_s per sequence (row)
-                  of each attention call (on a CPU, SDPA's per-(sequence, head) set-up: 48 us a decode here)
+                  of each attention call (on a CPU, SDPA's per-(sequence, head) set-up: ~50 us a decode here)
+                  + walk_overhead_s per key position of a decode call's longest context (a CPU kernel walks the
+                  keys in sequence: one sequence reading 2,000 keys got ~30% less bandwidth per key than 32 did)
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibrate() fits the two rates apart. The parts are added, not overlapped: a prefill chunk's compute no longer hides the decodes' KV reads (on a GPU
@@ -78,14 +80,17 @@ class HardwarePreset:
     attn_flops: float = 0.0  # effective flop/s of attention (QK^T, AV); 0 = peak_flops
     call_overhead_s: float = 0.0  # fixed cost of one attention call (a decode group, a prefill segment)
     row_overhead_s: float = 0.0  # fixed cost of each sequence (row) an attention call handles
+    walk_overhead_s: float = 0.0  # cost per key position a decode call walks (its longest context), rows aside
     kv_bandwidth_Bps: float = 0.0  # effective rate of KV reads and writes; 0 = bandwidth_Bps (both stream from HBM)
     attention: str = "paged"  # how attention calls are made: see ATTENTION
 
 
 _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
             "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float,
-            "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float}
-_MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps"}
+            "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
+            "walk_overhead_s": float}
+_MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
+                "walk_overhead_s"}
 ATTENTION = ("paged", "tinyserve-cpu", "tinyserve-cuda")  # see the module docstring
 
 
@@ -218,8 +223,10 @@ class ModeledClock:
                 rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
                 keys = rows * max(k for _, _, k in g)
                 attn.append(("decode", keys, keys, rows))
+        walk = sum(k // r for kind, k, _, r in attn if kind == "decode") if mode != "paged" else (
+            max((k for _, _, k in decodes), default=0))  # a call's longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
-                "attn": attn}
+                "walk": walk, "attn": attn}
 
     def cost(self, works: list[Work]) -> dict:
         """Bytes, flops and seconds of each part of one step; a pure function of the works."""
@@ -242,7 +249,7 @@ class ModeledClock:
             memory_s += part if b / kv_bw >= f / attn_rate else 0.0
         write_s = hw.kv_bytes_per_token * t["kv_written"] / kv_bw
         memory_s += write_s
-        calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"]
+        calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
         total = linear_s + sum(attn_s.values()) + write_s
         compute_s = total - memory_s
         return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * t["kv_written"],
@@ -393,7 +400,7 @@ def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
 
 
 def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least squares with non-negative coefficients, by trying every subset of columns (there are 7)."""
+    """Least squares with non-negative coefficients, by trying every subset of columns (there are 8)."""
     best, best_res = np.zeros(X.shape[1]), float(np.sum(y ** 2))
     for k in range(1, X.shape[1] + 1):
         for cols in combinations(range(X.shape[1]), k):
@@ -413,6 +420,7 @@ class StepShape:
 
     calls: int
     rows: int
+    walk: int
     write_bytes: float
     lin_bytes: float
     lin_flops: float
@@ -423,26 +431,26 @@ def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
     """The StepShape of a step under this preset's model shape and attention mode."""
     t = ModeledClock(preset).terms(works)
     per_pair = 4.0 * preset.n_layer * preset.attn_dim
-    return StepShape(t["calls"], t["rows"], preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
+    return StepShape(t["calls"], t["rows"], t["walk"], preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
                      2.0 * preset.nonembed_params * t["tokens"],
                      [(preset.kv_bytes_per_token * k, per_pair * p) for _, k, p, _ in t["attn"]])
 
 
-def _predict(shapes: list[StepShape], o: float, c: float, r: float, a: float, k: float, b: float, d: float
-             ) -> np.ndarray:
-    return np.array([o + c * s.calls + r * s.rows + k * s.write_bytes + max(a * s.lin_bytes, b * s.lin_flops)
+def _predict(shapes: list[StepShape], o: float, c: float, r: float, w: float, a: float, k: float, b: float,
+             d: float) -> np.ndarray:
+    return np.array([o + c * s.calls + r * s.rows + w * s.walk + k * s.write_bytes + max(a * s.lin_bytes, b * s.lin_flops)
                      + sum(max(k * kb, d * f) for kb, f in s.attn) for s in shapes])
 
 
 def fit_cost(shapes: list[StepShape], times: np.ndarray) -> dict:
-    """Fit the overheads (step, call, row), the two bandwidths and two flop rates to measured times (relative error).
+    """Fit the overheads (step, call, row, walk), two bandwidths and two flop rates to measured times (relative error).
 
     Each max() in the cost is linear once we know which side wins, so alternate: fix every term's side (memory
     or compute), solve the non-negative linear problem (rows divided by their time, so fast and slow steps count
     alike), re-decide the sides with the new rates, repeat; keep the best fit seen over a few starting guesses.
     """
     def solve(mem_lin: list[bool], mem_attn: list[list[bool]]) -> np.ndarray:
-        X = np.array([[1.0, s.calls, s.rows, s.lin_bytes if ml else 0.0,
+        X = np.array([[1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0,
                        s.write_bytes + sum(kb for (kb, _), m in zip(s.attn, ma) if m),
                        0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m)]
                       for s, ml, ma in zip(shapes, mem_lin, mem_attn)])
@@ -454,19 +462,19 @@ def fit_cost(shapes: list[StepShape], times: np.ndarray) -> dict:
         mem_lin = [lin0] * len(shapes)
         mem_attn = [[attn0] * len(s.attn) for s in shapes]
         for _ in range(30):
-            o, c, r, a, k, b, d = solve(mem_lin, mem_attn)
+            o, c, r, w, a, k, b, d = solve(mem_lin, mem_attn)
             # never infinitely fast: finite, JSON-writable
             a, k, b, d = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16)
-            err = float(np.sum(((_predict(shapes, o, c, r, a, k, b, d) - times) / times) ** 2))
+            err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d) - times) / times) ** 2))
             if err < best_err:
-                best, best_err = (o, c, r, a, k, b, d), err
+                best, best_err = (o, c, r, w, a, k, b, d), err
             new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
             new_attn = [[k * kb >= d * f for kb, f in s.attn] for s in shapes]
             if new_lin == mem_lin and new_attn == mem_attn:
                 break
             mem_lin, mem_attn = new_lin, new_attn
-    o, c, r, a, k, b, d = best
-    return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r),
+    o, c, r, w, a, k, b, d = best
+    return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r), "walk_overhead_s": float(w),
             "bandwidth_Bps": float(1 / a), "kv_bandwidth_Bps": float(1 / k),
             "peak_flops": float(1 / b), "attn_flops": float(1 / d)}
 
