@@ -103,10 +103,9 @@ ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)", ylabel
 plt.tight_layout()
 
 # %% [markdown]
-# On a CPU the step time does grow with B, and the cost per token stops falling after a handful of sequences
-# (your numbers will differ from the saved ones; the machine that built this notebook was shared with other
-# jobs, so they are noisy). Why it grows on a CPU, and why it hardly grows on a GPU serving a big model, is the
-# next section.
+# On a CPU the step time does grow with B; the cost per token falls for a while, then stops falling once the
+# CPU's arithmetic is busy. (Your numbers will differ from the saved ones, which were taken on a machine shared
+# with other jobs.) Why it grows on a CPU, and why it hardly grows on a GPU serving a big model, is section 4.
 
 # %% [markdown]
 # ## 3. Can a cost model stand in for a GPU?
@@ -140,13 +139,15 @@ Markdown(format_table(saved["rows"]))
 #
 # A data-centre model is a different beast. Take a Llama-3-70B-class model with 8-bit (FP8) weights on one
 # NVIDIA H200. Every decode step has to stream all ~70 GB of weights from the GPU's memory (HBM) into its
-# compute units, whatever the batch. The cost model below (a *roofline*) says a step takes the longer of
+# compute units, whatever the batch. The cost model below prices the parts of a step the way a GPU runs them:
 #
-# * **memory time**: bytes read (weights once, plus each sequence's KV cache) ÷ memory bandwidth, and
-# * **compute time**: arithmetic (2 flops per parameter per token, plus attention) ÷ peak arithmetic rate,
+# * **linear layers**: the longer of *weight bytes ÷ memory bandwidth* (streaming the weights once) and
+#   *2 flops per parameter per token ÷ arithmetic rate*;
+# * **attention**: each sequence reads its own KV cache (bytes ÷ bandwidth), or computes it for a prompt;
+# * a fixed **overhead** per step (scheduling, launches, sampling).
 #
-# plus a fixed overhead per step. Its numbers come from the published H200 datasheet with stated efficiency
-# assumptions (printed below).
+# Its rates come from the published H200 datasheet with stated efficiency assumptions (printed below). A step
+# is *memory-bound* while moving bytes takes longer than the arithmetic, *compute-bound* after that.
 
 # %%
 clock = ModeledClock("h200-70b-fp8")
