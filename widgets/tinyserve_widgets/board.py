@@ -163,6 +163,6 @@ class TraceView:
 
 
 def show(trace: Trace, k: int = 0, x: str = "steps", views: tuple[str, ...] = VIEWS,
-         compare: dict[str, Trace] | None = None) -> TraceView:
+         compare: dict[str, Trace] | None = None, width: int = BOARD_WIDTH_PX) -> TraceView:
     """Every view of a trace under one cursor (returns the TraceView; display it as a cell's last line)."""
-    return TraceView(trace, k, x, views, compare)
+    return TraceView(trace, k, x, views, compare, width=width)
