@@ -63,7 +63,6 @@ dur = np.array([s.duration_s for s in trace.steps], dtype=np.float64)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-slab_tokens = trace.knobs.get("slab_tokens") or int(reserved.max() / hw.kv_bytes_per_token / trace.num_slots)
 print(f"KV bytes in: {trace.kv_units} units; {trace.num_slots} slots")
 print(f"peak reserved {reserved.max() / 1e9:.1f} GB, peak used {used.max() / 1e9:.1f} GB")
 share = float(np.sum(used * dur) / np.sum(reserved * dur))
