@@ -111,6 +111,12 @@ plt.tight_layout()
 #
 # **Our scenario** (`gallery-orca-early-finish.jsonl`): x1 and x2 with 2-token prompts; x1 makes 4 tokens,
 # x2 makes 2.
+#
+# **Predict.** Batched as a unit, how many tokens will the engine compute for x2 after it is done?
+
+# %%
+p_orca = Predict("Tokens computed for x2 after it is done (request-level batching)?", unit="tokens", lo=0)
+p_orca
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -121,6 +127,7 @@ print("iteration-level (continuous):\n" + story(cont))
 print("figure: x2 ends at iteration 2, yet iterations 3 and 4 still compute it")
 print(f"engine: x2's tokens in iterations {token_iterations(static)['x2']} under both; static computes it again in "
       f"{iterations(static, 'x2', 'wasted')}, continuous in {iterations(cont, 'x2', 'wasted')}")
+print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
 
 # %% [markdown]
 # Same rule as the figure: our static policy keeps a done member's slot computing (`x2:w`) until the batch
