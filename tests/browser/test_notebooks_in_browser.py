@@ -7,6 +7,7 @@ screenshot is taken first and its path is in the message.
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -31,41 +32,50 @@ RUN_TIMEOUT_S = 600  # a notebook runs in <= 60 s on 2 quiet cores; a shared mac
 REPAINT_TIMEOUT_S = 30  # time allowed for a slider's redraw to show up (the speed target itself is benchmarked)
 
 # Walks the open notebook's cells: the model (outputs, execution counts) and the DOM that renders it.
-STATE_JS = """() => {
+STATE_JS = """(path) => {
   if (!window.jupyterapp) return {ready: false, status: ''};
   const panel = window.jupyterapp.shell.currentWidget;
-  const r = {ready: !!(panel && panel.content && panel.content.widgets), pending: 0, running: 0, errors: [],
-             widgets: 0, widgetsOk: 0, widgetsBad: [], plotly: 0, plotlyOk: 0, sliders: 0, cells: 0};
+  const r = {ready: !!(panel && panel.content && panel.content.widgets && panel.context
+                       && panel.context.path === path),
+             pending: 0, running: 0, errors: [], widgets: 0, widgetsOk: 0, widgetsBad: [], plotly: 0,
+             plotlyOk: 0, sliders: 0, cells: 0, code: 0,
+             status: (document.querySelector('#jp-main-statusbar') || {}).textContent || ''};
   if (!r.ready) return r;
   panel.content.widgets.forEach((cell, i) => {
     const m = cell.model;
     if (m.type !== 'code') return;
     r.cells++;
-    if (m.sharedModel.getSource().trim() && m.executionCount === null) r.pending++;
+    const code = m.sharedModel.getSource().trim() !== '';
+    r.code += code ? 1 : 0;
+    if (code && m.executionCount === null) r.pending++;
     const prompt = cell.node.querySelector('.jp-InputPrompt');
     if (prompt && prompt.textContent.includes('*')) r.running++;
+    // output j of the model is child j of the cell's output area (the DOM that renders it)
+    const areas = cell.outputArea ? cell.outputArea.widgets : [];
     for (let j = 0; j < m.outputs.length; j++) {
       const o = m.outputs.get(j).toJSON();
       if (o.output_type === 'error') r.errors.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
-    }
-    cell.node.querySelectorAll('.jp-OutputArea-output').forEach(out => {
-      const mime = out.getAttribute('data-mime-type') || '';
-      if (mime === 'application/vnd.jupyter.widget-view+json') {
+      const data = o.data || {};
+      const node = areas[j] ? areas[j].node : null;
+      if (data['application/vnd.jupyter.widget-view+json']) {
         r.widgets++;
-        const bad = out.querySelector('.jupyter-widgets-error-widget') ||
-                    out.textContent.includes('Error displaying widget');
-        const h = out.getBoundingClientRect().height;
+        const bad = !node || node.querySelector('.jupyter-widgets-error-widget') ||
+                    node.textContent.includes('Error displaying widget');
+        const h = node ? node.getBoundingClientRect().height : 0;
         if (!bad && h > 0) r.widgetsOk++; else r.widgetsBad.push(`cell ${i}: ${bad ? 'error' : 'empty'}`);
       }
-      if (mime === 'application/vnd.plotly.v1+json') r.plotly++;
-    });
+      if (data['application/vnd.plotly.v1+json']) {
+        r.plotly++;
+        if (node && node.querySelector('.js-plotly-plot svg.main-svg')) r.plotlyOk++;
+      }
+    }
   });
+  r.errorWidgets = document.querySelectorAll('.jupyter-widgets-error-widget').length;
   const plots = [...document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')];
   r.plotlyDrawn = plots.filter(p => p.querySelector('svg.main-svg') && p.getBoundingClientRect().height > 0).length;
   r.plotlyAll = plots.length;
   r.sliders = document.querySelectorAll('.jp-OutputArea-output .widget-slider .noUi-handle').length;
-  r.errorText = document.body.innerText.includes('Error displaying widget');
-  r.status = (document.querySelector('#jp-main-statusbar') || {}).textContent || '';
+  r.errorText = r.errorWidgets > 0 || document.body.innerText.includes('Error displaying widget');
   return r;
 }"""
 
@@ -110,13 +120,18 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-    state = lambda: page.evaluate(STATE_JS)  # noqa: E731
+    state = lambda: page.evaluate(STATE_JS, notebook)  # noqa: E731
     try:
-        page.goto(f"{lab}/lab/tree/{notebook}", timeout=120_000)
+        # a workspace of its own, reset: only this notebook open, so run-all and every check address it
+        workspace = re.sub(r"[^A-Za-z0-9-]", "-", name)  # a dot in the name breaks the workspace route
+        page.goto(f"{lab}/lab/workspaces/{workspace}/tree/{notebook}?reset", timeout=120_000)
         _wait(lambda: state()["ready"] and "| Idle" in state()["status"], 180, "the kernel to be idle", page, shot)
+        # the committed notebook is already executed: clear it, so a cell counts as run only once it ran here
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'); }")
+        _wait(lambda: (lambda s: s["pending"] == s["code"])(state()), 60, "outputs to clear", page, shot)
         # run-all before "| Idle" silently does nothing; do not hand the command's promise back to Playwright
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        _wait(lambda: (lambda s: s["running"] or s["pending"] < s["cells"])(state()), 60,
+        _wait(lambda: (lambda s: s["running"] or s["pending"] < s["code"])(state()), 60,
               "run-all to start", page, shot)
 
         def finished():
@@ -131,9 +146,10 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
         if s["errors"]:
             problems.append(f"error outputs: {s['errors']}")
         if s["widgetsBad"] or s["errorText"]:
-            problems.append(f"widgets not displayed: {s['widgetsBad']} error text: {s['errorText']}")
-        if s["plotlyDrawn"] != s["plotlyAll"]:
-            problems.append(f"plotly figures drawn {s['plotlyDrawn']} of {s['plotlyAll']}")
+            problems.append(f"widgets not displayed: {s['widgetsBad']}, error widgets {s['errorWidgets']}")
+        if s["plotlyDrawn"] != s["plotlyAll"] or s["plotlyOk"] != s["plotly"]:
+            problems.append(f"plotly figures drawn {s['plotlyDrawn']} of {s['plotlyAll']} "
+                            f"(plotly outputs {s['plotlyOk']} of {s['plotly']})")
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]
