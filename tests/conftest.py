@@ -7,6 +7,7 @@ silently missing test.
 from __future__ import annotations
 
 import copy
+import signal
 from collections.abc import Callable
 
 import pytest
@@ -138,3 +139,9 @@ def greedy_alone(model: TinyGPT, r: Request) -> list[int]:
                 break
             ids.append(tok)
     return out
+
+
+def default_sigint() -> None:
+    """Let the child take Ctrl-C even when this run was started with SIGINT ignored (a background CI job):
+    Python installs its KeyboardInterrupt handler only if SIGINT is at its default when it starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_sigint
 from tinyserve.tokenizer import BOS, decode
 from tinyserve.workloads import WORKLOADS
 
@@ -342,7 +343,8 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     # a real run long enough to be interrupted mid-way (32 requests, one of 2,000 tokens)
     p = subprocess.Popen([sys.executable, "-m", "tinyserve", "run", "--workload", "chapter-7.1-finisher",
                           "--policy", "static", "--device", "cpu"], cwd=tmp_path, env=ENV,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                         preexec_fn=default_sigint)
     time.sleep(3.0)  # well past interpreter start-up: inside main()
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_sigint
 from tinyserve.errors import TinyserveError
 from tinyserve.replay import SSEEvent, SSEParser, preflight, replay
 from tinyserve.requests import Request
@@ -328,7 +329,8 @@ def test_ctrl_c_stops_and_still_writes_the_trace(server: str, tmp_path: Path) ->
                                       '{"id": "stuck", "prompt": "trickle", "max_new_tokens": 99, "ignore_eos": true}\n')
     p = subprocess.Popen([sys.executable, "-m", "tinyserve", "replay", "--url", server, "--workload", "w.jsonl",
                           "--json", "--trace", "t.json"], cwd=tmp_path, env=ENV, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=default_sigint)
     try:
         deadline = time.time() + 30
         while not ("ok" in Fake.finished and any(b["prompt"] == "trickle" for b in Fake.bodies)):
