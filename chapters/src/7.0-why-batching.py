@@ -16,7 +16,6 @@
 # use your clock and will differ from the numbers saved in this file.
 
 # %%
-import warnings
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -28,7 +27,6 @@ from tinyserve.tokenizer import decode, encode
 from tinyserve.workloads import make_prompt
 from tinyserve_widgets.predict import Predict
 
-warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
 
 # ▶ CHAPTER_SCALE: False keeps every cell to a few seconds on a laptop; True measures larger batches.
 CHAPTER_SCALE = False

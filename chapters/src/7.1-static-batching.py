@@ -14,7 +14,6 @@
 # *modeled* for a 70B-class model on an NVIDIA H200 (see 7.0), so they are the same everywhere too.
 
 # %%
-import warnings
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -25,7 +24,6 @@ from tinyserve.engine import Engine
 from lab_figures import slot_timeline
 from tinyserve_widgets.predict import Predict
 
-warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
 
 # ▶ CHAPTER_SCALE: False runs the fastest-finisher scenario on the real model with a 400-token long answer
 #   (seconds); True runs the chapter's 2,000 tokens on the real model too (about 4× longer).

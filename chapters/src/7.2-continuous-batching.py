@@ -14,7 +14,6 @@
 # batching*; vLLM and TGI are built around it.
 
 # %%
-import warnings
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -25,7 +24,6 @@ from tinyserve.workloads import get_workload
 from lab_figures import slot_timeline
 from tinyserve_widgets.predict import Predict
 
-warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
 
 # ▶ CHAPTER_SCALE: False runs 16 requests of the long-tail traffic on the real model (seconds);
 #   True runs all of them. Checked numbers come from dry runs of the full workloads either way.

@@ -16,7 +16,6 @@
 # %%
 import math
 
-import warnings
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -27,7 +26,6 @@ from tinyserve.workloads import get_workload
 from lab_figures import step_composition
 from tinyserve_widgets.predict import Predict
 
-warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
 
 # ▶ CHAPTER_SCALE: False checks the real model on one policy (seconds); True runs all three policies on it.
 CHAPTER_SCALE = False

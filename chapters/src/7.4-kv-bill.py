@@ -15,7 +15,6 @@
 # layers) in the memory an H200 has left after the weights.
 
 # %%
-import warnings
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -27,7 +26,6 @@ from tinyserve.engine import Engine
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.predict import Predict
 
-warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
 
 dry = Engine()
 hw = get_preset("h200-70b-fp8")
