@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import tinyserve
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
-from lab_figures import slot_timeline
+from tinyserve_widgets.static import plot_timeline
 from tinyserve_widgets.predict import Predict
 
 
@@ -149,7 +149,8 @@ tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.2))
-slot_timeline(static, ax=ax, title="static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)");
+plot_timeline(ax, static)
+ax.set_title("static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)", fontsize=10);
 
 # %% [markdown]
 # Red is work thrown away. The thin green stripes at the left are the 20 useful steps of each short request;

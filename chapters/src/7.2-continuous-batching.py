@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import tinyserve
 from tinyserve.engine import Engine
 from tinyserve.workloads import get_workload
-from lab_figures import slot_timeline
+from tinyserve_widgets.static import plot_timeline
 from tinyserve_widgets.predict import Predict
 
 
@@ -89,8 +89,11 @@ tw.show(small, k=len(small.steps) - 1, views=("timeline", "waste"))
 
 # %%
 fig, ax = plt.subplots(2, 1, figsize=(10, 6.5))
-slot_timeline(stat, ax=ax[0], title="static: the second group waits for r0", steps=slice(0, 2100))
-slot_timeline(cont, ax=ax[1], title="continuous: freed slots are refilled at once", steps=slice(0, 2100))
+for a, tr, title in ((ax[0], stat, "static: the second group waits for r0"),
+                     (ax[1], cont, "continuous: freed slots are refilled at once")):
+    plot_timeline(a, tr)
+    a.set_xlim(-0.5, 2100)  # the same steps on both, so the two runs line up
+    a.set_title(title, fontsize=10)
 plt.tight_layout()
 
 # %% [markdown]

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import tinyserve
 from tinyserve.engine import Engine
 from tinyserve.workloads import get_workload
-from lab_figures import step_composition
+from tinyserve_widgets.static import plot_composition
 from tinyserve_widgets.predict import Predict
 
 
@@ -112,9 +112,14 @@ import tinyserve_widgets as tw
 tw.show(ch, k=first_chunk, views=("composition",))  # the live view, at the newcomer's first chunk
 
 # %%
-fig, ax = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True)
-for a, name in zip(ax, ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")):
-    step_composition(traces[name], ax=a, title=name, steps=slice(max(0, arrival - 5), arrival + 40))
+fig, ax = plt.subplots(3, 2, figsize=(11, 9))
+for row, name in zip(ax, ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")):
+    tr = traces[name]
+    first = next(s.index for s in tr.steps if any(w.request_id == "long" for w in s.works))
+    plot_composition(row[0], row[1], tr, first)  # cursor at the newcomer's first computed step
+    for a in row:
+        a.set_xlim(max(0, arrival - 5), arrival + 40)
+    row[0].set_title(f"{name}: tokens per step", fontsize=10)
 plt.tight_layout()
 
 # %% [markdown]

@@ -98,7 +98,7 @@ def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
     ax_series.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax_series.set_ylabel(t("axis.tokens"))
     ax_series.set_title(t("title.composition"), fontsize=10)
-    ax_series.legend(fontsize=7, ncol=5, loc="upper right", frameon=False)
+    ax_series.legend(fontsize=7, ncol=2, loc="upper right", frameon=False)  # fits a half-width panel too
     ax_gaps.step(steps, sa.max_itl_s * 1e3, where="post", color="#333", lw=1, label=t("comp.itl"))
     has = ~np.isnan(sa.max_ttft_s)
     ax_gaps.plot(steps[has], sa.max_ttft_s[has] * 1e3, "D", color="#e45756", ms=4, label=t("comp.ttft"))

@@ -65,7 +65,7 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "comp.chunk_of": "{id}: chunk {a}–{b}",
     "comp.itl": "longest gap between two tokens of an in-flight request",
     "comp.ttft": "time to first token of a newcomer",
-    "comp.sentence": "Step {k}: {decodes} decode tokens and {prefill} prefill tokens ({chunks} chunks); "
+    "comp.sentence": "Step {k}: {decodes} decode tokens and {prefill} prefill tokens in {chunks} chunk(s); "
                      "longest inter-token gap {itl}; step time {dur:.1f} ms.",
     # KV
     "kv.reserved": "reserved",
