@@ -12,7 +12,6 @@
 # every count and time printed here is the same on any machine.
 
 # %%
-import warnings
 
 import matplotlib.pyplot as plt
 
@@ -23,7 +22,6 @@ from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve import sweeps
 from tinyserve_widgets.predict import Predict
 
-warnings.filterwarnings("ignore", message="Message serialization failed")  # plotly gaps (NaN) in widget messages
 
 dry = Engine()
 tw.set_static_fallback(False)  # each section draws its own static picture below the widgets (for GitHub)
