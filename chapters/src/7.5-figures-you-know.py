@@ -20,6 +20,7 @@ from tinyserve.engine import Engine
 from tinyserve.figures import frames, iterations, story, token_iterations, waiting
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve import sweeps
+from tinyserve_widgets import sweep_plots
 from tinyserve_widgets.predict import Predict
 
 
@@ -362,7 +363,7 @@ curves = sweeps.capacity_sweep(sweeps.capacity_settings(), targets_ms=targets, n
 print(sweeps.capacity_table(curves, targets))
 
 # %%
-sweeps.plot_capacity(curves, targets)
+sweep_plots.plot_capacity(curves, targets)
 plt.tight_layout()
 
 # %% [markdown]
@@ -417,7 +418,7 @@ res = sweeps.cdfs(loads=(2.0, 6.0), spread=spread)
 print(sweeps.cdf_table(res))
 
 # %%
-sweeps.plot_cdfs(res)
+sweep_plots.plot_cdfs(res)
 plt.tight_layout()
 
 # %% [markdown]

@@ -1,0 +1,45 @@
+"""Static pictures of the papers' sweeps (tinyserve.sweeps computes them; this module only draws)."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from tinyserve.sweeps import MAX_QUEUE_S, CapacityCurve
+
+
+def plot_capacity(curves: list[CapacityCurve], targets_ms, ax=None, max_queue_s: float = MAX_QUEUE_S):
+    """Capacity vs P99 target, one line per setting; missing points are named on the figure, not left blank."""
+    ax = ax or plt.subplots(figsize=(6, 3.5))[1]
+    missing = []
+    for c in curves:
+        caps = [c.capacity(t, max_queue_s) for t in targets_ms]
+        xs = [t for t, x in zip(targets_ms, caps) if x is not None]
+        ys = [x for x in caps if x is not None]
+        ax.plot(xs, ys, marker="o", label=c.label)
+        missing += [f"{c.label} @ {t:g} ms" for t, x in zip(targets_ms, caps) if x is None]
+    if missing:
+        ax.text(0.01, 0.98, "no rate meets: " + "; ".join(missing), transform=ax.transAxes, va="top", fontsize=7, wrap=True)
+    ax.set_xscale("log")
+    ax.set_xlabel("P99 inter-token gap target (ms, modeled)")
+    ax.set_ylabel("capacity (requests/s)")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def plot_cdfs(result: dict[tuple[float, str], dict[str, np.ndarray]], axes=None):
+    """TTFT and end-to-end CDFs, one column per metric, one row per load."""
+    loads = sorted({k[0] for k in result})
+    if axes is None:
+        axes = plt.subplots(len(loads), 2, figsize=(9, 2.8 * len(loads)), squeeze=False)[1]
+    for i, load in enumerate(loads):
+        for j, key in enumerate(("ttft_s", "e2e_s")):
+            ax = axes[i][j]
+            for (ld, label), d in result.items():
+                if ld == load:
+                    v = d[key]
+                    ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=label)
+            ax.set_xscale("log")
+            ax.set_xlabel(("time to first token" if key == "ttft_s" else "end-to-end latency") + " (s, modeled)")
+            ax.set_ylabel(f"fraction of requests\n({load:g} req/s)")
+        axes[i][0].legend(fontsize=7)
+    return axes
