@@ -111,8 +111,7 @@ plt.tight_layout()
 # No H200 is attached to this notebook, so the next section *models* one. Before trusting such a model, check
 # the same kind of model where we can measure: fitted to a CPU (`tinyserve calibrate`), does it predict the
 # real engine's step times on the chapter's workloads? The project's benchmark (`benchmarks/costmodel.py`) ran
-# every policy on every workload and compared; here is its saved table — measured once, on a machine shared
-# with other jobs, so read the errors as rough.
+# every policy on every workload and compared; here is its saved table, measured on a quiet 2-core machine.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -128,8 +127,10 @@ print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
-# The model gets each run's total within a few tens of percent. That is enough for this chapter, whose effects
-# are factors (static vs continuous batching: several times), not percents. Exact milliseconds for real
+# Read it honestly: continuous and chunked runs (the schedules the chapter recommends) come within a few
+# percent, while static batches miss by up to about a fifth — the model does not yet capture everything a
+# ragged static batch costs this CPU. That is still enough for this chapter, whose effects are factors
+# (static vs continuous batching: several times), not percents. Exact milliseconds for real
 # hardware would need a calibration on it (`tinyserve calibrate` runs on a GPU too).
 
 # %% [markdown]
