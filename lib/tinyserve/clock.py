@@ -194,16 +194,24 @@ class ModeledClock:
         calls), rows (sequences over all calls) and attn: one (kind, keys read, query-key pairs, rows) per call.
         """
         mode = self.hardware.attention
+        paged = mode == "paged"
         tokens = written = 0
         attn: list[tuple[str, int, int]] = []
         decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.build_step lists them
-        for w in works:
+        dec_n = dec_keys = dec_max = 0  # paged: one call, so only the count, total and longest keys matter
+        for w in works:  # runs for every slot of every step of a dry run: keep it lean
             n, s, p = w.tokens, w.start, w.padding
             tokens += n + p  # padding and wasted decodes go through every matmul like useful tokens
             written += n  # padding is stored nowhere
             if n == 1:  # a decode (or a 1-token chunk): reads its slab
-                pad = getattr(w, "pad_keys", 0) if mode == "paged" else 0  # the rectangle: see the docstring
-                decodes.append((len(decodes), w.slot, s + 1 + pad))
+                if paged:
+                    k = s + 1 + w.pad_keys  # the rectangle: see the docstring
+                    dec_n += 1
+                    dec_keys += k
+                    if k > dec_max:
+                        dec_max = k
+                else:
+                    decodes.append((len(decodes), w.slot, s + 1))
             elif n:
                 # causal from position 0; after a prefix, paged kernels skip the masked half, tinyserve's explicit
                 # mask computes the whole n x (s + n) block
@@ -211,10 +219,9 @@ class ModeledClock:
                 attn.append(("prefill", s + n, pairs, 1))  # reads its prefix and its own new K/V from the slab
             if p:  # a padding segment: computed, attends to itself only, reads no slab
                 attn.append(("padding", 0, p * (p + 1) // 2, 1))
-        if mode == "paged":  # one batched call, each decode reading exactly its keys
-            keys = sum(k for _, _, k in decodes)
-            if decodes:
-                attn.append(("decode", keys, keys, len(decodes)))
+        if paged:  # one batched call, each decode reading exactly its keys
+            if dec_n:
+                attn.append(("decode", dec_keys, dec_keys, dec_n))
         else:  # the groups forward_step really makes, each reading (slots in range) x (longest context)
             from .model import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 
@@ -223,8 +230,7 @@ class ModeledClock:
                 rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
                 keys = rows * max(k for _, _, k in g)
                 attn.append(("decode", keys, keys, rows))
-        walk = sum(k // r for kind, k, _, r in attn if kind == "decode") if mode != "paged" else (
-            max((k for _, _, k in decodes), default=0))  # a call's longest context
+        walk = dec_max if paged else sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
                 "walk": walk, "attn": attn}
 

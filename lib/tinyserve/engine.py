@@ -246,17 +246,19 @@ class Run:
         done = []
         for w in works:
             r = w.request
+            phase = w.phase
+            if phase == "wasted":  # the commonest work of a static batch: a done request, already admitted
+                r.decode_computed_tokens += 1
+                continue
             if r.admitted_s is None:  # admitted = first computed
                 r.admitted_s, r.status = start, RUNNING
-            if w.phase == "prefill":
+            if phase == "prefill":
                 r.num_prefilled += w.tokens
                 r.prefill_computed_tokens += w.tokens + w.padding
                 if r.num_prefilled < r.prompt_len:
                     continue
             else:
                 r.decode_computed_tokens += 1
-                if w.phase == "wasted":
-                    continue
             tok = next(it) if not self.dry_run else -1
             r.output.append(tok)
             r.token_times.append(self.now)
