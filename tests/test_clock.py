@@ -255,16 +255,7 @@ def test_fit_recovers_known_rates():
     assert got == pytest.approx(truth, rel=1e-6)
 
 
-@pytest.fixture
-def one_thread():
-    """Another process may be busy on this CPU; two spinning OpenMP threads then slow down ~100x."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def test_calibration_on_a_small_random_model_is_sane(one_thread):
+def test_calibration_on_a_small_random_model_is_sane(torch_one_thread):
     torch.manual_seed(0)
     model = TinyGPT(GPTConfig(n_layer=2, n_head=2, n_embd=32, n_positions=256)).eval()
     plan = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128, 256), "chunks": ((32, 64),),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tinyserve import validation
 from tinyserve.engine import Engine
@@ -22,15 +21,7 @@ def test_shipped_table_covers_every_policy_on_every_chapter_workload():
     assert table.count("\n") == len(rows) + 1 and "chapter-7.3-long-prompt | chunked" in table
 
 
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def test_validate_runs_the_steps_the_modeled_clock_schedules(one_thread):
+def test_validate_runs_the_steps_the_modeled_clock_schedules(torch_one_thread):
     small = {"chapter-7.1-padding": {"short_prompt": 5, "long_prompt": 20, "max_new_tokens": 3}}
     rows = validation.validate(repeats=1, workloads=small, policies=("static", "chunked"))
     for r in rows:
