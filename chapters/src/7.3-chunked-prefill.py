@@ -101,10 +101,10 @@ print(p_gap.reveal(round(worst_gap_ms(pf), 1)))
 # %% [markdown]
 # ## 2. What the steps look like
 #
-# Left, each bar is one step: green = decode tokens, blue = prefill tokens, the dashed line the token budget
-# (chunked only). Right, what the users feel: the longest wait between two tokens of an in-flight request at
+# In the tokens-per-step panel each bar is one step: green = decode tokens, blue = prefill tokens, the dashed line the token budget
+# (chunked only). In the waiting panel, what the users feel: the longest wait between two tokens of an in-flight request at
 # that step (black line) and the newcomer's time to its first token (diamond), in modeled milliseconds. The
-# vertical line marks the step where the newcomer is first computed.
+# vertical line is the cursor: below, the step where the newcomer is first computed.
 
 # %%
 arrival = next(s.index for s in pf.steps if any(w.request_id == "long" for w in s.works))
