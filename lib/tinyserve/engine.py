@@ -272,17 +272,12 @@ class Run:
         return done
 
     def trace(self) -> Trace:
-        """The record of this run so far, with its KV units (see _trace)."""
-        tr = self._trace()
-        tr.kv_units, tr.kv_dtype, tr.kv_bytes_per_token = self.kv_units, self.kv_dtype, self.pool.bytes_per_token
-        tr.kv_capacity_bytes, tr.slab_bytes = self.kv_capacity, self.pool.slab_bytes
-        return tr
-
-    def _trace(self) -> Trace:
-        """The record of this run so far: a snapshot that later steps do not change."""
+        """The record of this run so far, with its KV units: a snapshot that later steps do not change."""
         hw = getattr(getattr(self.clock, "hardware", None), "name", None)
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
-                     dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests))
+                     dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests),
+                     kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
+                     kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes)
 
 
 class Engine:
