@@ -92,17 +92,11 @@ class Trace:
 
     def slot_steps(self) -> dict[str, float]:
         """Slots x steps split into useful, padding, wasted and idle (a padded prefill is split by tokens)."""
-        out = {"useful": 0.0, "padding": 0.0, "wasted": 0.0, "idle": 0.0}
-        for s in self.steps:
-            out["idle"] += self.num_slots - len(s.works)
-            for w in s.works:
-                if w.phase == "wasted":
-                    out["wasted"] += 1
-                else:
-                    share = w.padding / (w.tokens + w.padding)
-                    out["padding"] += share
-                    out["useful"] += 1 - share
-        return out
+        return {k: float(v.sum()) for k, v in self.slot_step_shares().items()}
+
+    def slot_step_shares(self) -> dict[str, np.ndarray]:
+        """Per step: slot-steps that were useful / padding / wasted / idle (a padded prefill split by tokens)."""
+        return self._cached("shares", lambda: _slot_step_shares(self))
 
     # ---- arrays for views (computed once per trace; a trace from Run.trace() never changes) ------------------
     def _cached(self, key: str, build):
@@ -584,3 +578,15 @@ def _request_timelines(tr: Trace) -> list[RequestTimeline]:
             tr.steps[fs].start_s if fs >= 0 else None, fs if fs >= 0 else None, chunks[i], r.first_token_s,
             r.finish_s, int(decodes[i]), int(wasted[i]), int(ra.last_step[i]) if ra.last_step[i] >= 0 else None))
     return out
+
+
+def _slot_step_shares(tr: Trace) -> dict[str, np.ndarray]:
+    wt, n = tr.works_table(), len(tr.steps)
+    total = (wt.tokens + wt.padding).astype(np.float64)
+    wasted = (wt.phase == WASTED).astype(np.float64)
+    pad_share = np.divide(wt.padding, total, out=np.zeros(len(total)), where=total > 0) * (1.0 - wasted)
+    busy = np.bincount(wt.step, minlength=n)
+    return {"useful": np.bincount(wt.step, weights=1.0 - wasted - pad_share, minlength=n),
+            "padding": np.bincount(wt.step, weights=pad_share, minlength=n),
+            "wasted": np.bincount(wt.step, weights=wasted, minlength=n),
+            "idle": (tr.num_slots - busy).astype(np.float64)}

@@ -139,26 +139,11 @@ def cursor_span(data: TimelineData, k: int) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------------------------------- waste meter
-def slot_step_shares(trace: Trace) -> dict[str, np.ndarray]:
-    """Per step: slot-steps that were useful / padding / wasted / idle (a padded prefill is split by tokens,
-    as Trace.slot_steps() does)."""
-    wt, sa = trace.works_table(), trace.step_arrays()
-    n = len(trace.steps)
-    total = (wt.tokens + wt.padding).astype(np.float64)
-    pad_share = np.divide(wt.padding, total, out=np.zeros(len(total)), where=total > 0)
-    pad_share = np.where(wt.phase == WASTED, 0.0, pad_share)
-    wasted = (wt.phase == WASTED).astype(np.float64)
-    return {"useful": np.bincount(wt.step, weights=1.0 - wasted - pad_share, minlength=n),
-            "padding": np.bincount(wt.step, weights=pad_share, minlength=n),
-            "wasted": np.bincount(wt.step, weights=wasted, minlength=n),
-            "idle": (trace.num_slots - sa.busy_slots).astype(np.float64)}
-
-
 def waste_at(trace: Trace, k: int) -> dict[str, float]:
     """Slot-steps by kind, summed over steps 0..k."""
     if not trace.steps:
         return {"useful": 0.0, "padding": 0.0, "wasted": 0.0, "idle": 0.0}
-    shares = trace._cached("shares", lambda: {key: np.cumsum(v) for key, v in slot_step_shares(trace).items()})
+    shares = trace._cached("waste_totals", lambda: {key: np.cumsum(v) for key, v in trace.slot_step_shares().items()})
     k = clamp_step(trace, k)
     return {key: float(v[k]) for key, v in shares.items()}
 
