@@ -143,6 +143,14 @@ def test_preset_files_round_trip_and_are_validated(tmp_path):
     f.write_text(json.dumps(bad))
     with pytest.raises(TinyserveError, match="n_layer"):
         get_preset(str(f))
+    bad["n_layer"], bad["kv_cache_bytes"] = 80, 8e6  # a cache with no rate to read it at
+    f.write_text(json.dumps(bad))
+    with pytest.raises(TinyserveError, match="kv_cache_bytes > 0 needs kv_cache_bandwidth_Bps"):
+        get_preset(str(f))
+    bad["kv_cache_bandwidth_Bps"], bad["kv_cache_ramp"] = 5e10, 1.0
+    f.write_text(json.dumps(bad))
+    with pytest.raises(TinyserveError, match="kv_cache_ramp must be > 1"):
+        get_preset(str(f))
     f.write_text("{not json")
     with pytest.raises(TinyserveError, match="cannot read"):
         load_preset(f)
@@ -195,6 +203,41 @@ def test_tinyserve_attention_prices_the_groups_and_masks_forward_step_uses():
     assert toy("tinyserve-cpu").step_time(works) == pytest.approx(1 + 1.5 + 4.6 + 0.2 + 10 + 4 + 0.23)
 
 
+def test_a_cpu_causal_prefill_is_priced_by_whole_key_blocks():
+    from tinyserve.clock import cpu_causal_pairs
+
+    # 470 tokens: one block of keys (512 at most), so every query block computes all 470 keys: the full square
+    assert cpu_causal_pairs(470) == 470 * 470
+    # 600 tokens, query blocks of 64: the blocks ending at 64..512 compute one key block (512 keys): 8 x 64 x 512;
+    # the blocks ending at 576 and 600 need a second key block, so all 600 keys: 64 x 600 + 24 x 600
+    assert cpu_causal_pairs(600) == 8 * 64 * 512 + 64 * 600 + 24 * 600
+    # 1,024 tokens, query blocks of 256 ending at 256, 512, 768, 1024: 512, 512, 1024, 1024 keys
+    assert cpu_causal_pairs(1024) == 256 * (512 + 512 + 1024 + 1024)
+    # the tinyserve-cpu clock charges those pairs (prefill and padding); a paged server's kernel skips the masked
+    # half, n(n+1)/2
+    t = toy("tinyserve-cpu").terms([Work(0, None, "prefill", 0, 470, padding=600)])
+    assert sorted(t["attn"]) == [("padding", 0, cpu_causal_pairs(600), 1), ("prefill", 470, 470 * 470, 1)]
+    assert toy().terms([Work(0, None, "prefill", 0, 470)])["attn"] == [("prefill", 470, 470 * 471 // 2, 1)]
+
+
+def test_kv_reads_that_fit_the_cache_are_priced_at_its_rate():
+    from dataclasses import replace
+
+    from tinyserve.clock import kv_hit_fraction
+
+    mib = 2 ** 20
+    # all hits up to the cache's size, none past ramp x size, linear between: 10 MiB of 8 -> (12 - 10) / (12 - 8)
+    assert [kv_hit_fraction(x * mib, 8 * mib, 1.5) for x in (4, 8, 10, 12, 20)] == [1.0, 1.0, 0.5, 0.0, 0.0]
+    assert kv_hit_fraction(mib, 0.0) == 0.0  # no cache stated: every read from memory
+    clock = ModeledClock(replace(toy("tinyserve-cpu").hardware, kv_bytes_per_token=1024.0, kv_bandwidth_Bps=1e9,
+                                 kv_cache_bytes=float(mib), kv_cache_bandwidth_Bps=2e9, kv_cache_ramp=2.0,
+                                 attn_flops=1e30))
+    # one decode reading 512 keys x 1 KiB = 0.5 MiB: in cache, 524,288 B / 2e9 B/s; 1,536 keys = 1.5 MiB: half
+    # the reads hit, 1,572,864 B x (0.5 / 2e9 + 0.5 / 1e9); 2,048 keys = 2 MiB: none, 2,097,152 B / 1e9
+    reads = [clock.cost([Work(0, None, "decode", keys - 1, 1)])["decode_attn_s"] for keys in (512, 1536, 2048)]
+    assert reads == pytest.approx([524288 / 2e9, 1572864 * 0.75e-9, 2097152 / 1e9], rel=1e-12)
+
+
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
     from tinyserve.clock import step_segments
     from tinyserve.model import build_step
@@ -242,13 +285,15 @@ def test_fit_recovers_known_rates():
     model = TinyGPT(GPTConfig())
     base = model_preset(model, "t", "t", [])
     works = [[Work(i, None, "decode", c - 1, 1) for i in range(b)] for b in (1, 4, 16, 64) for c in (64, 256, 1024)]
+    works += [[Work(i, None, "decode", 255, 1) for i in range(b)] for b in (9, 10, 11)]  # 9-11 MiB: on the cache's ramp
     works += [[Work(0, None, "prefill", 0, n)] for n in (16, 64, 256, 1024, 2048)]
     works += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 1024), (512, 2048))]
     works += [[Work(i, None, "decode", 40, 1) for i in range(8)] + [Work(8, None, "prefill", 0, 20, padding=30)]]
     works += [[Work(i, None, "prefill", 0, 32) for i in range(16)]]
     truth = {"overhead_s": 3e-4, "call_overhead_s": 5e-5, "row_overhead_s": 2e-5, "walk_overhead_s": 5e-8,
              "bandwidth_Bps": 40e9,
-             "kv_bandwidth_Bps": 10e9, "peak_flops": 30e9, "attn_flops": 8e9}
+             "kv_bandwidth_Bps": 5e9, "peak_flops": 30e9, "attn_flops": 8e9,  # decodes memory-bound, in cache or not:
+             "kv_cache_bytes": 8 * 2 ** 20, "kv_cache_bandwidth_Bps": 12e9, "kv_cache_ramp": 1.5}  # else no rate to see
     clock = ModeledClock(HardwarePreset(**{**base.__dict__, **truth}))
     times = np.array([clock.step_time(w) for w in works])
     got = fit_cost([step_shape(base, w) for w in works], times)

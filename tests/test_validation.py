@@ -16,7 +16,7 @@ def test_shipped_table_covers_every_policy_on_every_chapter_workload():
     for r in rows:  # each error is the one its totals give (not re-derived from the model)
         assert r["error_pct"] == pytest.approx(100 * (r["modeled_s"] - r["measured_s"]) / r["measured_s"], abs=0.1)
         assert r["steps"] > 0 and r["step_median_error_pct"] >= 0
-    assert "shared" in t["note"] and t["threads"] == 1
+    assert "load average" in t["note"] and len(t["load_average_start_end"]) == 2 and t["threads"] == 1
     table = validation.format_table(rows)
     assert table.count("\n") == len(rows) + 1 and "chapter-7.3-long-prompt | chunked" in table
 

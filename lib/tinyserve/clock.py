@@ -14,7 +14,11 @@ datacenter GPU, pricing each part of the step the way it runs:
                   keys in sequence: one sequence reading 2,000 keys got ~30% less bandwidth per key than 32 did)
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
-stay in cache while KV comes from DRAM, so calibrate() fits the two rates apart. The parts are added, not overlapped: a prefill chunk's compute no longer hides the decodes' KV reads (on a GPU
+stay in cache while KV comes from DRAM, so calibrate() fits the two rates apart. A CPU's last-level cache also
+holds a small step's KV from one step to the next: a preset may state kv_cache_bytes, kv_cache_bandwidth_Bps
+and kv_cache_ramp, and KV reads are then priced at the cache's rate while the step reads less than that, at the
+memory's rate past ramp x that, in between a mix (kv_hit_fraction; on this 32 MiB-L3 CPU, 32 decodes of 64 keys
+ran at ~0.2 us a key, of 256 keys at ~0.4). GPU presets state no such cache: a 70B step reads gigabytes. The parts are added, not overlapped: a prefill chunk's compute no longer hides the decodes' KV reads (on a GPU
 they are different kernels, run one after the other). ``attention`` says how the attention calls are made:
 
   "paged"          a serving engine (vLLM, SGLang, TGI): one batched call for every decode, each reading exactly its
@@ -24,7 +28,8 @@ they are different kernels, run one after the other). ``attention`` says how the
   "tinyserve-cpu"  this repository's TinyGPT.forward_step, as it really runs: decodes in groups of neighbouring
   "tinyserve-cuda" slots (model.group_decodes), each group one call reading every slot up to its longest context;
                    a chunk after a prefix uses an explicit mask, computing the full chunk x (prefix + chunk) block;
-                   each prefill and padding segment is its own call. The tiny engine does NOT pad its decodes: a
+                   each prefill and padding segment is its own call. On a CPU a causal segment computes whole
+                   blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does NOT pad its decodes: a
                    static batch's decodes read their own context (rounded up to their group's), and a finished
                    member re-runs its last position. So under a tinyserve-* preset (cpu-tiny) a static batch is
                    priced as the tiny engine computes it, and under a paged preset as a real server computes it.
@@ -44,8 +49,8 @@ import math
 import platform
 import time
 from dataclasses import MISSING, asdict, dataclass, field
+from functools import lru_cache
 from datetime import date
-from itertools import combinations
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -82,15 +87,18 @@ class HardwarePreset:
     row_overhead_s: float = 0.0  # fixed cost of each sequence (row) an attention call handles
     walk_overhead_s: float = 0.0  # cost per key position a decode call walks (its longest context), rows aside
     kv_bandwidth_Bps: float = 0.0  # effective rate of KV reads and writes; 0 = bandwidth_Bps (both stream from HBM)
+    kv_cache_bytes: float = 0.0  # KV a step can re-read from cache (kv_hit_fraction); 0 = every read from memory
+    kv_cache_bandwidth_Bps: float = 0.0  # rate of KV reads that hit that cache
+    kv_cache_ramp: float = 2.0  # past kv_cache_ramp x kv_cache_bytes of KV in a step, no read hits the cache
     attention: str = "paged"  # how attention calls are made: see ATTENTION
 
 
 _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
             "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float,
             "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
-            "walk_overhead_s": float}
+            "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
-                "walk_overhead_s"}
+                "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps"}
 ATTENTION = ("paged", "tinyserve-cpu", "tinyserve-cuda")  # see the module docstring
 
 
@@ -128,6 +136,10 @@ def load_preset(path: str | Path) -> HardwarePreset:
         d[k] = typ(v)
     if d.get("attention", "paged") not in ATTENTION:
         raise TinyserveError(f"hardware: {path}: attention must be one of {', '.join(ATTENTION)}, got {d['attention']!r}")
+    if d.get("kv_cache_bytes", 0) > 0 and not d.get("kv_cache_bandwidth_Bps", 0) > 0:
+        raise TinyserveError(f"hardware: {path}: kv_cache_bytes > 0 needs kv_cache_bandwidth_Bps > 0")
+    if d.get("kv_cache_ramp", 2.0) <= 1:
+        raise TinyserveError(f"hardware: {path}: kv_cache_ramp must be > 1, got {d['kv_cache_ramp']!r}")
     mem = d.get("kv_memory_bytes")
     if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool) and _finite(mem) and mem > 0):
         raise TinyserveError(f"hardware: {path}: kv_memory_bytes must be a finite number > 0 or null, got {mem!r}")
@@ -179,6 +191,23 @@ class WallClock:
         return float(measured_s)
 
 
+@lru_cache(maxsize=4096)
+def cpu_causal_pairs(n: int) -> int:
+    """Query-key pairs PyTorch's CPU flash attention computes for a causal segment of n tokens.
+
+    Its kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp) walks blocks of queries (32, 64 or 256 rows
+    as n grows) and, for each, whole blocks of 512 keys up to the block's last query: the causal mask saves only
+    whole key blocks. Measured here (1 thread): a causal segment of up to 512 tokens costs what a full n x n one
+    does, 2,000 tokens 0.64 of it (this count: 0.63), where n(n+1)/2 would say 0.5.
+    """
+    q_block = 256 if n >= 768 else 64 if n >= 192 else 32
+    pairs = 0
+    for m in range(0, n, q_block):
+        last = min(m + q_block, n)  # keys the block's last query may see
+        pairs += (last - m) * min(n, -(-last // 512) * 512)
+    return pairs
+
+
 class ModeledClock:
     """Modeled time of a step on a hardware preset: its parts priced as they run, then added (module docstring)."""
 
@@ -215,10 +244,15 @@ class ModeledClock:
             elif n:
                 # causal from position 0; after a prefix, paged kernels skip the masked half, tinyserve's explicit
                 # mask computes the whole n x (s + n) block
-                pairs = n * s + n * (n + 1) // 2 if (s == 0 or mode == "paged") else n * (s + n)
+                if paged:
+                    pairs = n * s + n * (n + 1) // 2
+                elif s:
+                    pairs = n * (s + n)
+                else:
+                    pairs = cpu_causal_pairs(n) if mode == "tinyserve-cpu" else n * (n + 1) // 2
                 attn.append(("prefill", s + n, pairs, 1))  # reads its prefix and its own new K/V from the slab
             if p:  # a padding segment: computed, attends to itself only, reads no slab
-                attn.append(("padding", 0, p * (p + 1) // 2, 1))
+                attn.append(("padding", 0, cpu_causal_pairs(p) if mode == "tinyserve-cpu" else p * (p + 1) // 2, 1))
         if paged:  # one batched call, each decode reading exactly its keys
             if dec_n:
                 attn.append(("decode", dec_keys, dec_keys, dec_n))
@@ -240,6 +274,8 @@ class ModeledClock:
         t = self.terms(works)
         attn_rate = hw.attn_flops or hw.peak_flops
         kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
+        hit = kv_hit_fraction(hw.kv_bytes_per_token * sum(a[1] for a in t["attn"]), hw.kv_cache_bytes, hw.kv_cache_ramp)
+        s_per_kv_byte = hit / hw.kv_cache_bandwidth_Bps + (1 - hit) / kv_bw if hit else 1 / kv_bw
         flops_per_pair = 4.0 * hw.n_layer * hw.attn_dim  # QK^T and AV, 2 flops per multiply-add, every layer
         lin_bytes = hw.weight_bytes if works else 0.0
         lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
@@ -250,9 +286,9 @@ class ModeledClock:
         for kind, keys, pairs, _ in t["attn"]:
             b, f = hw.kv_bytes_per_token * keys, flops_per_pair * pairs
             kv_read, attn_flops = kv_read + b, attn_flops + f
-            part = max(b / kv_bw, f / attn_rate)
+            part = max(b * s_per_kv_byte, f / attn_rate)
             attn_s[kind] += part
-            memory_s += part if b / kv_bw >= f / attn_rate else 0.0
+            memory_s += part if b * s_per_kv_byte >= f / attn_rate else 0.0
         write_s = hw.kv_bytes_per_token * t["kv_written"] / kv_bw
         memory_s += write_s
         calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
@@ -279,6 +315,21 @@ class ModeledClock:
     def prefill_time(self, tokens: int, start: int = 0) -> float:
         """One step that prefills `tokens` prompt tokens of one sequence from position `start`."""
         return self.step_time([Work(0, None, "prefill", start, tokens)])
+
+
+def kv_hit_fraction(read_bytes: float, cache_bytes: float, ramp: float = 2.0) -> float:
+    """Share of a step's KV reads served from cache: all while they fit, none past ramp x the cache.
+
+    The engine reads the same slabs every step (one key longer), so on a CPU whose last-level cache holds them,
+    the next step re-reads them from cache; once a step reads more than fits, a sweep evicts what the next one
+    needs first, and the share falls off (linearly here, between cache_bytes and ramp x cache_bytes: on
+    the 32 MiB-L3 box of cpu-tiny, 32 decodes of 64 keys (8 MiB of KV) ran at 0.2 us a key, of 256 keys at ~0.3).
+    """
+    if cache_bytes <= 0 or read_bytes >= ramp * cache_bytes:
+        return 0.0
+    if read_bytes <= cache_bytes:
+        return 1.0
+    return (ramp * cache_bytes - read_bytes) / ((ramp - 1) * cache_bytes)
 
 
 def make_clock(kind: str = "modeled", hardware: str | HardwarePreset | None = None) -> WallClock | ModeledClock:
@@ -309,6 +360,8 @@ def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
         pts.append((f"chunk {n} after {start}", [Work(0, None, "prefill", start, n)]))
     for short, ctx, long in plan["ragged"]:  # short sequences next to a long one (decode groups split)
         pts.append((f"decode {short}x{ctx} + 1x{long}", _decodes([ctx] * short + [long])))
+    for long, short, ctx in plan.get("finished", ()):  # a static batch after its fastest finishers: the long one
+        pts.append((f"decode 1x{long} + {short}x{ctx}", _decodes([long] + [ctx] * short)))  # first, the rest behind it
     for b, ctx, n, start in plan["mixed"]:  # decodes beside a prefill chunk (chunked, prefill-first)
         pts.append((f"decode {b}x{ctx} + chunk {n} after {start}",
                     _decodes([ctx] * b) + [Work(b, None, "prefill", start, n)]))
@@ -317,16 +370,18 @@ def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
     return [(lbl, w) for lbl, w in pts if max(x.start + x.tokens + x.padding for x in w) <= n_pos]
 
 
-FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 256, 1024, 2048),
+FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 128, 256, 512, 1024, 2048),
              "prefills": (16, 64, 256, 1024, 2048, 4000),
              "chunks": ((64, 1024), (256, 512), (512, 2048), (512, 3500)),
              "few": ((1, 512), (1, 3000), (1, 4000), (2, 1024), (2, 3000)),
              "ragged": ((31, 48, 2048), (30, 300, 4000), (8, 64, 1024), (1, 64, 4000), (2, 100, 2500)),
+             "finished": ((150, 31, 30), (283, 31, 36), (600, 31, 40), (1000, 15, 50), (2000, 7, 64)),
              "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0), (4, 100, 512, 512)),
-             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950)),
-             "repeats": 5}
+             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968)),
+             "repeats": 3, "rounds": 6}
 QUICK_PLAN = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128), "chunks": ((32, 64),),
-              "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3}
+              "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3,
+              "rounds": 2}
 
 
 def model_preset(model, name: str, description: str, sources: list[str]) -> HardwarePreset:
@@ -375,49 +430,74 @@ def step_timer(device) -> tuple[str, Callable[[], float]]:
 CALIBRATION_SLAB = 2048  # positions per slot of the calibration's KV cache (at least), see _time_steps
 
 
-def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
-    """Fastest time of build_step + forward_step + greedy sampling per point, after one warm-up.
+CALIBRATION_ROUNDS = 6  # rounds over every point, each in a fresh KV cache (see _time_steps)
+WARMUP_S, WARMUP_STEPS = 0.05, 50  # a fresh cache is warmed up for 50 ms or 50 steps, at least one (_time_steps)
+
+
+def _time_steps(model, points: list[list[Work]], repeats: int, rounds: int = CALIBRATION_ROUNDS) -> list[float]:
+    """Fastest time of build_step + forward_step + greedy sampling per point, over a few rounds of every point.
 
     Each point runs its repeats back to back, as the engine runs similar steps one after another (caches warm:
-    a one-decode step measured 0.43 ms after itself and ~1 ms after a 4,000-token prefill). Its KV cache has
-    slabs of at least CALIBRATION_SLAB positions, as the engine's slabs hold a whole request: reading 32 contexts
-    of 64 keys took 2.3 ms from 64-position slabs and 3.1 ms from 2,048-position ones. The minimum, not the
-    median: on a shared machine other processes only ever add time to a step.
+    a one-decode step measured 0.43 ms after itself and ~1 ms after a 4,000-token prefill), after a warm-up of
+    WARMUP_S or WARMUP_STEPS: in a freshly allocated cache, 32 decodes of 64 keys took 3.7 ms, then 2.5, 2.2 ...
+    and settled at ~1.6 ms only after 6-8 steps (the engine runs hundreds of steps on one cache).
+    Its KV cache has slabs of at least CALIBRATION_SLAB positions, as the engine's slabs hold a whole request
+    (640 or 2,048 positions made no difference we could measure). A round times every point once, each in a
+    freshly allocated cache: where the OS places a cache's pages changes how well it sits in the CPU's caches
+    (one 32-slot step measured 1.57-2.03 ms across 8 allocations), and each engine run allocates its own. Rounds,
+    not one point after another, so that a busy moment of the machine does not land on all the points of one
+    shape. The minimum, not the median: other processes only ever add time.
     """
     from .model import KVCache, build_step
 
     cfg = model.config
     _, clock = step_timer(model.device)
-    out = []
-    for works in points:
-        max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
-        kv = KVCache(cfg, max(w.slot for w in works) + 1, max_len, model.dtype, model.device)
-        segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
-        times = []
-        for r in range(repeats + 1):
-            t0 = clock()
-            logits = model.forward_step(build_step(segs, sample, model.device), kv)
-            logits.argmax(-1).tolist()  # sampling; on CUDA this also waits for the step to finish
-            if r:
-                times.append(clock() - t0)
-        out.append(min(times))
-        del kv
-    return out
+    best = [math.inf] * len(points)
+    for _ in range(rounds):
+        for i, works in enumerate(points):
+            max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
+            segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
+            kv = KVCache(cfg, max(w.slot for w in works) + 1, max_len, model.dtype, model.device)
+
+            def timed() -> float:
+                t0 = clock()
+                logits = model.forward_step(build_step(segs, sample, model.device), kv)
+                logits.argmax(-1).tolist()  # sampling; on CUDA this also waits for the step to finish
+                return clock() - t0
+
+            spent, n = timed(), 1
+            while n < WARMUP_STEPS and spent < WARMUP_S:
+                spent, n = spent + timed(), n + 1
+            best[i] = min([best[i]] + [timed() for _ in range(repeats)])
+            del kv
+    return best
 
 
 def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least squares with non-negative coefficients, by trying every subset of columns (there are 8)."""
-    best, best_res = np.zeros(X.shape[1]), float(np.sum(y ** 2))
-    for k in range(1, X.shape[1] + 1):
-        for cols in combinations(range(X.shape[1]), k):
-            c, *_ = np.linalg.lstsq(X[:, cols], y, rcond=None)
-            if np.all(c >= 0):
-                full = np.zeros(X.shape[1])
-                full[list(cols)] = c
-                res = float(np.sum((X @ full - y) ** 2))
-                if res < best_res:
-                    best, best_res = full, res
-    return best
+    """Least squares with non-negative coefficients (Lawson and Hanson's active-set method)."""
+    norms = np.linalg.norm(X, axis=0)
+    usable = norms > 0
+    A = X[:, usable] / norms[usable]  # columns are bytes, flops and counts: scale them alike
+    n = A.shape[1]
+    x, passive = np.zeros(n), np.zeros(n, dtype=bool)
+    for _ in range(3 * n):
+        grad = A.T @ (y - A @ x)
+        if passive.all() or grad[~passive].max() <= 1e-12:
+            break
+        passive[np.argmax(np.where(passive, -np.inf, grad))] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(A[:, passive], y, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)  # step back to where the first coefficient reaches zero, drop it
+            x = x + np.min(x[neg] / (x[neg] - z[neg])) * (z - x)
+            passive &= x > 1e-15
+            x[~passive] = 0.0
+    out = np.zeros(X.shape[1])
+    out[usable] = x / norms[usable]
+    return out
 
 
 @dataclass
@@ -443,46 +523,63 @@ def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
 
 
 def _predict(shapes: list[StepShape], o: float, c: float, r: float, w: float, a: float, k: float, b: float,
-             d: float) -> np.ndarray:
-    return np.array([o + c * s.calls + r * s.rows + w * s.walk + k * s.write_bytes + max(a * s.lin_bytes, b * s.lin_flops)
-                     + sum(max(k * kb, d * f) for kb, f in s.attn) for s in shapes])
+             d: float, e: float = 0.0, cache: float = 0.0, ramp: float = 2.0) -> np.ndarray:
+    out = []
+    for s in shapes:
+        h = kv_hit_fraction(sum(kb for kb, _ in s.attn), cache, ramp)
+        per_byte = h * e + (1 - h) * k
+        out.append(o + c * s.calls + r * s.rows + w * s.walk + k * s.write_bytes + max(a * s.lin_bytes, b * s.lin_flops)
+                   + sum(max(per_byte * kb, d * f) for kb, f in s.attn))
+    return np.array(out)
 
 
-def fit_cost(shapes: list[StepShape], times: np.ndarray) -> dict:
-    """Fit the overheads (step, call, row, walk), two bandwidths and two flop rates to measured times (relative error).
+CACHE_GRID_MIB = (0, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48)  # kv_cache_bytes fit_cost tries
+RAMP_GRID = (1.25, 1.5, 2.0, 3.0)  # and kv_cache_ramp
+
+
+def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple = CACHE_GRID_MIB,
+             ramp_grid: tuple = RAMP_GRID) -> dict:
+    """Fit the overheads (step, call, row, walk), three bandwidths, two flop rates and the KV cache to measured times.
 
     Each max() in the cost is linear once we know which side wins, so alternate: fix every term's side (memory
     or compute), solve the non-negative linear problem (rows divided by their time, so fast and slow steps count
-    alike), re-decide the sides with the new rates, repeat; keep the best fit seen over a few starting guesses.
+    alike; relative error), re-decide the sides with the new rates, repeat; keep the best fit seen over a few
+    starting guesses and every cache size and ramp of the grids (the two numbers that are not linear).
     """
-    def solve(mem_lin: list[bool], mem_attn: list[list[bool]]) -> np.ndarray:
-        X = np.array([[1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0,
-                       s.write_bytes + sum(kb for (kb, _), m in zip(s.attn, ma) if m),
-                       0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m)]
-                      for s, ml, ma in zip(shapes, mem_lin, mem_attn)])
-        return _nnls(X / times[:, None], np.ones_like(times))
+    def solve(hits: list[float], cache: float, mem_lin: list[bool], mem_attn: list[list[bool]]) -> np.ndarray:
+        rows = []
+        for s, h, ml, ma in zip(shapes, hits, mem_lin, mem_attn):
+            kv = sum(kb for (kb, _), m in zip(s.attn, ma) if m)
+            rows.append([1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0, s.write_bytes + (1 - h) * kv,
+                         0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m), h * kv])
+        return _nnls(np.array(rows) / times[:, None], np.ones_like(times))
 
     best, best_err = None, math.inf
     starts = [(False, True), (True, True), (False, False), (True, False)]  # (linear memory-bound?, attn memory-bound?)
-    for lin0, attn0 in starts:
-        mem_lin = [lin0] * len(shapes)
-        mem_attn = [[attn0] * len(s.attn) for s in shapes]
-        for _ in range(30):
-            o, c, r, w, a, k, b, d = solve(mem_lin, mem_attn)
-            # never infinitely fast: finite, JSON-writable
-            a, k, b, d = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16)
-            err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d) - times) / times) ** 2))
-            if err < best_err:
-                best, best_err = (o, c, r, w, a, k, b, d), err
-            new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
-            new_attn = [[k * kb >= d * f for kb, f in s.attn] for s in shapes]
-            if new_lin == mem_lin and new_attn == mem_attn:
-                break
-            mem_lin, mem_attn = new_lin, new_attn
-    o, c, r, w, a, k, b, d = best
+    grid = [(0.0, 2.0)] + [(m * 2 ** 20, q) for m in cache_grid_mib if m for q in ramp_grid]
+    for cache, ramp in grid:
+        hits = [kv_hit_fraction(sum(kb for kb, _ in s.attn), cache, ramp) for s in shapes]
+        for lin0, attn0 in starts:
+            mem_lin = [lin0] * len(shapes)
+            mem_attn = [[attn0] * len(s.attn) for s in shapes]
+            for _ in range(30):
+                o, c, r, w, a, k, b, d, e = solve(hits, cache, mem_lin, mem_attn)
+                # never infinitely fast: finite, JSON-writable
+                a, k, b, d, e = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16), max(e, 1e-15)
+                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, cache, ramp) - times) / times) ** 2))
+                if err < best_err:
+                    best, best_err = (o, c, r, w, a, k, b, d, e, cache, ramp), err
+                new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
+                new_attn = [[(h * (e - k) + k) * kb >= d * f for kb, f in s.attn] for s, h in zip(shapes, hits)]
+                if new_lin == mem_lin and new_attn == mem_attn:
+                    break
+                mem_lin, mem_attn = new_lin, new_attn
+    o, c, r, w, a, k, b, d, e, cache, ramp = best
     return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r), "walk_overhead_s": float(w),
             "bandwidth_Bps": float(1 / a), "kv_bandwidth_Bps": float(1 / k),
-            "peak_flops": float(1 / b), "attn_flops": float(1 / d)}
+            "peak_flops": float(1 / b), "attn_flops": float(1 / d),
+            "kv_cache_bytes": float(cache), "kv_cache_bandwidth_Bps": float(1 / e) if cache else 0.0,
+            "kv_cache_ramp": float(ramp)}
 
 
 def _cpu_name() -> str:
@@ -516,7 +613,8 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
     base = model_preset(model, name, f"the tiny GPT ({model.num_params():,} params, {str(model.dtype)[6:]}) "
                         f"run by tinyserve's forward_step on {where}",
                         [f"calibrated on {where} with tinyserve calibrate, {date.today()}"])
-    measured = np.array(_time_steps(model, [w for _, w in points], plan["repeats"]))
+    rounds = plan.get("rounds", CALIBRATION_ROUNDS)
+    measured = np.array(_time_steps(model, [w for _, w in points], plan["repeats"], rounds))
     rates = fit_cost([step_shape(base, w) for _, w in points], measured)
     preset = HardwarePreset(**{**asdict(base), **rates})
     clock = ModeledClock(preset)
@@ -529,7 +627,9 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
     preset.details = {
         "device": where, "torch": torch.__version__, "threads": torch.get_num_threads(), "dtype": str(model.dtype),
         "repeats": plan["repeats"], "quick": quick, "timer": step_timer(dev)[0],
-        "statistic": "fastest of the repeats, run back to back after a warm-up",
+        "statistic": f"fastest of the repeats, run back to back after a warm-up ({WARMUP_S * 1e3:.0f} ms or "
+                     f"{WARMUP_STEPS} steps), in {rounds} rounds over "
+                     "every point, each in a fresh KV cache",
         "kv_slab_positions": CALIBRATION_SLAB,
         "fit": _rel_errors(rel), "points": rows,
         "notes": ["every rate here is effective on this machine, fitted; nothing is a datasheet number",
