@@ -41,7 +41,20 @@ def gc_paused():
         yield
     finally:
         if was:
+            _promote_young()
             gc.enable()
+
+
+def _promote_young() -> None:
+    """Move every object made since the last collection to the oldest generation without scanning it.
+
+    A dry run's trace (~170,000 records for chapter-7.2-longtail dynamic) is long-lived by nature, yet the first
+    young-generation collection after the run re-scanned all of it: 10-20 ms after every knob change, 45 ms when
+    it cascaded to the middle generation. gc.freeze() + gc.unfreeze() does the move in constant time; skipped if
+    someone else has frozen objects (unfreeze would thaw theirs too)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | None = None
@@ -67,9 +80,11 @@ def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | N
 
 
 def _valid_ids(ids: list, vocab: int) -> bool:
-    """Token ids are integers (not bools) in 0..vocab-1; plain ints first, the slow ABC check only if needed."""
-    return all(type(t) is int and 0 <= t < vocab for t in ids) or all(
-        isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < vocab for t in ids)
+    """Token ids are integers (not bools) in 0..vocab-1; plain ints first (in C: a dry run checks ~100,000 ids on
+    every knob change), the slow ABC check only if needed."""
+    if set(map(type, ids)) == {int}:
+        return 0 <= min(ids) and max(ids) < vocab
+    return all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < vocab for t in ids)
 
 
 def make_clock(clock: str, hardware: str | None):
@@ -244,6 +259,7 @@ class Run:
         """Apply the step's results to its requests; return those that are now done."""
         it = iter(sampled)
         done = []
+        now, dry = self.now, self.dry_run  # locals: the loop runs for every slot of every step
         for w in works:
             r = w.request
             phase = w.phase
@@ -259,14 +275,14 @@ class Run:
                     continue
             else:
                 r.decode_computed_tokens += 1
-            tok = next(it) if not self.dry_run else -1
-            r.output.append(tok)
-            r.token_times.append(self.now)
-            target = r.known_output_len() if self.dry_run else r.max_new_tokens
-            if len(r.output) >= target or (tok == EOS and not r.ignore_eos):
-                r.status, r.finish_s = FINISHED, self.now
+            tok = -1 if dry else next(it)
+            out = r.output
+            out.append(tok)
+            r.token_times.append(now)
+            if len(out) >= (r.known_output_len() if dry else r.max_new_tokens) or (tok == EOS and not r.ignore_eos):
+                r.status, r.finish_s = FINISHED, now
                 # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
-                eos = tok == EOS if not self.dry_run else r.output_len < r.max_new_tokens
+                eos = tok == EOS if not dry else r.output_len < r.max_new_tokens
                 r.finish_reason = "eos" if eos and not r.ignore_eos else "length"
                 done.append(r)
         return done
@@ -367,4 +383,4 @@ class Engine:
             while not run.done:
                 run.step()
                 bar.update(run.num_done - bar.n)
-        return run.trace()
+            return run.trace()  # its copies are made with the collector still paused

@@ -1,0 +1,100 @@
+"""The dry run's fast paths change how things are computed, never what: checked against the plain computations."""
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from tinyserve.engine import Engine, _valid_ids, gc_paused
+from tinyserve.policies import DONE, StaticBatching
+from tinyserve.requests import Request, Work
+from tinyserve.trace import _WORK_CODE
+
+
+def _fresh_decodes(policy: StaticBatching) -> list[tuple]:
+    """The batch's next decode step as the static plan built it before its rows were kept: new Works each step."""
+    edge = policy.padded_len + policy.decode_steps - 1
+    out = []
+    for r in policy.running:
+        start = r.num_prefilled + len(r.output) - 1
+        w = Work(r.slot, r, "wasted" if r.status in DONE else "decode", start, 1, 0, edge - start)
+        out.append((w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding, w.pad_keys))
+    return out
+
+
+@pytest.mark.parametrize("policy", ["static", "dynamic"])
+def test_static_rows_moved_in_place_equal_fresh_works_every_step_with_an_abort(policy):
+    run = Engine().start("chapter-7.1-finisher", policy, batch_size=8, dry_run=True)
+    inner = run.policy.plan
+    checked = 0
+
+    def plan(now, more_coming):
+        nonlocal checked
+        p = inner(now, more_coming)
+        if p.works and p.works[0].phase != "prefill":  # a decode step (plan() has counted it in decode_steps)
+            got = [(w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding, w.pad_keys) for w in p.works]
+            assert got == _fresh_decodes(run.policy)
+            checked += 1
+        return p
+
+    run.policy.plan = plan
+    aborted = 0
+    while not run.done:
+        run.step()
+        live = [r for r in run.policy.running if not r.done]
+        if len(live) >= 2 and run.steps[-1].works[0].phase != "prefill" and aborted < 2:
+            run.abort(live[-1].id)  # mid-batch, others still decoding: the kept rows must drop it
+            aborted += 1
+    assert checked > 100 and aborted == 2
+    assert any(w.phase == "wasted" for s in run.steps for w in s.works)
+
+
+def test_plain_int_ids_take_the_fast_check_and_agree_with_the_slow_one():
+    assert _valid_ids([1, 2, 3], 10) and not _valid_ids([1, 10], 10) and not _valid_ids([-1, 2], 10)
+    assert not _valid_ids([1, True], 10)  # a bool is not a token id
+    assert _valid_ids([np.int64(3), 4], 10) and not _valid_ids([np.int64(11)], 10)  # numpy ints: the slow path
+    assert _valid_ids([], 10)
+
+
+def test_a_dry_run_leaves_its_objects_out_of_the_young_generation():
+    """The trace is promoted at once (no young-generation pass over ~170,000 records after the run)."""
+    gc.collect()
+    trace = Engine().run("chapter-7.1-finisher", "static", batch_size=32, dry_run=True, progress=False)
+    assert gc.get_count()[0] < 1000 and len(trace.steps) > 1000
+    assert gc.isenabled()
+
+
+def test_gc_paused_leaves_objects_frozen_by_someone_else_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            _ = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
+
+
+def test_the_works_table_equals_the_works_field_by_field():
+    trace = Engine().run("chapter-7.3-long-prompt", "chunked", chunk_size=256, dry_run=True, progress=False)
+    wt = trace.works_table()
+    works = [(j, w) for j, s in enumerate(trace.steps) for w in s.works]
+    index = {r.id: i for i, r in enumerate(trace.requests)}
+    assert wt.step.tolist() == [j for j, _ in works]
+    assert wt.slot.tolist() == [w.slot for _, w in works]
+    assert wt.request.tolist() == [index[w.request_id] for _, w in works]
+    assert wt.phase.tolist() == [_WORK_CODE[w.phase] for _, w in works]
+    assert (wt.start.tolist(), wt.tokens.tolist(), wt.padding.tolist()) == (
+        [w.start for _, w in works], [w.tokens for _, w in works], [w.padding for _, w in works])
+    sa = trace.step_arrays()
+    assert sa.end_s.tolist() == [s.start_s + s.duration_s for s in trace.steps]
+    assert sa.kv_used_bytes.tolist() == [s.kv_used_bytes for s in trace.steps]
+    assert sa.num_waiting.tolist() == [s.num_waiting for s in trace.steps]
+
+
+def test_an_empty_trace_still_has_empty_arrays():
+    r = Request("a", [1] * 10, 5, ignore_eos=True)
+    run = Engine().start([r], "static", batch_size=1, dry_run=True)
+    trace = run.trace()  # before any step
+    assert len(trace.works_table().step) == 0 and len(trace.step_arrays().end_s) == 0
