@@ -1,15 +1,17 @@
 """Modeled vs measured: fit the cost model to this CPU, then check it predicts the real engine's steps.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/costmodel.py            # fit + validate, print the table (~4 min)
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/costmodel.py            # fit + validate, print the table (~5 min)
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/costmodel.py --write    # also commit-ready: writes the fitted
         lib/tinyserve/presets/cpu-tiny.json and the table lib/tinyserve/data/costmodel-validation.json
     .venv/bin/python benchmarks/costmodel.py --preset cpu-tiny           # validate the shipped preset, no fit
 
-Calibration and validation run in the same process, back to back, with the same thread count (1 by default:
-on a shared 2-core machine two spinning OpenMP threads slow each other down), so both see the same machine.
-Times are noisy when other processes run: each step's time is the fastest of interleaved
-repeats (other processes only ever add time), and the
-table says how busy the machine was (load average) when it was taken.
+Calibration and validation run in the same process, with the same thread count (1 by default: on a shared 2-core
+machine two spinning OpenMP threads slow each other down), and interleaved: one validation repeat between each
+two calibration rounds, so both see the same moments of the machine (its speed drifts 5-10% over minutes). The
+validation's runs are scheduled by the shipped cpu-tiny preset's clock (the new one does not exist until the last
+round), then priced by the new one: what is compared is the same steps, measured and modeled. Each step's time is
+the fastest of its repeats (other processes only ever add time), and the table says how busy the machine was
+(load average) when it was taken.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import time
 import torch
 
 from tinyserve import validation
-from tinyserve.clock import PRESET_DIR, calibrate, get_preset, save_preset
+from tinyserve.clock import FULL_PLAN, PRESET_DIR, calibrate, get_preset, save_preset
 from tinyserve.model import load_model
 
 
@@ -39,20 +41,24 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     t0 = time.time()
     model = load_model(device="cpu", dtype="float32")
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if a.preset:
         preset = get_preset(a.preset)
+        rows = validation.validate(model, preset, repeats=a.repeats, log=log)
     else:
-        preset = calibrate(model, name="cpu-tiny")
+        shipped, measured = get_preset("cpu-tiny"), []
+        plan = {**FULL_PLAN, "rounds": a.repeats + 1}  # a validation repeat between each two rounds
+        preset = calibrate(model, name="cpu-tiny", plan=plan,
+                           between_rounds=lambda i: measured.append(validation.measure(model, shipped, log=log, repeat=i)))
+        rows = validation.compare(measured, preset)
         print(f"fit: {json.dumps(preset.details['fit'])} ({time.time() - t0:.0f} s)", file=sys.stderr)
         for q in preset.details["points"]:  # where the fitted model misses its own calibration points
             err = q["modeled_s"] / q["measured_s"] - 1
             if abs(err) > 0.1:
                 print(f"  {q['label']}: measured {q['measured_s'] * 1e3:.3f} ms, modeled {q['modeled_s'] * 1e3:.3f} ms "
                       f"({err:+.0%})", file=sys.stderr)
-        if a.write:  # written now, so a failure later in the validation does not lose the calibration
+        if a.write:
             save_preset(preset, PRESET_DIR / "cpu-tiny.json")
-    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
-    rows = validation.validate(model, preset, repeats=a.repeats, log=log)
     load1 = os.getloadavg()[0]
     print(validation.format_table(rows))
     goals = validation.goals_met(rows)
@@ -66,11 +72,12 @@ def main() -> None:
         table = {"date": datetime.date.today().isoformat(), "device": preset.details.get("device"),
                  "threads": a.threads, "torch": torch.__version__, "repeats": a.repeats,
                  "load_average_start_end": [round(load0, 2), round(load1, 2)],
-                 "note": "calibration and validation in one process, back to back; the load average says how busy "
-                         "the machine was",
+                 "note": "calibration and validation in one process, interleaved (a validation repeat between "
+                         "each two calibration rounds); the load average says how busy the machine was",
                  "workloads": validation.SCALED, "preset": {k: getattr(preset, k) for k in (
                      "overhead_s", "call_overhead_s", "row_overhead_s", "walk_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
-                     "peak_flops", "attn_flops", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "kv_cache_ramp")},
+                     "peak_flops", "attn_flops", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "kv_cache_ramp",
+                     "miss_row_overhead_s", "big_step_tokens", "big_step_token_s")},
                  "fit": preset.details.get("fit"), "goals": goals, "rows": rows}
         validation.TABLE_FILE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
 

@@ -236,6 +236,20 @@ def test_kv_reads_that_fit_the_cache_are_priced_at_its_rate():
     # the reads hit, 1,572,864 B x (0.5 / 2e9 + 0.5 / 1e9); 2,048 keys = 2 MiB: none, 2,097,152 B / 1e9
     reads = [clock.cost([Work(0, None, "decode", keys - 1, 1)])["decode_attn_s"] for keys in (512, 1536, 2048)]
     assert reads == pytest.approx([524288 / 2e9, 1572864 * 0.75e-9, 2097152 / 1e9], rel=1e-12)
+    # a row whose keys miss the cache costs miss_row_overhead_s more (toy: call 0.5 s, no row overhead): the
+    # 2-row call at 2,048 keys each (4 MiB, all misses) +2 x 3 s, at 512 (1 MiB, all hits) +0
+    missing = ModeledClock(replace(clock.hardware, miss_row_overhead_s=3.0))
+    two = [[Work(i, None, "decode", keys - 1, 1) for i in range(2)] for keys in (2048, 512)]
+    assert [missing.cost(w)["calls_s"] - clock.cost(w)["calls_s"] for w in two] == pytest.approx([6.0, 0.0])
+
+
+def test_a_step_past_big_step_tokens_pays_for_each_token_beyond():
+    from dataclasses import replace
+
+    big = ModeledClock(replace(toy().hardware, big_step_tokens=10.0, big_step_token_s=0.5))
+    # toy linear: max(2000 B / 1000 = 2 s, 2 x 10 params x tokens / 100); 14 tokens: max(2, 2.8) + 4 x 0.5 = 4.8
+    assert big.cost([Work(0, None, "prefill", 0, 14)])["linear_s"] == pytest.approx(4.8)
+    assert big.cost([Work(0, None, "prefill", 0, 10)])["linear_s"] == pytest.approx(2.0)  # at the limit: nothing more
 
 
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
@@ -290,10 +304,12 @@ def test_fit_recovers_known_rates():
     works += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 1024), (512, 2048))]
     works += [[Work(i, None, "decode", 40, 1) for i in range(8)] + [Work(8, None, "prefill", 0, 20, padding=30)]]
     works += [[Work(i, None, "prefill", 0, 32) for i in range(16)]]
+    works += [[Work(i, None, "prefill", 0, 32, padding=1968) for i in range(b)] for b in (4, 10, 12)]  # past 16,384
     truth = {"overhead_s": 3e-4, "call_overhead_s": 5e-5, "row_overhead_s": 2e-5, "walk_overhead_s": 5e-8,
              "bandwidth_Bps": 40e9,
              "kv_bandwidth_Bps": 5e9, "peak_flops": 30e9, "attn_flops": 8e9,  # decodes memory-bound, in cache or not:
-             "kv_cache_bytes": 8 * 2 ** 20, "kv_cache_bandwidth_Bps": 12e9, "kv_cache_ramp": 1.5}  # else no rate to see
+             "kv_cache_bytes": 8 * 2 ** 20, "kv_cache_bandwidth_Bps": 12e9, "kv_cache_ramp": 1.5,  # else no rate to see
+             "miss_row_overhead_s": 1e-5, "big_step_token_s": 2e-6}
     clock = ModeledClock(HardwarePreset(**{**base.__dict__, **truth}))
     times = np.array([clock.step_time(w) for w in works])
     got = fit_cost([step_shape(base, w) for w in works], times)

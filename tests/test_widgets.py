@@ -164,6 +164,17 @@ def test_a_knob_change_draws_the_engine_run_for_that_knob():
     assert ex.knobs["timeout"].disabled and not ex.knobs["chunk_size"].disabled
 
 
+def test_the_explorer_keeps_only_its_last_traces():
+    from tinyserve_widgets.explorer import HISTORY
+
+    ex = tw.Explorer("chapter-7.1-padding", policy="static", batch_size=2)
+    sizes = [1, 2, 3, 4] * 3  # 12 knob changes after the first draw: each a new run, the memory of a long drag
+    for b in sizes:
+        ex.set(batch_size=b)
+    assert len(ex.traces) == HISTORY == 8 and ex.traces[-1] is ex.trace
+    assert [tr.knobs["batch_size"] for tr in ex.traces] == sizes[-HISTORY:]
+
+
 @pytest.mark.parametrize("knobs,ok", [
     ({"batch_size": 1}, True), ({"batch_size": 256}, True),
     ({"policy": "chunked", "chunk_size": 1}, True), ({"policy": "chunked", "chunk_size": 8192}, True),

@@ -127,11 +127,12 @@ print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
-# Read it honestly: most runs land within about a tenth of the measured time, and none is off by more than
-# about a sixth. The misses sit where this CPU is hardest to predict: steps whose KV just overflows its cache,
-# and the giant padded first step of a static batch. That is still enough for this chapter, whose effects are
-# factors (static vs continuous batching: several times), not percents. Exact milliseconds for real hardware
-# would need a calibration on it (`tinyserve calibrate` runs on a GPU too).
+# Read it honestly: nearly every run lands within a tenth of the measured time, but not always the same ones
+# from one measurement to the next. This CPU's speed drifts by several percent over minutes, and the steps
+# just after a 4,000-token prefill find its caches flushed, which no price of a single step can know. That is
+# still enough for this chapter, whose effects are factors (static vs continuous batching: several times),
+# not percents. Exact milliseconds for real hardware would need a calibration on it (`tinyserve calibrate`
+# runs on a GPU too).
 
 # %% [markdown]
 # ## 4. The same question for a 70B model on an H200 — modeled

@@ -12,13 +12,16 @@ datacenter GPU, pricing each part of the step the way it runs:
                   of each attention call (on a CPU, SDPA's per-(sequence, head) set-up: ~50 us a decode here)
                   + walk_overhead_s per key position of a decode call's longest context (a CPU kernel walks the
                   keys in sequence: one sequence reading 2,000 keys got ~30% less bandwidth per key than 32 did)
+                  + miss_row_overhead_s per row whose keys miss the cache (below)
+  big steps       big_step_token_s per token past big_step_tokens (see model_preset)
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibrate() fits the two rates apart. A CPU's last-level cache also
 holds a small step's KV from one step to the next: a preset may state kv_cache_bytes, kv_cache_bandwidth_Bps
 and kv_cache_ramp, and KV reads are then priced at the cache's rate while the step reads less than that, at the
 memory's rate past ramp x that, in between a mix (kv_hit_fraction; on this 32 MiB-L3 CPU, 32 decodes of 64 keys
-ran at ~0.2 us a key, of 256 keys at ~0.4). GPU presets state no such cache: a 70B step reads gigabytes. The parts are added, not overlapped: a prefill chunk's compute no longer hides the decodes' KV reads (on a GPU
+ran at ~0.2 us a key, of 256 keys at ~0.4). GPU presets state no such cache: a 70B step reads gigabytes.
+The parts are added, not overlapped: a prefill chunk's compute no longer hides the decodes' KV reads (on a GPU
 they are different kernels, run one after the other). ``attention`` says how the attention calls are made:
 
   "paged"          a serving engine (vLLM, SGLang, TGI): one batched call for every decode, each reading exactly its
@@ -90,15 +93,20 @@ class HardwarePreset:
     kv_cache_bytes: float = 0.0  # KV a step can re-read from cache (kv_hit_fraction); 0 = every read from memory
     kv_cache_bandwidth_Bps: float = 0.0  # rate of KV reads that hit that cache
     kv_cache_ramp: float = 2.0  # past kv_cache_ramp x kv_cache_bytes of KV in a step, no read hits the cache
+    miss_row_overhead_s: float = 0.0  # more per row of an attention call when the step's KV misses the cache
+    big_step_tokens: float = 0.0  # a step with more tokens than this pays big_step_token_s per extra token; 0 = none
+    big_step_token_s: float = 0.0
     attention: str = "paged"  # how attention calls are made: see ATTENTION
 
 
 _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
             "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float,
             "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
-            "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float}
+            "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
+            "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
-                "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps"}
+                "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
+                "big_step_tokens", "big_step_token_s"}
 ATTENTION = ("paged", "tinyserve-cpu", "tinyserve-cuda")  # see the module docstring
 
 
@@ -280,18 +288,22 @@ class ModeledClock:
         lin_bytes = hw.weight_bytes if works else 0.0
         lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
         linear_s = max(lin_bytes / hw.bandwidth_Bps, lin_flops / hw.peak_flops)
+        if hw.big_step_tokens and t["tokens"] > hw.big_step_tokens:  # see model_preset
+            linear_s += (t["tokens"] - hw.big_step_tokens) * hw.big_step_token_s
         attn_s = {"decode": 0.0, "prefill": 0.0, "padding": 0.0}
         memory_s = lin_bytes / hw.bandwidth_Bps if lin_bytes / hw.bandwidth_Bps >= lin_flops / hw.peak_flops else 0.0
         kv_read = attn_flops = 0.0
         for kind, keys, pairs, _ in t["attn"]:
             b, f = hw.kv_bytes_per_token * keys, flops_per_pair * pairs
             kv_read, attn_flops = kv_read + b, attn_flops + f
-            part = max(b * s_per_kv_byte, f / attn_rate)
+            compute = f / attn_rate
+            part = max(b * s_per_kv_byte, compute)
             attn_s[kind] += part
-            memory_s += part if b * s_per_kv_byte >= f / attn_rate else 0.0
+            memory_s += part if b * s_per_kv_byte >= compute else 0.0
         write_s = hw.kv_bytes_per_token * t["kv_written"] / kv_bw
         memory_s += write_s
         calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
+        calls_s += (1 - hit) * hw.miss_row_overhead_s * t["rows"] if hw.kv_cache_bytes else 0.0
         total = linear_s + sum(attn_s.values()) + write_s
         compute_s = total - memory_s
         return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * t["kv_written"],
@@ -377,7 +389,7 @@ FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 128, 256, 512, 1024
              "ragged": ((31, 48, 2048), (30, 300, 4000), (8, 64, 1024), (1, 64, 4000), (2, 100, 2500)),
              "finished": ((150, 31, 30), (283, 31, 36), (600, 31, 40), (1000, 15, 50), (2000, 7, 64)),
              "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0), (4, 100, 512, 512)),
-             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968)),
+             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968), (12, 32, 1968)),
              "repeats": 3, "rounds": 6}
 QUICK_PLAN = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128), "chunks": ((32, 64),),
               "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3,
@@ -395,6 +407,10 @@ def model_preset(model, name: str, description: str, sources: list[str]) -> Hard
         nonembed_params=float(nonembed), n_layer=cfg.n_layer, attn_dim=cfg.n_embd,
         kv_bytes_per_token=float(_kv_bytes_per_token(cfg.n_layer, cfg.n_embd, elem)),
         kv_dtype=str(model.dtype).removeprefix("torch."), sources=sources, attn_flops=1.0,
+        # past this many tokens a step's MLP activations (4 x n_embd a token) outgrow 32 MiB, the size of this
+        # box's L3 and of glibc's largest heap block (bigger ones are fresh mmap'd pages, faulted in every step):
+        # 8, 12, 16 and 32 padded 2,000-token prompts cost 107, 113, 116 and 115 ms each here
+        big_step_tokens=float(32 * 2 ** 20 // (4 * cfg.n_embd * elem)),
         call_overhead_s=0.0, attention="tinyserve-cuda" if model.device.type == "cuda" else "tinyserve-cpu")
 
 
@@ -432,6 +448,7 @@ CALIBRATION_SLAB = 2048  # positions per slot of the calibration's KV cache (at 
 
 CALIBRATION_ROUNDS = 6  # rounds over every point, each in a fresh KV cache (see _time_steps)
 WARMUP_S, WARMUP_STEPS = 0.05, 50  # a fresh cache is warmed up for 50 ms or 50 steps, at least one (_time_steps)
+SLOW_STEP_S = 0.5  # a point slower than this is timed once per round
 
 
 def _time_steps(model, points: list[list[Work]], repeats: int, rounds: int = CALIBRATION_ROUNDS) -> list[float]:
@@ -468,7 +485,8 @@ def _time_steps(model, points: list[list[Work]], repeats: int, rounds: int = CAL
             spent, n = timed(), 1
             while n < WARMUP_STEPS and spent < WARMUP_S:
                 spent, n = spent + timed(), n + 1
-            best[i] = min([best[i]] + [timed() for _ in range(repeats)])
+            # a step of over half a second is timed once a round: its noise is small next to it, its cost is not
+            best[i] = min([best[i]] + [timed() for _ in range(repeats if spent < SLOW_STEP_S else 1)])
             del kv
     return best
 
@@ -507,6 +525,7 @@ class StepShape:
     calls: int
     rows: int
     walk: int
+    big_tokens: float  # tokens past the preset's big_step_tokens
     write_bytes: float
     lin_bytes: float
     lin_flops: float
@@ -517,18 +536,22 @@ def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
     """The StepShape of a step under this preset's model shape and attention mode."""
     t = ModeledClock(preset).terms(works)
     per_pair = 4.0 * preset.n_layer * preset.attn_dim
-    return StepShape(t["calls"], t["rows"], t["walk"], preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
+    big = max(0.0, t["tokens"] - preset.big_step_tokens) if preset.big_step_tokens else 0.0
+    return StepShape(t["calls"], t["rows"], t["walk"], big, preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
                      2.0 * preset.nonembed_params * t["tokens"],
                      [(preset.kv_bytes_per_token * k, per_pair * p) for _, k, p, _ in t["attn"]])
 
 
 def _predict(shapes: list[StepShape], o: float, c: float, r: float, w: float, a: float, k: float, b: float,
-             d: float, e: float = 0.0, cache: float = 0.0, ramp: float = 2.0) -> np.ndarray:
+             d: float, e: float = 0.0, m: float = 0.0, g: float = 0.0, cache: float = 0.0,
+             ramp: float = 2.0) -> np.ndarray:
     out = []
     for s in shapes:
-        h = kv_hit_fraction(sum(kb for kb, _ in s.attn), cache, ramp)
+        h = kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp)
         per_byte = h * e + (1 - h) * k
-        out.append(o + c * s.calls + r * s.rows + w * s.walk + k * s.write_bytes + max(a * s.lin_bytes, b * s.lin_flops)
+        miss_rows = (1 - h) * s.rows if cache else 0.0
+        out.append(o + c * s.calls + r * s.rows + m * miss_rows + g * s.big_tokens + w * s.walk + k * s.write_bytes
+                   + max(a * s.lin_bytes, b * s.lin_flops)
                    + sum(max(per_byte * kb, d * f) for kb, f in s.attn))
     return np.array(out)
 
@@ -539,7 +562,7 @@ RAMP_GRID = (1.25, 1.5, 2.0, 3.0)  # and kv_cache_ramp
 
 def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple = CACHE_GRID_MIB,
              ramp_grid: tuple = RAMP_GRID) -> dict:
-    """Fit the overheads (step, call, row, walk), three bandwidths, two flop rates and the KV cache to measured times.
+    """Fit overheads (step, call, row, row missing the cache, big-step token), bandwidths, flop rates and the KV cache.
 
     Each max() in the cost is linear once we know which side wins, so alternate: fix every term's side (memory
     or compute), solve the non-negative linear problem (rows divided by their time, so fast and slow steps count
@@ -549,37 +572,40 @@ def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple =
     def solve(hits: list[float], cache: float, mem_lin: list[bool], mem_attn: list[list[bool]]) -> np.ndarray:
         rows = []
         for s, h, ml, ma in zip(shapes, hits, mem_lin, mem_attn):
-            kv = sum(kb for (kb, _), m in zip(s.attn, ma) if m)
+            kv = sum(x[0] for x, m in zip(s.attn, ma) if m)
             rows.append([1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0, s.write_bytes + (1 - h) * kv,
-                         0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m), h * kv])
+                         0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m),
+                         h * kv, (1 - h) * s.rows if cache else 0.0, s.big_tokens])
         return _nnls(np.array(rows) / times[:, None], np.ones_like(times))
 
     best, best_err = None, math.inf
     starts = [(False, True), (True, True), (False, False), (True, False)]  # (linear memory-bound?, attn memory-bound?)
     grid = [(0.0, 2.0)] + [(m * 2 ** 20, q) for m in cache_grid_mib if m for q in ramp_grid]
     for cache, ramp in grid:
-        hits = [kv_hit_fraction(sum(kb for kb, _ in s.attn), cache, ramp) for s in shapes]
+        hits = [kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp) for s in shapes]
         for lin0, attn0 in starts:
             mem_lin = [lin0] * len(shapes)
             mem_attn = [[attn0] * len(s.attn) for s in shapes]
             for _ in range(30):
-                o, c, r, w, a, k, b, d, e = solve(hits, cache, mem_lin, mem_attn)
+                o, c, r, w, a, k, b, d, e, m, g = solve(hits, cache, mem_lin, mem_attn)
                 # never infinitely fast: finite, JSON-writable
                 a, k, b, d, e = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16), max(e, 1e-15)
-                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, cache, ramp) - times) / times) ** 2))
+                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, m, g, cache, ramp) - times) / times)
+                                   ** 2))
                 if err < best_err:
-                    best, best_err = (o, c, r, w, a, k, b, d, e, cache, ramp), err
+                    best, best_err = (o, c, r, w, a, k, b, d, e, m, g, cache, ramp), err
                 new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
                 new_attn = [[(h * (e - k) + k) * kb >= d * f for kb, f in s.attn] for s, h in zip(shapes, hits)]
                 if new_lin == mem_lin and new_attn == mem_attn:
                     break
                 mem_lin, mem_attn = new_lin, new_attn
-    o, c, r, w, a, k, b, d, e, cache, ramp = best
+    o, c, r, w, a, k, b, d, e, m, g, cache, ramp = best
     return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r), "walk_overhead_s": float(w),
             "bandwidth_Bps": float(1 / a), "kv_bandwidth_Bps": float(1 / k),
             "peak_flops": float(1 / b), "attn_flops": float(1 / d),
             "kv_cache_bytes": float(cache), "kv_cache_bandwidth_Bps": float(1 / e) if cache else 0.0,
-            "kv_cache_ramp": float(ramp)}
+            "kv_cache_ramp": float(ramp), "miss_row_overhead_s": float(m) if cache else 0.0,
+            "big_step_token_s": float(g)}
 
 
 def _cpu_name() -> str:
@@ -597,11 +623,14 @@ def _rel_errors(rel: list[float]) -> dict:
             "rms_rel_err": round(float(np.sqrt(np.mean(np.square(rel)))), 4)}
 
 
-def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | None = None) -> HardwarePreset:
+def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | None = None,
+              between_rounds: Callable[[int], object] | None = None) -> HardwarePreset:
     """Time real ragged steps of `model` here and fit the cost model's rates and overheads to them.
 
     The steps are the shapes the policies make (uniform and ragged decodes, prefills, chunks after a prefix,
-    decodes beside a chunk, padded prefills); each point is the fastest of a few repeats. The
+    decodes beside a chunk, padded prefills); each point is the fastest of a few repeats in each of a few rounds.
+    between_rounds(i), if given, runs after round i (all but the last): benchmarks/costmodel.py validates there,
+    so that the calibration and the validation it is checked against see the same moments of the machine. The
     returned preset records every point (its works, measured and modeled time) and the fit's relative errors.
     """
     import torch
@@ -614,7 +643,11 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
                         f"run by tinyserve's forward_step on {where}",
                         [f"calibrated on {where} with tinyserve calibrate, {date.today()}"])
     rounds = plan.get("rounds", CALIBRATION_ROUNDS)
-    measured = np.array(_time_steps(model, [w for _, w in points], plan["repeats"], rounds))
+    measured = np.full(len(points), math.inf)
+    for i in range(rounds):
+        measured = np.minimum(measured, _time_steps(model, [w for _, w in points], plan["repeats"], rounds=1))
+        if between_rounds is not None and i < rounds - 1:
+            between_rounds(i)
     rates = fit_cost([step_shape(base, w) for _, w in points], measured)
     preset = HardwarePreset(**{**asdict(base), **rates})
     clock = ModeledClock(preset)

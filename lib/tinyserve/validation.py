@@ -53,50 +53,64 @@ def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: Hardware
     return run.steps, timed
 
 
-def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int = 3,
-             workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None) -> list[dict]:
+def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None = None,
+            policies: tuple[str, ...] = POLICIES, log=None, repeat: int = 0) -> dict[tuple[str, str], dict]:
+    """One repeat: every policy on every workload for real, scheduled by `schedule`'s modeled clock.
+
+    Returns, per (workload, policy), the steps' works and each step's timed and wall seconds. Runs one after
+    another, so that a busy moment of a shared machine hits one repeat of many runs, not every repeat of one.
+    """
+    from .engine import Engine
+
+    engine = Engine(model)
+    _run_steps(engine, "chapter-7.1-finisher", {"n": 4, "long_output": 8, "short_output": 4}, "continuous", schedule)
+    out = {}
+    for wl, knobs in (SCALED if workloads is None else workloads).items():
+        for pol in policies:
+            steps, t = _run_steps(engine, wl, knobs, pol, schedule)
+            # (slot, request_id, phase, start, tokens, padding) tuples of the trace's SlotWorks
+            out[(wl, pol)] = {"works": [[tuple(w) for w in s.works] for s in steps], "timed": t,
+                              "wall": [s.measured_s for s in steps]}
+            if log:
+                log(f"repeat {repeat + 1} {wl} {pol}: {len(steps)} steps, {sum(t):.2f} s timed, "
+                    f"{sum(s.measured_s for s in steps):.2f} s wall")
+    return out
+
+
+def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset | str) -> list[dict]:
     """Rows (workload, policy, steps, measured_s, modeled_s, error_pct, step_median_error_pct, wall_s), one per run.
 
     measured_s sums each step's fastest repeat as step_timer times it (the thread's CPU time on a one-thread CPU
-    run, as calibrate() times its points); wall_s sums the engine's own wall-clock measured_s the same way.
+    run, as calibrate() times its points); wall_s sums the engine's own wall-clock measured_s the same way;
+    modeled_s prices the same steps with `preset`.
     """
-    from .engine import Engine
-    from .model import load_model
     from .requests import Work
 
-    preset = get_preset(preset) if isinstance(preset, str) else preset
-    model = model if model is not None else load_model(device="cpu", dtype="float32")
-    engine = Engine(model)
-    clock = ModeledClock(preset)
-    workloads = SCALED if workloads is None else workloads
-    _run_steps(engine, "chapter-7.1-finisher", {"n": 4, "long_output": 8, "short_output": 4}, "continuous", preset)
-    runs = [(w, k, p) for w, k in workloads.items() for p in policies]
-    timed: dict[tuple[str, str], list[list[float]]] = {}
-    wall: dict[tuple[str, str], list[list[float]]] = {}
-    works: dict[tuple[str, str], list] = {}
-    for r in range(repeats):  # interleaved: a busy moment of a shared machine hits one repeat of many runs
-        for wl, knobs, pol in runs:
-            steps, t = _run_steps(engine, wl, knobs, pol, preset)
-            shape = [[tuple(w) for w in s.works] for s in steps]
-            if works.setdefault((wl, pol), shape) != shape or len(t) != len(steps):
-                raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")
-            timed.setdefault((wl, pol), []).append(t)
-            wall.setdefault((wl, pol), []).append([s.measured_s for s in steps])
-            if log:
-                log(f"repeat {r + 1}/{repeats} {wl} {pol}: {len(steps)} steps, {sum(t):.2f} s timed, "
-                    f"{sum(s.measured_s for s in steps):.2f} s wall")
+    clock = ModeledClock(get_preset(preset) if isinstance(preset, str) else preset)
     rows = []
-    for wl, _, pol in runs:
-        per_step = np.array([min(ts) for ts in zip(*timed[(wl, pol)])])
-        # (slot, request_id, phase, start, tokens, padding) tuples of the trace's SlotWorks
+    for (wl, pol), first in repeats[0].items():
+        runs = [m[(wl, pol)] for m in repeats]
+        if any(r["works"] != first["works"] or len(r["timed"]) != len(r["works"]) for r in runs):
+            raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")
+        per_step = np.array([min(ts) for ts in zip(*(r["timed"] for r in runs))])
         modeled = np.array([clock.step_time([Work(w[0], None, w[2], w[3], w[4], w[5]) for w in step])
-                            for step in works[(wl, pol)]])
+                            for step in first["works"]])
         m, p = float(per_step.sum()), float(modeled.sum())
         rows.append({"workload": wl, "policy": pol, "steps": len(per_step), "measured_s": round(m, 4),
                      "modeled_s": round(p, 4), "error_pct": round(100 * (p - m) / m, 1),
                      "step_median_error_pct": round(100 * float(np.median(np.abs(modeled - per_step) / per_step)), 1),
-                     "wall_s": round(float(sum(min(ts) for ts in zip(*wall[(wl, pol)]))), 4)})
+                     "wall_s": round(float(sum(min(ts) for ts in zip(*(r["wall"] for r in runs)))), 4)})
     return rows
+
+
+def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int = 3,
+             workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None) -> list[dict]:
+    """Run every policy on every workload `repeats` times under `preset` and compare (rows as compare() gives)."""
+    from .model import load_model
+
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    model = model if model is not None else load_model(device="cpu", dtype="float32")
+    return compare([measure(model, preset, workloads, policies, log, r) for r in range(repeats)], preset)
 
 
 def format_table(rows: list[dict]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+from collections import deque
 
 import ipywidgets as W
 
@@ -20,6 +21,8 @@ from tinyserve.workloads import WORKLOADS, get_workload
 from .board import BOARD_WIDTH_PX, VIEWS, Cursor, TraceView
 from .views import LatencyView
 from .words import t
+
+HISTORY = 8  # traces an Explorer keeps (Explorer.traces)
 
 BATCH = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 CHUNKS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -107,7 +110,9 @@ class Explorer:
         self.real = W.Button(description=t("explorer.real"), icon="play", layout=W.Layout(width="220px"))
         self.real.on_click(lambda _: self.run_real())
         self.trace: Trace | None = None
-        self.traces: list[Trace] = []  # every trace drawn, in order (the last is self.trace)
+        # the last HISTORY traces drawn, in order (the last is self.trace): a long-tail run is ~20 MB, and a
+        # learner dragging a slider for a while must not fill Binder's 1-2 GB
+        self.traces: deque[Trace] = deque(maxlen=HISTORY)
         self._enable()
         first = self.simulate(draw=False)
         if first is None:  # the starting settings themselves are bad: say so, draw an empty run
