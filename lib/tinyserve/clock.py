@@ -276,8 +276,8 @@ class ModeledClock:
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
                 "walk": walk, "attn": attn}
 
-    def cost(self, works: list[Work]) -> dict:
-        """Bytes, flops and seconds of each part of one step; a pure function of the works."""
+    def _price(self, works: list[Work]) -> tuple:
+        """The step's terms and the seconds of its parts: the one formula cost() and step_time() both read."""
         hw = self.hardware
         t = self.terms(works)
         attn_rate = hw.attn_flops or hw.peak_flops
@@ -304,6 +304,12 @@ class ModeledClock:
         memory_s += write_s
         calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
         calls_s += (1 - hit) * hw.miss_row_overhead_s * t["rows"] if hw.kv_cache_bytes else 0.0
+        return t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops
+
+    def cost(self, works: list[Work]) -> dict:
+        """Bytes, flops and seconds of each part of one step; a pure function of the works."""
+        hw = self.hardware
+        t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops = self._price(works)
         total = linear_s + sum(attn_s.values()) + write_s
         compute_s = total - memory_s
         return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * t["kv_written"],
@@ -317,8 +323,9 @@ class ModeledClock:
         """Modeled seconds of the step (measured_s is ignored). An empty step costs nothing."""
         if not works:
             return 0.0
-        c = self.cost(works)
-        return c["overhead_s"] + c["calls_s"] + c["linear_s"] + c["decode_attn_s"] + c["prefill_attn_s"] + c["kv_write_s"]
+        _, linear_s, attn_s, write_s, calls_s, *_ = self._price(works)  # the parts cost() reports, without its dict
+        return (self.hardware.overhead_s + calls_s + linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"])
+                + write_s)
 
     def decode_step_time(self, batch: int, context: int) -> float:
         """One decode step of `batch` sequences, each attending to `context` keys (curve for notebook 7.0)."""
