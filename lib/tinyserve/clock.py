@@ -32,10 +32,11 @@ they are different kernels, run one after the other). ``attention`` says how the
   "tinyserve-cuda" slots (model.group_decodes), each group one call reading every slot up to its longest context;
                    a chunk after a prefix uses an explicit mask, computing the full chunk x (prefix + chunk) block;
                    each prefill and padding segment is its own call. On a CPU a causal segment computes whole
-                   blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does NOT pad its decodes: a
-                   static batch's decodes read their own context (rounded up to their group's), and a finished
-                   member re-runs its last position. So under a tinyserve-* preset (cpu-tiny) a static batch is
-                   priced as the tiny engine computes it, and under a paged preset as a real server computes it.
+                   blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does
+                   NOT pad its decodes: a static batch's decodes read their own context (rounded up to their
+                   group's), and a finished member re-runs its last position. So under a tinyserve-* preset
+                   (cpu-tiny) a static batch is priced as the tiny engine computes it, and under a paged preset
+                   as a real server computes it.
 
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more
@@ -52,8 +53,8 @@ import math
 import platform
 import time
 from dataclasses import MISSING, asdict, dataclass, field
-from functools import lru_cache
 from datetime import date
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -282,7 +283,8 @@ class ModeledClock:
         t = self.terms(works)
         attn_rate = hw.attn_flops or hw.peak_flops
         kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
-        hit = kv_hit_fraction(hw.kv_bytes_per_token * sum(a[1] for a in t["attn"]), hw.kv_cache_bytes, hw.kv_cache_ramp)
+        hit = (kv_hit_fraction(hw.kv_bytes_per_token * sum(a[1] for a in t["attn"]), hw.kv_cache_bytes, hw.kv_cache_ramp)
+               if hw.kv_cache_bytes else 0.0)  # every step of a dry run: GPU presets state no cache
         s_per_kv_byte = hit / hw.kv_cache_bandwidth_Bps + (1 - hit) / kv_bw if hit else 1 / kv_bw
         flops_per_pair = 4.0 * hw.n_layer * hw.attn_dim  # QK^T and AV, 2 flops per multiply-add, every layer
         lin_bytes = hw.weight_bytes if works else 0.0
@@ -342,7 +344,7 @@ def kv_hit_fraction(read_bytes: float, cache_bytes: float, ramp: float = 2.0) ->
     The engine reads the same slabs every step (one key longer), so on a CPU whose last-level cache holds them,
     the next step re-reads them from cache; once a step reads more than fits, a sweep evicts what the next one
     needs first, and the share falls off (linearly here, between cache_bytes and ramp x cache_bytes: on
-    the 32 MiB-L3 box of cpu-tiny, 32 decodes of 64 keys (8 MiB of KV) ran at 0.2 us a key, of 256 keys at ~0.3).
+    the 32 MiB-L3 box of cpu-tiny, 32 decodes of 64 keys (8 MiB of KV) ran at 0.2 us a key, of 256 keys at ~0.4).
     """
     if cache_bytes <= 0 or read_bytes >= ramp * cache_bytes:
         return 0.0
@@ -453,49 +455,48 @@ def step_timer(device) -> tuple[str, Callable[[], float]]:
 CALIBRATION_SLAB = 2048  # positions per slot of the calibration's KV cache (at least), see _time_steps
 
 
-CALIBRATION_ROUNDS = 6  # rounds over every point, each in a fresh KV cache (see _time_steps)
+CALIBRATION_ROUNDS = 6  # rounds of _time_steps over every point (calibrate takes each point's fastest)
 WARMUP_S, WARMUP_STEPS = 0.05, 50  # a fresh cache is warmed up for 50 ms or 50 steps, at least one (_time_steps)
 SLOW_STEP_S = 0.5  # a point slower than this is timed once per round
 
 
-def _time_steps(model, points: list[list[Work]], repeats: int, rounds: int = CALIBRATION_ROUNDS) -> list[float]:
-    """Fastest time of build_step + forward_step + greedy sampling per point, over a few rounds of every point.
+def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
+    """One round: the fastest time of build_step + forward_step + greedy sampling of each point, in turn.
 
     Each point runs its repeats back to back, as the engine runs similar steps one after another (caches warm:
     a one-decode step measured 0.43 ms after itself and ~1 ms after a 4,000-token prefill), after a warm-up of
     WARMUP_S or WARMUP_STEPS: in a freshly allocated cache, 32 decodes of 64 keys took 3.7 ms, then 2.5, 2.2 ...
     and settled at ~1.6 ms only after 6-8 steps (the engine runs hundreds of steps on one cache).
     Its KV cache has slabs of at least CALIBRATION_SLAB positions, as the engine's slabs hold a whole request
-    (640 or 2,048 positions made no difference we could measure). A round times every point once, each in a
-    freshly allocated cache: where the OS places a cache's pages changes how well it sits in the CPU's caches
-    (one 32-slot step measured 1.57-2.03 ms across 8 allocations), and each engine run allocates its own. Rounds,
-    not one point after another, so that a busy moment of the machine does not land on all the points of one
+    (640 or 2,048 positions made no difference we could measure). Each point gets a freshly allocated cache:
+    where the OS places a cache's pages changes how well it sits in the CPU's caches (one 32-slot step measured
+    1.57-2.03 ms across 8 allocations), and each engine run allocates its own. calibrate() runs several rounds
+    and keeps each point's fastest, so that a busy moment of the machine does not land on all the points of one
     shape. The minimum, not the median: other processes only ever add time.
     """
     from .model import KVCache, build_step
 
     cfg = model.config
     _, clock = step_timer(model.device)
-    best = [math.inf] * len(points)
-    for _ in range(rounds):
-        for i, works in enumerate(points):
-            max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
-            segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
-            kv = KVCache(cfg, max(w.slot for w in works) + 1, max_len, model.dtype, model.device)
+    out = []
+    for works in points:
+        max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
+        segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
+        kv = KVCache(cfg, max(w.slot for w in works) + 1, max_len, model.dtype, model.device)
 
-            def timed() -> float:
-                t0 = clock()
-                logits = model.forward_step(build_step(segs, sample, model.device), kv)
-                logits.argmax(-1).tolist()  # sampling; on CUDA this also waits for the step to finish
-                return clock() - t0
+        def timed() -> float:
+            t0 = clock()
+            logits = model.forward_step(build_step(segs, sample, model.device), kv)
+            logits.argmax(-1).tolist()  # sampling; on CUDA this also waits for the step to finish
+            return clock() - t0
 
-            spent, n = timed(), 1
-            while n < WARMUP_STEPS and spent < WARMUP_S:
-                spent, n = spent + timed(), n + 1
-            # a step of over half a second is timed once a round: its noise is small next to it, its cost is not
-            best[i] = min([best[i]] + [timed() for _ in range(repeats if spent < SLOW_STEP_S else 1)])
-            del kv
-    return best
+        spent, n = timed(), 1
+        while n < WARMUP_STEPS and spent < WARMUP_S:
+            spent, n = spent + timed(), n + 1
+        # a step of over half a second is timed once a round: its noise is small next to it, its cost is not
+        out.append(min(timed() for _ in range(repeats if spent < SLOW_STEP_S else 1)))
+        del kv
+    return out
 
 
 def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -652,7 +653,7 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
     rounds = plan.get("rounds", CALIBRATION_ROUNDS)
     measured = np.full(len(points), math.inf)
     for i in range(rounds):
-        measured = np.minimum(measured, _time_steps(model, [w for _, w in points], plan["repeats"], rounds=1))
+        measured = np.minimum(measured, _time_steps(model, [w for _, w in points], plan["repeats"]))
         if between_rounds is not None and i < rounds - 1:
             between_rounds(i)
     rates = fit_cost([step_shape(base, w) for _, w in points], measured)
