@@ -9,7 +9,7 @@ import pytest
 from tinyserve.engine import Engine, _valid_ids, gc_paused
 from tinyserve.policies import DONE, StaticBatching
 from tinyserve.requests import Request, Work
-from tinyserve.trace import _WORK_CODE
+from tinyserve.trace import _WORK_CODE, SlotWork
 
 
 def _fresh_decodes(policy: StaticBatching) -> list[tuple]:
@@ -48,6 +48,56 @@ def test_static_rows_moved_in_place_equal_fresh_works_every_step_with_an_abort(p
             aborted += 1
     assert checked > 100 and aborted == 2
     assert any(w.phase == "wasted" for s in run.steps for w in s.works)
+
+
+@pytest.mark.parametrize("policy", ["static", "dynamic", "continuous", "chunked"])
+def test_the_kv_used_tally_equals_the_sum_over_slot_holders_every_step_with_an_abort(policy):
+    """kv_used is tallied step by step, not summed: it must equal Request.context_len summed over the running
+    requests at the moment the step is recorded (after the step's results, before finished ones leave)."""
+    run = Engine().start("chapter-7.2-longtail", policy, batch_size=8, dry_run=True, workload_knobs={"n": 40})
+    inner = run._advance
+    expected = []
+
+    def advance(*args):
+        done = inner(*args)
+        expected.append(sum(r.context_len for r in run.policy.running) * run.pool.bytes_per_token)
+        return done
+
+    run._advance = advance
+    aborted = 0
+    while not run.done:
+        run.step()
+        live = [r for r in run.policy.running if not r.done and r.num_prefilled]
+        if len(run.steps) % 97 == 0 and live and aborted < 3:
+            run.abort(live[0].id)  # leaves mid-run, holding K/V: the tally must drop it
+            aborted += 1
+    assert aborted == 3 and len(expected) == len(run.steps) > 100
+    assert [s.kv_used_bytes for s in run.steps] == expected
+    assert max(expected) > 0
+
+
+def test_a_wasted_rows_kept_record_is_the_slotwork_the_engine_would_make():
+    """A static batch's wasted row carries its SlotWork, recorded as is step after step: same fields as new."""
+    run = Engine().start("chapter-7.1-finisher", "static", batch_size=8, dry_run=True)
+    inner = run.policy.plan
+    kept = 0
+
+    def plan(now, more_coming):
+        nonlocal kept
+        p = inner(now, more_coming)
+        for w in p.works:
+            made = (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding)
+            assert w.record is None or (w.phase == "wasted" and tuple(w.record) == made)
+            kept += w.record is not None
+        return p
+
+    run.policy.plan = plan
+    while not run.done:
+        run.step()
+    trace = run.trace()
+    assert kept > 1000
+    wasted = [w for s in trace.steps for w in s.works if w.phase == "wasted"]
+    assert len(wasted) == kept and all(type(w) is SlotWork for w in wasted)
 
 
 def test_plain_int_ids_take_the_fast_check_and_agree_with_the_slow_one():

@@ -140,6 +140,7 @@ class Run:
         self.device = device
         self.now = 0.0
         self.num_done = 0  # finished by the engine (aborts not counted)
+        self.kv_used_tokens = 0  # K/V tokens held by the slot holders: tallied by _advance, re-summed when one leaves
         self.steps: list[StepRecord] = []
         self.forward_s = 0.0  # wall time inside build_step + forward + sampling
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
@@ -195,6 +196,7 @@ class Run:
             self.pending.remove(r)
         r.status, r.finish_s, r.finish_reason = ABORTED, self.now, "aborted"
         self.policy.finished(r)
+        self.kv_used_tokens = self._running_context()
 
     def step(self) -> StepRecord | None:
         """Run one step; None when nothing could run now (the clock then jumps to the next event)."""
@@ -223,16 +225,17 @@ class Run:
         start = self.now
         self.now += self.clock.step_time(works, measured)
         newly_done = self._advance(works, sampled, start)
-        # Request.context_len, inlined: this line and the records below run for every slot of every step
-        used = sum([r.num_prefilled + (len(r.output) - 1 if r.output else 0) for r in self.policy.running])
-        new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__
+        new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__: runs per slot per step
         rec = StepRecord(len(self.steps), start, self.now - start,
-                         [new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding)) for w in works],
-                         self.pool.reserved_bytes(), used * self.pool.bytes_per_token, measured,
+                         [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))
+                          for w in works],
+                         self.pool.reserved_bytes(), self.kv_used_tokens * self.pool.bytes_per_token, measured,
                          len(self.policy.waiting))
         self.steps.append(rec)
         for r in newly_done:
             self.policy.finished(r)
+        if newly_done:  # a request may have left its slot (static: the whole batch at its last finisher)
+            self.kv_used_tokens = self._running_context()
         self.num_done += len(newly_done)
         self.loop_s += time.perf_counter() - t_loop
         return rec
@@ -255,10 +258,16 @@ class Run:
         logits = self.model.forward_step(build_step(segments, sample, self.device), self.kv)
         return logits.argmax(-1).tolist()
 
+    def _running_context(self) -> int:
+        """Tokens whose K/V the slot holders keep (Request.context_len summed over the policy's running)."""
+        return sum(r.context_len for r in self.policy.running)
+
     def _advance(self, works, sampled: list[int], start: float) -> list[Request]:
-        """Apply the step's results to its requests; return those that are now done."""
+        """Apply the step's results to its requests; return those that are now done. Also grows
+        kv_used_tokens by the K/V this step stored (a tally, not a sum over every slot of every step)."""
         it = iter(sampled)
         done = []
+        grown = 0
         now, dry = self.now, self.dry_run  # locals: the loop runs for every slot of every step
         for w in works:
             r = w.request
@@ -271,10 +280,12 @@ class Run:
             if phase == "prefill":
                 r.num_prefilled += w.tokens
                 r.prefill_computed_tokens += w.tokens + w.padding
+                grown += w.tokens  # its K/V stored; the first token it samples adds none (context_len)
                 if r.num_prefilled < r.prompt_len:
                     continue
             else:
                 r.decode_computed_tokens += 1
+                grown += 1  # the K/V of the token it fed
             tok = -1 if dry else next(it)
             out = r.output
             out.append(tok)
@@ -285,6 +296,7 @@ class Run:
                 eos = tok == EOS if not dry else r.output_len < r.max_new_tokens
                 r.finish_reason = "eos" if eos and not r.ignore_eos else "length"
                 done.append(r)
+        self.kv_used_tokens += grown
         return done
 
     def trace(self) -> Trace:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .cache import SlotPool
 from .errors import TinyserveError
 from .requests import ABORTED, FINISHED, REJECTED, Request, Work
+from .trace import SlotWork
 
 POLICIES = ("static", "dynamic", "continuous", "chunked")
 DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses
@@ -142,6 +143,7 @@ class StaticBatching(Policy):
             w.pad_keys = edge - start
             if r.status in DONE:  # wasted: a done member re-runs its last decode, output thrown away
                 w.phase = "wasted"
+                w.record = SlotWork(w.slot, r.id, "wasted", start, 1, 0)  # the same every step from now on
         return list(self._rows)
 
     def finished(self, req: Request) -> None:

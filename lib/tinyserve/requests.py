@@ -73,6 +73,9 @@ class Work:
     tokens: int  # tokens computed at positions start .. start+tokens-1
     padding: int = 0  # padding tokens computed alongside (static prefill): real compute, output thrown away
     pad_keys: int = 0  # keys a static batch's decode attends beyond its own: the padded rectangle (clock.py)
+    # the trace's SlotWork of a work that repeats unchanged step after step (a static batch's wasted row), made
+    # once by the policy and recorded as is by the engine; None: the engine makes a new one
+    record: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def context(self) -> int:
