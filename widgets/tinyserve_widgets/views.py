@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import pathlib
 
 import ipywidgets as W
 import numpy as np
@@ -30,12 +31,45 @@ MAX_SERIES = 6  # traces a LatencyView compares at most
 VIEW_WIDTH_PX = 900  # a view shown alone (autosize gave ~550 px in JupyterLab)
 
 
+# After every update from Python, plotly's widget code in the browser diffs every trace of the figure against
+# what plotly.js computed from it and sends those defaults back to Python (_sendTraceDeltas, _sendLayoutDelta),
+# in the same task as the redraw: ~50 ms of a board's ~150 ms cursor move, and a message the kernel then has to
+# digest. Python only needs them for on_edits_completed() callbacks and to read plotly.js's computed defaults,
+# which no view does. So our figures run plotly's own bundle with those two methods returning at once. The
+# patch is two exact strings of the pinned plotly (requirements.txt); should a version not contain them, the
+# figures are plain FigureWidgets (tests/test_widgets_lean_figure.py says which).
+_DELTA_METHODS = ("_sendLayoutDelta(ne){", "_sendTraceDeltas(ne){")
+
+
+def _lean_bundle(src: str | None = None) -> str | None:
+    """plotly's widget bundle (or src) with the two delta senders made no-ops; None if it is not the expected one."""
+    if src is None:
+        import plotly
+
+        src = (pathlib.Path(plotly.__file__).parent / "package_data" / "widgetbundle.js").read_text(encoding="utf-8")
+    if any(src.count(m) != 1 for m in _DELTA_METHODS):
+        return None
+    for m in _DELTA_METHODS:
+        src = src.replace(m, m + "return;")
+    return src
+
+
+_LEAN = _lean_bundle()
+if _LEAN is not None:
+    class BoardFigure(go.FigureWidget):
+        """A FigureWidget whose browser side does not send plotly.js's computed defaults back after each update."""
+
+        _esm = _LEAN
+else:  # pragma: no cover - only with a plotly other than the pinned one
+    BoardFigure = go.FigureWidget
+
+
 def new_figure(fig=None) -> go.FigureWidget:
     """A FigureWidget with the small template (optionally from a make_subplots figure)."""
     if fig is None:
-        return go.FigureWidget(layout={"template": TEMPLATE})
+        return BoardFigure(layout={"template": TEMPLATE})
     fig.layout.template = TEMPLATE
-    return go.FigureWidget(fig)
+    return BoardFigure(fig)
 
 
 @contextlib.contextmanager
