@@ -5,11 +5,11 @@ Playwright (the recipe of tests/browser/conftest.py), an Explorer on the slowest
 
 A scratch notebook (in a temporary folder) shows tw.Explorer("chapter-7.2-longtail", policy="dynamic",
 batch_size=32); after run-all and "| Idle", a key press moves a slider and we time, in the page, from the
-keydown event to the first animation frame that finds the plotly figure's SVG changed (checked every frame:
-that frame paints the change). Moves alternate right/left, so
-every knob move re-runs the engine (no cache). Two sliders: the batch-size knob (kernel round trip: dry run +
-redraw + the figure's update message) and the step cursor (kernel round trip: every view's cursor). Prints a
-Markdown table: median and max ms.
+keydown event to the end of the frame that paints the figures' change (a MutationObserver on the plotly
+figures; ARM_JS says how). Moves alternate right/left, so every knob move re-runs the engine (no cache). Two
+sliders: the batch-size knob (kernel round trip: dry run + redraw + the figure's update message) and the step
+cursor (kernel round trip: every view's cursor). Prints a Markdown table: median and max ms of the first change
+painted and of the whole update painted.
 """
 from __future__ import annotations
 
