@@ -294,6 +294,22 @@ def test_static_batches_are_rectangles_under_paged_presets():
     assert tiny.step_time([Work(0, None, "wasted", 4, 1, pad_keys=3)]) == tiny.step_time([Work(0, None, "wasted", 4, 1)])
 
 
+def test_a_masked_chunk_pays_its_mask_per_pair_and_nothing_else_does():
+    """tinyserve's chunk after a prefix is one call given an n x (start + n) mask: masked_pair_s per pair of it."""
+    base = toy("tinyserve-cpu")
+    masked = HardwarePreset(**{**base.hardware.__dict__, "masked_pair_s": 1e-6})
+    chunk = [Work(0, None, "prefill", 300, 100)]  # 100 queries x 400 keys = 40,000 pairs
+    assert ModeledClock(masked).step_time(chunk) - base.step_time(chunk) == pytest.approx(40_000 * 1e-6)
+    assert ModeledClock(masked).cost(chunk)["prefill_attn_s"] - base.cost(chunk)["prefill_attn_s"] == pytest.approx(
+        0.04)
+    for works in ([Work(0, None, "prefill", 0, 400)],  # causal from position 0: no mask
+                  [Work(0, None, "prefill", 0, 50, padding=30)],  # a padded prompt and its padding: causal
+                  [Work(0, None, "decode", 399, 1), Work(1, None, "decode", 99, 1)]):  # decode groups
+        assert ModeledClock(masked).step_time(works) == base.step_time(works)
+    paged = HardwarePreset(**{**toy().hardware.__dict__, "masked_pair_s": 1e-6})  # paged kernels take no mask
+    assert ModeledClock(paged).step_time(chunk) == toy().step_time(chunk)
+
+
 def test_fit_recovers_known_rates():
     """On exact synthetic times the alternating fit finds the rates and overheads that made them."""
     model = TinyGPT(GPTConfig())
@@ -301,7 +317,7 @@ def test_fit_recovers_known_rates():
     works = [[Work(i, None, "decode", c - 1, 1) for i in range(b)] for b in (1, 4, 16, 64) for c in (64, 256, 1024)]
     works += [[Work(i, None, "decode", 255, 1) for i in range(b)] for b in (9, 10, 11)]  # 9-11 MiB: on the cache's ramp
     works += [[Work(0, None, "prefill", 0, n)] for n in (16, 64, 256, 1024, 2048)]
-    works += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 1024), (512, 2048))]
+    works += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 1024), (512, 2048), (256, 512))]
     works += [[Work(i, None, "decode", 40, 1) for i in range(8)] + [Work(8, None, "prefill", 0, 20, padding=30)]]
     works += [[Work(i, None, "prefill", 0, 32) for i in range(16)]]
     works += [[Work(i, None, "prefill", 0, 32, padding=1968) for i in range(b)] for b in (4, 10, 12)]  # past 16,384
@@ -309,7 +325,7 @@ def test_fit_recovers_known_rates():
              "bandwidth_Bps": 40e9,
              "kv_bandwidth_Bps": 5e9, "peak_flops": 30e9, "attn_flops": 8e9,  # decodes memory-bound, in cache or not:
              "kv_cache_bytes": 8 * 2 ** 20, "kv_cache_bandwidth_Bps": 12e9, "kv_cache_ramp": 1.5,  # else no rate to see
-             "miss_row_overhead_s": 1e-5, "big_step_token_s": 2e-6}
+             "miss_row_overhead_s": 1e-5, "big_step_token_s": 2e-6, "masked_pair_s": 3e-9}
     clock = ModeledClock(HardwarePreset(**{**base.__dict__, **truth}))
     times = np.array([clock.step_time(w) for w in works])
     got = fit_cost([step_shape(base, w) for w in works], times)

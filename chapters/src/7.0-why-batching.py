@@ -127,12 +127,13 @@ print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
-# Read it honestly: nearly every run lands within a tenth of the measured time, but not always the same ones
-# from one measurement to the next. This CPU's speed drifts by several percent over minutes, and the steps
-# just after a 4,000-token prefill find its caches flushed, which no price of a single step can know. That is
-# still enough for this chapter, whose effects are factors (static vs continuous batching: several times),
-# not percents. Exact milliseconds for real hardware would need a calibration on it (`tinyserve calibrate`
-# runs on a GPU too).
+# Read it honestly. Every run lands within a tenth of its measured total and the typical step within 15%, in
+# this measurement and in a second one taken apart from the calibration; the margins are a few percent, not
+# more. This CPU's speed drifts by several percent over minutes, and the few steps just after a 4,000-token
+# prefill find its caches flushed and run up to twice their usual time, which no price of a single step can
+# know. That is plenty for this chapter, whose effects are factors (static vs continuous batching: several
+# times), not percents. Exact milliseconds for real hardware would need a calibration on it
+# (`tinyserve calibrate` runs on a GPU too).
 
 # %% [markdown]
 # ## 4. The same question for a 70B model on an H200 — modeled

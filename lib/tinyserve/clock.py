@@ -14,6 +14,8 @@ datacenter GPU, pricing each part of the step the way it runs:
                   keys in sequence: one sequence reading 2,000 keys got ~30% less bandwidth per key than 32 did)
                   + miss_row_overhead_s per row whose keys miss the cache (below)
   big steps       big_step_token_s per token past big_step_tokens (see model_preset)
+  masks           masked_pair_s per query-key pair of a call given an explicit mask (tinyserve-* only: a chunk
+                  after a prefix; the kernel reads and adds the mask for every pair; fitted ~7 ns on cpu-tiny)
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibrate() fits the two rates apart. A CPU's last-level cache also
@@ -97,6 +99,9 @@ class HardwarePreset:
     miss_row_overhead_s: float = 0.0  # more per row of an attention call when the step's KV misses the cache
     big_step_tokens: float = 0.0  # a step with more tokens than this pays big_step_token_s per extra token; 0 = none
     big_step_token_s: float = 0.0
+    # more per query-key pair of an attention call given an explicit mask (tinyserve's chunk after a prefix: the
+    # n x (start + n) mask is read and added for every pair; a causal call from position 0 has none); 0 = none
+    masked_pair_s: float = 0.0
     attention: str = "paged"  # how attention calls are made: see ATTENTION
 
 
@@ -104,10 +109,10 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
             "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float,
             "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
             "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
-            "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float}
+            "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
                 "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
-                "big_step_tokens", "big_step_token_s"}
+                "big_step_tokens", "big_step_token_s", "masked_pair_s"}
 ATTENTION = ("paged", "tinyserve-cpu", "tinyserve-cuda")  # see the module docstring
 
 
@@ -233,7 +238,7 @@ class ModeledClock:
         """
         mode = self.hardware.attention
         paged = mode == "paged"
-        tokens = written = 0
+        tokens = written = masked = 0
         attn: list[tuple[str, int, int]] = []
         decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.build_step lists them
         dec_n = dec_keys = dec_max = 0  # paged: one call, so only the count, total and longest keys matter
@@ -257,6 +262,7 @@ class ModeledClock:
                     pairs = n * s + n * (n + 1) // 2
                 elif s:
                     pairs = n * (s + n)
+                    masked += pairs
                 else:
                     pairs = cpu_causal_pairs(n) if mode == "tinyserve-cpu" else n * (n + 1) // 2
                 attn.append(("prefill", s + n, pairs, 1))  # reads its prefix and its own new K/V from the slab
@@ -275,7 +281,7 @@ class ModeledClock:
                 attn.append(("decode", keys, keys, rows))
         walk = dec_max if paged else sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
-                "walk": walk, "attn": attn}
+                "walk": walk, "attn": attn, "masked_pairs": masked}
 
     def _price(self, works: list[Work]) -> tuple:
         """The step's terms and the seconds of its parts: the one formula cost() and step_time() both read."""
@@ -302,6 +308,8 @@ class ModeledClock:
             part = max(b * s_per_kv_byte, compute)
             attn_s[kind] += part
             memory_s += part if b * s_per_kv_byte >= compute else 0.0
+        if hw.masked_pair_s and t["masked_pairs"]:
+            attn_s["prefill"] += hw.masked_pair_s * t["masked_pairs"]
         write_s = hw.kv_bytes_per_token * t["kv_written"] / kv_bw
         memory_s += write_s
         calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
@@ -398,7 +406,8 @@ FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 128, 256, 512, 1024
              "ragged": ((31, 48, 2048), (30, 300, 4000), (8, 64, 1024), (1, 64, 4000), (2, 100, 2500)),
              "finished": ((150, 31, 30), (283, 31, 36), (600, 31, 40), (1000, 15, 50), (2000, 7, 64)),
              "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0), (4, 100, 512, 512)),
-             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968), (12, 32, 1968)),
+             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968), (12, 32, 1968),
+                        (16, 32, 1968)),
              "repeats": 3, "rounds": 6}
 QUICK_PLAN = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128), "chunks": ((32, 64),),
               "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3,
@@ -538,6 +547,7 @@ class StepShape:
     lin_bytes: float
     lin_flops: float
     attn: list[tuple[float, float]]  # (kv bytes read, flops) per attention call
+    masked_pairs: float = 0.0  # query-key pairs of calls given an explicit mask
 
 
 def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
@@ -547,18 +557,19 @@ def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
     big = max(0.0, t["tokens"] - preset.big_step_tokens) if preset.big_step_tokens else 0.0
     return StepShape(t["calls"], t["rows"], t["walk"], big, preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
                      2.0 * preset.nonembed_params * t["tokens"],
-                     [(preset.kv_bytes_per_token * k, per_pair * p) for _, k, p, _ in t["attn"]])
+                     [(preset.kv_bytes_per_token * k, per_pair * p) for _, k, p, _ in t["attn"]], t["masked_pairs"])
 
 
 def _predict(shapes: list[StepShape], o: float, c: float, r: float, w: float, a: float, k: float, b: float,
              d: float, e: float = 0.0, m: float = 0.0, g: float = 0.0, cache: float = 0.0,
-             ramp: float = 2.0) -> np.ndarray:
+             ramp: float = 2.0, x: float = 0.0) -> np.ndarray:
     out = []
     for s in shapes:
         h = kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp)
         per_byte = h * e + (1 - h) * k
         miss_rows = (1 - h) * s.rows if cache else 0.0
         out.append(o + c * s.calls + r * s.rows + m * miss_rows + g * s.big_tokens + w * s.walk + k * s.write_bytes
+                   + x * s.masked_pairs
                    + max(a * s.lin_bytes, b * s.lin_flops)
                    + sum(max(per_byte * kb, d * f) for kb, f in s.attn))
     return np.array(out)
@@ -583,7 +594,7 @@ def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple =
             kv = sum(x[0] for x, m in zip(s.attn, ma) if m)
             rows.append([1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0, s.write_bytes + (1 - h) * kv,
                          0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m),
-                         h * kv, (1 - h) * s.rows if cache else 0.0, s.big_tokens])
+                         h * kv, (1 - h) * s.rows if cache else 0.0, s.big_tokens, s.masked_pairs])
         return _nnls(np.array(rows) / times[:, None], np.ones_like(times))
 
     best, best_err = None, math.inf
@@ -595,25 +606,25 @@ def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple =
             mem_lin = [lin0] * len(shapes)
             mem_attn = [[attn0] * len(s.attn) for s in shapes]
             for _ in range(30):
-                o, c, r, w, a, k, b, d, e, m, g = solve(hits, cache, mem_lin, mem_attn)
+                o, c, r, w, a, k, b, d, e, m, g, x = solve(hits, cache, mem_lin, mem_attn)
                 # never infinitely fast: finite, JSON-writable
                 a, k, b, d, e = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16), max(e, 1e-15)
-                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, m, g, cache, ramp) - times) / times)
-                                   ** 2))
+                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, m, g, cache, ramp, x) - times)
+                                    / times) ** 2))
                 if err < best_err:
-                    best, best_err = (o, c, r, w, a, k, b, d, e, m, g, cache, ramp), err
+                    best, best_err = (o, c, r, w, a, k, b, d, e, m, g, x, cache, ramp), err
                 new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
                 new_attn = [[(h * (e - k) + k) * kb >= d * f for kb, f in s.attn] for s, h in zip(shapes, hits)]
                 if new_lin == mem_lin and new_attn == mem_attn:
                     break
                 mem_lin, mem_attn = new_lin, new_attn
-    o, c, r, w, a, k, b, d, e, m, g, cache, ramp = best
+    o, c, r, w, a, k, b, d, e, m, g, x, cache, ramp = best
     return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r), "walk_overhead_s": float(w),
             "bandwidth_Bps": float(1 / a), "kv_bandwidth_Bps": float(1 / k),
             "peak_flops": float(1 / b), "attn_flops": float(1 / d),
             "kv_cache_bytes": float(cache), "kv_cache_bandwidth_Bps": float(1 / e) if cache else 0.0,
             "kv_cache_ramp": float(ramp), "miss_row_overhead_s": float(m) if cache else 0.0,
-            "big_step_token_s": float(g)}
+            "big_step_token_s": float(g), "masked_pair_s": float(x)}
 
 
 def _cpu_name() -> str:
