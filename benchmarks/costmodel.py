@@ -26,7 +26,8 @@ import time
 import torch
 
 from tinyserve import validation
-from tinyserve.clock import FULL_PLAN, PRESET_DIR, calibrate, get_preset, save_preset
+from tinyserve.calibration import FULL_PLAN, calibrate
+from tinyserve.clock import PRESET_DIR, get_preset, save_preset
 from tinyserve.model import load_model
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from tinyserve.clock import (DEFAULT_HARDWARE, HardwarePreset, ModeledClock, WallClock, calibrate, fit_cost,
-                             get_preset, list_presets, load_preset, make_clock, model_preset, save_preset, step_shape,
-                             works_of)
+from tinyserve.calibration import calibrate, fit_cost, model_preset, step_shape, works_of
+from tinyserve.clock import (DEFAULT_HARDWARE, HardwarePreset, ModeledClock, WallClock, get_preset, list_presets,
+                             load_preset, make_clock, save_preset)
 from tinyserve.errors import TinyserveError
 from tinyserve.model import GPTConfig, TinyGPT
 from tinyserve.requests import Work
@@ -253,7 +253,7 @@ def test_a_step_past_big_step_tokens_pays_for_each_token_beyond():
 
 
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
-    from tinyserve.clock import step_segments
+    from tinyserve.calibration import step_segments
     from tinyserve.model import build_step
 
     rng = random.Random(1)

@@ -296,7 +296,7 @@ def decode_curve_hf(hf, batches=DECODE_BATCHES, context: int = DECODE_CONTEXT, n
 def machine_info(device: torch.device) -> dict:
     import transformers
 
-    from .clock import _cpu_name
+    from .calibration import _cpu_name
 
     info = {"cpu": _cpu_name(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "device": str(device), "python": platform.python_version(), "platform": platform.platform(),

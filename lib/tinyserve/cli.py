@@ -255,7 +255,7 @@ def cmd_bench(a) -> None:
 
 
 def cmd_calibrate(a) -> None:
-    from .clock import run_calibration
+    from .calibration import run_calibration
 
     preset = run_calibration(quick=a.quick, out=a.out)
     print(json.dumps(preset.to_dict() if hasattr(preset, "to_dict") else preset.__dict__, indent=2, default=str))

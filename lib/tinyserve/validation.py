@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .clock import HardwarePreset, ModeledClock, get_preset, step_timer
+from .calibration import step_timer
+from .clock import HardwarePreset, ModeledClock, get_preset
 
 TABLE_FILE = Path(__file__).parent / "data" / "costmodel-validation.json"
 POLICIES = ("static", "dynamic", "continuous", "chunked")

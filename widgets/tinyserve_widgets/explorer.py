@@ -3,7 +3,6 @@ runs the real tiny GPT with a progress bar; two settings side by side. A bad set
 the widget and the previous figures stay."""
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from collections import deque
@@ -33,8 +32,6 @@ WAITS = [1, 5, 20, 100, ("opt.unbounded", math.inf)]
 KV_BUDGETS = [("opt.no_cap", "none")] + [(f"{gb:g} GB", int(gb * 10**9)) for gb in (0.1, 1, 4, 16, 64)]
 RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
-HAS_WAITING_STEPS = "max_waiting_steps" in inspect.signature(Engine.start).parameters
-HAS_WORKLOAD_KNOBS = "workload_knobs" in inspect.signature(Engine.start).parameters
 CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
             "workload", "n", "rate", "hardware", "kv_budget", "x")
 
@@ -101,7 +98,7 @@ class Explorer:
             "x": W.ToggleButtons(options=[(t("knob.x.steps"), "steps"), (t("knob.x.time"), "time")], value=x,
                                  description=t("knob.x"), style={"button_width": "60px"}),
         }
-        self.controls = tuple(c for c in controls if c != "max_waiting_steps" or HAS_WAITING_STEPS)
+        self.controls = tuple(controls)
         for name in self.controls:
             k[name].observe(self._changed, names="value")
         self.message = W.HTML()
@@ -153,7 +150,7 @@ class Explorer:
         if "timeout" in takes and k["timeout"] is not None:
             knobs["timeout"] = k["timeout"]
         if "prefill_first" in takes:
-            if k["order"] or not HAS_WAITING_STEPS or "max_waiting_steps" not in self.controls:
+            if k["order"] or "max_waiting_steps" not in self.controls:
                 knobs["prefill_first"] = k["order"]
             else:
                 knobs["max_waiting_steps"] = k["max_waiting_steps"]
@@ -164,7 +161,7 @@ class Explorer:
 
     def _run(self, engine, wl, wl_knobs: dict, policy: str, **knobs) -> Trace:
         """engine.run of a named workload with its knobs (the engine builds it), or of the caller's requests."""
-        if isinstance(wl, str) and HAS_WORKLOAD_KNOBS:
+        if isinstance(wl, str):
             return engine.run(wl, policy, seed=self.seed, workload_knobs=wl_knobs or None, **knobs)
         return engine.run(self._requests(wl, wl_knobs), policy, **knobs)
 

@@ -1,0 +1,375 @@
+"""Fitting the modeled clock to a real machine: time the tiny GPT's real steps here, fit the cost model's rates.
+
+``calibrate`` runs the step shapes the policies make (uniform and ragged decodes, prefills, chunks after a prefix,
+decodes beside a chunk, padded prefills) on the model, times each the way the engine runs them (warm, back to
+back, in a fresh KV cache, over several rounds) and fits the rates and overheads of clock.ModeledClock's cost
+(``fit_cost``), giving a HardwarePreset such as the shipped cpu-tiny. ``tinyserve calibrate`` is the CLI;
+``tinyserve.validation`` checks a fitted preset against the real engine on the chapter workloads.
+"""
+from __future__ import annotations
+
+import math
+import platform
+import time
+from dataclasses import asdict, dataclass
+from datetime import date
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .cache import kv_bytes_per_token as _kv_bytes_per_token
+from .clock import HardwarePreset, ModeledClock, kv_hit_fraction, save_preset
+from .requests import Work
+
+
+def _decodes(contexts: list[int], first_slot: int = 0) -> list[Work]:
+    return [Work(first_slot + i, None, "decode", c - 1, 1) for i, c in enumerate(contexts)]
+
+
+def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
+    """(label, works) of every calibration step: the shapes the engine's policies make, each slot once."""
+    pts: list[tuple[str, list[Work]]] = []
+    for b in plan["batches"]:
+        for c in plan["contexts"]:
+            pts.append((f"decode B={b} ctx={c}", _decodes([c] * b)))
+    for b, c in plan.get("few", ()):  # a few decodes at long contexts: the quiet end of a long-tailed workload
+        pts.append((f"decode B={b} ctx={c}", _decodes([c] * b)))
+    for n in plan["prefills"]:
+        pts.append((f"prefill {n}", [Work(0, None, "prefill", 0, n)]))
+    for n, start in plan["chunks"]:  # a chunk after a prefix already in the slab
+        pts.append((f"chunk {n} after {start}", [Work(0, None, "prefill", start, n)]))
+    for short, ctx, long in plan["ragged"]:  # short sequences next to a long one (decode groups split)
+        pts.append((f"decode {short}x{ctx} + 1x{long}", _decodes([ctx] * short + [long])))
+    for long, short, ctx in plan.get("finished", ()):  # a static batch after its fastest finishers: the long one
+        pts.append((f"decode 1x{long} + {short}x{ctx}", _decodes([long] + [ctx] * short)))  # first, the rest behind it
+    for b, ctx, n, start in plan["mixed"]:  # decodes beside a prefill chunk (chunked, prefill-first)
+        pts.append((f"decode {b}x{ctx} + chunk {n} after {start}",
+                    _decodes([ctx] * b) + [Work(b, None, "prefill", start, n)]))
+    for b, n, pad in plan["padded"]:  # a static batch's prefill: b prompts of n tokens, each padded by pad
+        pts.append((f"prefill {b}x{n} + padding {pad}", [Work(i, None, "prefill", 0, n, padding=pad) for i in range(b)]))
+    return [(lbl, w) for lbl, w in pts if max(x.start + x.tokens + x.padding for x in w) <= n_pos]
+
+
+FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 128, 256, 512, 1024, 2048),
+             "prefills": (16, 64, 256, 1024, 2048, 4000),
+             "chunks": ((64, 1024), (256, 512), (512, 2048), (512, 3500)),
+             "few": ((1, 512), (1, 3000), (1, 4000), (2, 1024), (2, 3000)),
+             "ragged": ((31, 48, 2048), (30, 300, 4000), (8, 64, 1024), (1, 64, 4000), (2, 100, 2500)),
+             "finished": ((150, 31, 30), (283, 31, 36), (600, 31, 40), (1000, 15, 50), (2000, 7, 64)),
+             "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0), (4, 100, 512, 512)),
+             "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968), (12, 32, 1968),
+                        (16, 32, 1968)),
+             "repeats": 3, "rounds": 6}
+QUICK_PLAN = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128), "chunks": ((32, 64),),
+              "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3,
+              "rounds": 2}
+
+
+def model_preset(model, name: str, description: str, sources: list[str]) -> HardwarePreset:
+    """A preset with the shape of a TinyGPT, tinyserve's attention and placeholder rates (1 B/s, 1 flop/s)."""
+    cfg = model.config
+    elem = model.wte.weight.element_size()
+    nonembed = sum(p.numel() for p in model.h.parameters()) + sum(p.numel() for p in model.ln_f.parameters())
+    return HardwarePreset(
+        name=name, description=description, bandwidth_Bps=1.0, peak_flops=1.0, overhead_s=0.0,
+        weight_bytes=float((nonembed + model.wte.weight.numel()) * elem),  # blocks + the tied output head
+        nonembed_params=float(nonembed), n_layer=cfg.n_layer, attn_dim=cfg.n_embd,
+        kv_bytes_per_token=float(_kv_bytes_per_token(cfg.n_layer, cfg.n_embd, elem)),
+        kv_dtype=str(model.dtype).removeprefix("torch."), sources=sources, attn_flops=1.0,
+        # past this many tokens a step's MLP activations (4 x n_embd a token) outgrow 32 MiB, the size of this
+        # box's L3 and of glibc's largest heap block (bigger ones are fresh mmap'd pages, faulted in every step):
+        # 8, 12, 16 and 32 padded 2,000-token prompts cost 107, 113, 116 and 115 ms each here
+        big_step_tokens=float(32 * 2 ** 20 // (4 * cfg.n_embd * elem)),
+        call_overhead_s=0.0, attention="tinyserve-cuda" if model.device.type == "cuda" else "tinyserve-cpu")
+
+
+def step_segments(works: list[Work], token_ids) -> tuple[list[tuple[int, int, list[int]]], list[bool]]:
+    """The (slot, start, ids) segments and sample flags the engine hands build_step for these works."""
+    from .tokenizer import EOS
+
+    segs, sample = [], []
+    for i, w in enumerate(works):
+        segs.append((w.slot, w.start, token_ids(i, w)))
+        sample.append(w.phase != "wasted")
+        if w.padding:  # as Run._forward: really computed, attends only to itself, thrown away
+            segs.append((-1, 0, [EOS] * w.padding))
+            sample.append(False)
+    return segs, sample
+
+
+def step_timer(device) -> tuple[str, Callable[[], float]]:
+    """How steps are timed: the thread's CPU time on a one-thread CPU run, else wall time (CUDA synchronised).
+
+    On a machine shared with other processes, wall time counts the time the OS gave to them (a 4 ms step
+    measured 4-13 ms on a busy 2-core box); the thread's CPU time does not, and on a quiet machine it equals wall
+    time for a one-thread run. GPU work is not CPU time, and with several threads the calling thread's CPU time
+    is not the step's, so those use wall time.
+    """
+    import torch
+
+    if torch.device(device).type == "cpu" and torch.get_num_threads() == 1:
+        return "thread CPU time", time.thread_time
+    return "wall", time.perf_counter
+
+
+CALIBRATION_SLAB = 2048  # positions per slot of the calibration's KV cache (at least), see _time_steps
+
+
+CALIBRATION_ROUNDS = 6  # rounds of _time_steps over every point (calibrate takes each point's fastest)
+WARMUP_S, WARMUP_STEPS = 0.05, 50  # a fresh cache is warmed up for 50 ms or 50 steps, at least one (_time_steps)
+SLOW_STEP_S = 0.5  # a point slower than this is timed once per round
+
+
+def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
+    """One round: the fastest time of build_step + forward_step + greedy sampling of each point, in turn.
+
+    Each point runs its repeats back to back, as the engine runs similar steps one after another (caches warm:
+    a one-decode step measured 0.43 ms after itself and ~1 ms after a 4,000-token prefill), after a warm-up of
+    WARMUP_S or WARMUP_STEPS: in a freshly allocated cache, 32 decodes of 64 keys took 3.7 ms, then 2.5, 2.2 ...
+    and settled at ~1.6 ms only after 6-8 steps (the engine runs hundreds of steps on one cache).
+    Its KV cache has slabs of at least CALIBRATION_SLAB positions, as the engine's slabs hold a whole request
+    (640 or 2,048 positions made no difference we could measure). Each point gets a freshly allocated cache:
+    where the OS places a cache's pages changes how well it sits in the CPU's caches (one 32-slot step measured
+    1.57-2.03 ms across 8 allocations), and each engine run allocates its own. calibrate() runs several rounds
+    and keeps each point's fastest, so that a busy moment of the machine does not land on all the points of one
+    shape. The minimum, not the median: other processes only ever add time.
+    """
+    from .model import KVCache, build_step
+
+    cfg = model.config
+    _, clock = step_timer(model.device)
+    out = []
+    for works in points:
+        max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
+        segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
+        kv = KVCache(cfg, max(w.slot for w in works) + 1, max_len, model.dtype, model.device)
+
+        def timed() -> float:
+            t0 = clock()
+            logits = model.forward_step(build_step(segs, sample, model.device), kv)
+            logits.argmax(-1).tolist()  # sampling; on CUDA this also waits for the step to finish
+            return clock() - t0
+
+        spent, n = timed(), 1
+        while n < WARMUP_STEPS and spent < WARMUP_S:
+            spent, n = spent + timed(), n + 1
+        # a step of over half a second is timed once a round: its noise is small next to it, its cost is not
+        out.append(min(timed() for _ in range(repeats if spent < SLOW_STEP_S else 1)))
+        del kv
+    return out
+
+
+def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares with non-negative coefficients (Lawson and Hanson's active-set method)."""
+    norms = np.linalg.norm(X, axis=0)
+    usable = norms > 0
+    A = X[:, usable] / norms[usable]  # columns are bytes, flops and counts: scale them alike
+    n = A.shape[1]
+    x, passive = np.zeros(n), np.zeros(n, dtype=bool)
+    for _ in range(3 * n):
+        grad = A.T @ (y - A @ x)
+        if passive.all() or grad[~passive].max() <= 1e-12:
+            break
+        passive[np.argmax(np.where(passive, -np.inf, grad))] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(A[:, passive], y, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)  # step back to where the first coefficient reaches zero, drop it
+            x = x + np.min(x[neg] / (x[neg] - z[neg])) * (z - x)
+            passive &= x > 1e-15
+            x[~passive] = 0.0
+    out = np.zeros(X.shape[1])
+    out[usable] = x / norms[usable]
+    return out
+
+
+@dataclass
+class StepShape:
+    """What one step moves and computes, in the units the fit multiplies by 1/rate (from ModeledClock.terms)."""
+
+    calls: int
+    rows: int
+    walk: int
+    big_tokens: float  # tokens past the preset's big_step_tokens
+    write_bytes: float
+    lin_bytes: float
+    lin_flops: float
+    attn: list[tuple[float, float]]  # (kv bytes read, flops) per attention call
+    masked_pairs: float = 0.0  # query-key pairs of calls given an explicit mask
+
+
+def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
+    """The StepShape of a step under this preset's model shape and attention mode."""
+    t = ModeledClock(preset).terms(works)
+    per_pair = 4.0 * preset.n_layer * preset.attn_dim
+    big = max(0.0, t["tokens"] - preset.big_step_tokens) if preset.big_step_tokens else 0.0
+    return StepShape(t["calls"], t["rows"], t["walk"], big, preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
+                     2.0 * preset.nonembed_params * t["tokens"],
+                     [(preset.kv_bytes_per_token * k, per_pair * p) for _, k, p, _ in t["attn"]], t["masked_pairs"])
+
+
+def _predict(shapes: list[StepShape], o: float, c: float, r: float, w: float, a: float, k: float, b: float,
+             d: float, e: float = 0.0, m: float = 0.0, g: float = 0.0, cache: float = 0.0,
+             ramp: float = 2.0, x: float = 0.0) -> np.ndarray:
+    out = []
+    for s in shapes:
+        h = kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp)
+        per_byte = h * e + (1 - h) * k
+        miss_rows = (1 - h) * s.rows if cache else 0.0
+        out.append(o + c * s.calls + r * s.rows + m * miss_rows + g * s.big_tokens + w * s.walk + k * s.write_bytes
+                   + x * s.masked_pairs
+                   + max(a * s.lin_bytes, b * s.lin_flops)
+                   + sum(max(per_byte * kb, d * f) for kb, f in s.attn))
+    return np.array(out)
+
+
+CACHE_GRID_MIB = (0, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48)  # kv_cache_bytes fit_cost tries
+RAMP_GRID = (1.25, 1.5, 2.0, 3.0)  # and kv_cache_ramp
+
+
+def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple = CACHE_GRID_MIB,
+             ramp_grid: tuple = RAMP_GRID) -> dict:
+    """Fit overheads (step, call, row, row missing the cache, big-step token), bandwidths, flop rates and the KV cache.
+
+    Each max() in the cost is linear once we know which side wins, so alternate: fix every term's side (memory
+    or compute), solve the non-negative linear problem (rows divided by their time, so fast and slow steps count
+    alike; relative error), re-decide the sides with the new rates, repeat; keep the best fit seen over a few
+    starting guesses and every cache size and ramp of the grids (the two numbers that are not linear).
+    """
+    def solve(hits: list[float], cache: float, mem_lin: list[bool], mem_attn: list[list[bool]]) -> np.ndarray:
+        rows = []
+        for s, h, ml, ma in zip(shapes, hits, mem_lin, mem_attn):
+            kv = sum(x[0] for x, m in zip(s.attn, ma) if m)
+            rows.append([1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0, s.write_bytes + (1 - h) * kv,
+                         0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m),
+                         h * kv, (1 - h) * s.rows if cache else 0.0, s.big_tokens, s.masked_pairs])
+        return _nnls(np.array(rows) / times[:, None], np.ones_like(times))
+
+    best, best_err = None, math.inf
+    starts = [(False, True), (True, True), (False, False), (True, False)]  # (linear memory-bound?, attn memory-bound?)
+    grid = [(0.0, 2.0)] + [(m * 2 ** 20, q) for m in cache_grid_mib if m for q in ramp_grid]
+    for cache, ramp in grid:
+        hits = [kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp) for s in shapes]
+        for lin0, attn0 in starts:
+            mem_lin = [lin0] * len(shapes)
+            mem_attn = [[attn0] * len(s.attn) for s in shapes]
+            for _ in range(30):
+                o, c, r, w, a, k, b, d, e, m, g, x = solve(hits, cache, mem_lin, mem_attn)
+                # never infinitely fast: finite, JSON-writable
+                a, k, b, d, e = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16), max(e, 1e-15)
+                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, m, g, cache, ramp, x) - times)
+                                    / times) ** 2))
+                if err < best_err:
+                    best, best_err = (o, c, r, w, a, k, b, d, e, m, g, x, cache, ramp), err
+                new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
+                new_attn = [[(h * (e - k) + k) * kb >= d * f for kb, f in s.attn] for s, h in zip(shapes, hits)]
+                if new_lin == mem_lin and new_attn == mem_attn:
+                    break
+                mem_lin, mem_attn = new_lin, new_attn
+    o, c, r, w, a, k, b, d, e, m, g, x, cache, ramp = best
+    return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r), "walk_overhead_s": float(w),
+            "bandwidth_Bps": float(1 / a), "kv_bandwidth_Bps": float(1 / k),
+            "peak_flops": float(1 / b), "attn_flops": float(1 / d),
+            "kv_cache_bytes": float(cache), "kv_cache_bandwidth_Bps": float(1 / e) if cache else 0.0,
+            "kv_cache_ramp": float(ramp), "miss_row_overhead_s": float(m) if cache else 0.0,
+            "big_step_token_s": float(g), "masked_pair_s": float(x)}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _rel_errors(rel: list[float]) -> dict:
+    return {"median_rel_err": round(float(np.median(rel)), 4), "max_rel_err": round(float(np.max(rel)), 4),
+            "rms_rel_err": round(float(np.sqrt(np.mean(np.square(rel)))), 4)}
+
+
+def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | None = None,
+              between_rounds: Callable[[int], object] | None = None) -> HardwarePreset:
+    """Time real ragged steps of `model` here and fit the cost model's rates and overheads to them.
+
+    The steps are the shapes the policies make (uniform and ragged decodes, prefills, chunks after a prefix,
+    decodes beside a chunk, padded prefills); each point is the fastest of a few repeats in each of a few rounds.
+    between_rounds(i), if given, runs after round i (all but the last): benchmarks/costmodel.py validates there,
+    so that the calibration and the validation it is checked against see the same moments of the machine. The
+    returned preset records every point (its works, measured and modeled time) and the fit's relative errors.
+    """
+    import torch
+
+    plan = plan or (QUICK_PLAN if quick else FULL_PLAN)
+    points = _points(plan, model.config.n_positions)
+    dev = model.device
+    where = _cpu_name() if dev.type == "cpu" else torch.cuda.get_device_name(dev)
+    base = model_preset(model, name, f"the tiny GPT ({model.num_params():,} params, {str(model.dtype)[6:]}) "
+                        f"run by tinyserve's forward_step on {where}",
+                        [f"calibrated on {where} with tinyserve calibrate, {date.today()}"])
+    rounds = plan.get("rounds", CALIBRATION_ROUNDS)
+    measured = np.full(len(points), math.inf)
+    for i in range(rounds):
+        measured = np.minimum(measured, _time_steps(model, [w for _, w in points], plan["repeats"]))
+        if between_rounds is not None and i < rounds - 1:
+            between_rounds(i)
+    rates = fit_cost([step_shape(base, w) for _, w in points], measured)
+    preset = HardwarePreset(**{**asdict(base), **rates})
+    clock = ModeledClock(preset)
+    rows, rel = [], []
+    for (label, works), t in zip(points, measured):
+        m = clock.step_time(works)
+        rel.append(abs(m - t) / t)
+        rows.append({"label": label, "works": runs_of(works),
+                     "measured_s": round(float(t), 7), "modeled_s": round(m, 7), "bound": clock.cost(works)["bound"]})
+    preset.details = {
+        "device": where, "torch": torch.__version__, "threads": torch.get_num_threads(), "dtype": str(model.dtype),
+        "repeats": plan["repeats"], "quick": quick, "timer": step_timer(dev)[0],
+        "statistic": f"fastest of the repeats, run back to back after a warm-up ({WARMUP_S * 1e3:.0f} ms or "
+                     f"{WARMUP_STEPS} steps), in {rounds} rounds over "
+                     "every point, each in a fresh KV cache",
+        "kv_slab_positions": CALIBRATION_SLAB,
+        "fit": _rel_errors(rel), "points": rows,
+        "notes": ["every rate here is effective on this machine, fitted; nothing is a datasheet number",
+                  "attention 'tinyserve-cpu': priced as forward_step runs it (clock module docstring)"],
+    }
+    return preset
+
+
+def runs_of(works: list[Work]) -> list[list]:
+    """Works on slots 0, 1, 2... as [count, phase, start, tokens, padding] runs of identical works (compact JSON)."""
+    runs: list[list] = []
+    for i, w in enumerate(works):
+        if w.slot != i:
+            raise ValueError("runs_of: works must sit on slots 0, 1, 2, ... in order")
+        if runs and runs[-1][1:] == [w.phase, w.start, w.tokens, w.padding]:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, w.phase, w.start, w.tokens, w.padding])
+    return runs
+
+
+def works_of(runs: list[list]) -> list[Work]:
+    """Works from the [count, phase, start, tokens, padding] runs a calibration records (slots 0, 1, 2...)."""
+    out: list[Work] = []
+    for count, phase, start, tokens, padding in runs:
+        for _ in range(count):
+            out.append(Work(len(out), None, phase, start, tokens, padding))
+    return out
+
+
+def run_calibration(quick: bool = False, out: str | Path | None = None, device: str = "cpu") -> HardwarePreset:
+    """Calibrate the shipped checkpoint (float32) on this machine; write the preset JSON to `out` if given."""
+    from .model import load_model
+
+    model = load_model(device=device, dtype="float32")
+    preset = calibrate(model, quick=quick, name="cpu-tiny" if model.device.type == "cpu" else f"{device}-tiny")
+    if out is not None:
+        save_preset(preset, out)
+    return preset
