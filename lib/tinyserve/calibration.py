@@ -43,6 +43,9 @@ def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
         pts.append((f"decode {short}x{ctx} + 1x{long}", _decodes([ctx] * short + [long])))
     for long, short, ctx in plan.get("finished", ()):  # a static batch after its fastest finishers: the long one
         pts.append((f"decode 1x{long} + {short}x{ctx}", _decodes([long] + [ctx] * short)))  # first, the rest behind it
+    for b, lo, hi in plan.get("spread", ()):  # contexts spread lo..hi, shuffled over the slots: a static batch of
+        ctxs = [round(lo * (hi / lo) ** (((i * 13) % b) / (b - 1))) for i in range(b)]  # varied requests, many groups
+        pts.append((f"decode {b} spread {lo}-{hi}", _decodes(ctxs)))
     for b, ctx, n, start in plan["mixed"]:  # decodes beside a prefill chunk (chunked, prefill-first)
         pts.append((f"decode {b}x{ctx} + chunk {n} after {start}",
                     _decodes([ctx] * b) + [Work(b, None, "prefill", start, n)]))
@@ -57,6 +60,7 @@ FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 128, 256, 512, 1024
              "few": ((1, 512), (1, 3000), (1, 4000), (2, 1024), (2, 3000)),
              "ragged": ((31, 48, 2048), (30, 300, 4000), (8, 64, 1024), (1, 64, 4000), (2, 100, 2500)),
              "finished": ((150, 31, 30), (283, 31, 36), (600, 31, 40), (1000, 15, 50), (2000, 7, 64)),
+             "spread": ((32, 20, 2400), (32, 30, 600), (16, 64, 3000)),
              "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0), (4, 100, 512, 512)),
              "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968), (12, 32, 1968),
                         (16, 32, 1968)),
