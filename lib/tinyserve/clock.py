@@ -15,7 +15,7 @@ datacenter GPU, pricing each part of the step the way it runs:
                   + miss_row_overhead_s per row whose keys miss the cache (below)
   big steps       big_step_token_s per token past big_step_tokens (see model_preset)
   masks           masked_pair_s per query-key pair of a call given an explicit mask (tinyserve-* only: a chunk
-                  after a prefix; the kernel reads and adds the mask for every pair; fitted ~7 ns on cpu-tiny)
+                  after a prefix; the kernel reads and adds the mask for every pair; fitted ~5 ns on cpu-tiny)
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibration.calibrate() fits the two rates apart. A CPU's last-level cache also
