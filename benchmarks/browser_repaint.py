@@ -41,7 +41,6 @@ ARM_JS = """() => {
   window.__settled = null;
   let t0 = null;
   const painted = () => {
-    const t = performance.now() - t0;
     const ch = new MessageChannel();
     ch.port1.onmessage = () => {
       const done = performance.now() - t0;
