@@ -1,17 +1,20 @@
-"""How much a second CPU-heavy process slows a real-model run, before and after tinyserve fits torch's threads.
+"""Real-model runs alone and beside another CPU-heavy process, under tinyserve's thread settings and the others.
 
-    python benchmarks/contention.py                 # ~2-5 min on 2 quiet cores; table to stdout
-    python benchmarks/contention.py --quick --json  # fewer steps and repeats
+    python benchmarks/contention.py                  # ~20-30 min on 2 quiet cores; table to stdout
+    python benchmarks/contention.py --quick --json   # 1 repeat alone, 1 beside, no Jupyter kernels
 
-Every cell is a ratio measured side by side in this one run: time of N real engine steps (model forward
-passes, not a dry run) beside a neighbour ÷ the same N steps alone, repeated and interleaved (alone, beside,
-alone, ...) so a machine that is busy for other reasons moves both. Configurations (set in the child's
-environment, whatever this shell exports):
-  before     TINYSERVE_THREADS=off, no OMP_* variables: torch as it starts (one thread per CPU, spin-waiting)
-  after      tinyserve's defaults (threads.py): OMP_WAIT_POLICY=PASSIVE, threads = usable CPUs (capped)
-  1 thread   OMP_NUM_THREADS=1 (what a user could set by hand), for reference
-Neighbours: a second engine process with the same configuration (what two notebook kernels are), and a
-pure-Python busy loop (any CPU-heavy program). Then two real Jupyter kernels, both running at once.
+Alone: each repeat runs every workload in one child process (real runs, wall clock: the sum of the measured
+steps, as `tinyserve run --clock wall` reports `duration_s`), the settings interleaved in a rotating order, and
+each child starts only once the 1-minute load average is below --max-load (0.5): the script waits and prints how
+long it waited and the load it started at. Medians of --repeats (7). Beside: the same child with a neighbour
+running (a pure-Python busy loop, or a second engine with the same settings: what two notebook kernels are);
+the ratio is beside ÷ alone for the same setting. Then two real Jupyter kernels running at once.
+
+Settings, set in the child's environment (whatever this shell exports is scrubbed first):
+  tinyserve      tinyserve's default (threads.py: usable CPUs, OpenMP spinning, the contention governor)
+  1 thread       OMP_NUM_THREADS=1
+  all spinning   TINYSERVE_THREADS=off: torch as it starts (one thread per CPU, libgomp's default spin)
+  passive        OMP_WAIT_POLICY=PASSIVE with the usable CPUs (tinyserve's previous default), for reference
 """
 from __future__ import annotations
 
@@ -25,67 +28,71 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = {
-    "before": {"TINYSERVE_THREADS": "off"},
-    "after": {},
-    "1 thread": {"OMP_NUM_THREADS": "1"},
-}
 SCRUB = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "TINYSERVE_THREADS", "GOMP_SPINCOUNT")
-WORKLOADS = {  # (workload, policy, knobs): decode-heavy, and long prefill chunks riding with decodes
+CONFIGS = {
+    "tinyserve": {},
+    "1 thread": {"OMP_NUM_THREADS": "1"},
+    "all spinning": {"TINYSERVE_THREADS": "off"},
+    "passive": {"OMP_WAIT_POLICY": "PASSIVE", "TINYSERVE_THREADS": "auto"},  # fixed count set in child_env
+}
+WORKLOADS = {  # name: (workload, policy, knobs) — each chapter workload under the policy its lesson shows
+    "7.1-padding static": ("chapter-7.1-padding", "static", {}),
+    "7.1-finisher static": ("chapter-7.1-finisher", "static", {"batch_size": 32}),
     "7.2-longtail continuous": ("chapter-7.2-longtail", "continuous", {"batch_size": 32}),
     "7.3-long-prompt chunked": ("chapter-7.3-long-prompt", "chunked", {"chunk_size": 512}),
+    "longtail-64 continuous": (str(ROOT / "benchmarks/longtail-64.jsonl"), "continuous", {"batch_size": 64}),
 }
 
-# The code a child process (and each Jupyter kernel) runs: warm up, then time `steps` real engine steps.
-STEPS_CODE = """
-import time, tinyserve, torch
-from tinyserve.engine import Engine
-def _steps(workload, policy, knobs, steps):
-    eng = tinyserve.shared_engine("cpu", "float32")
-    done, run = 0, None
-    while done < steps:
-        if run is None or run.done:
-            run = eng.start(workload, policy, **knobs)
-        done += run.step() is not None
-def timed_steps(workload, policy, knobs, steps):
-    _steps(workload, policy, knobs, 20)  # warm-up: model load, allocator, thread pool
-    t0 = time.perf_counter()
-    _steps(workload, policy, knobs, steps)
-    return time.perf_counter() - t0
+# What a child process (and each Jupyter kernel) runs: real runs on the shared engine, wall clock.
+RUN_CODE = """
+import tinyserve
+def real_run(workload, policy, knobs):
+    return tinyserve.shared_engine("cpu", "float32").run(workload, policy, clock="wall", progress=False,
+                                                         **knobs).metrics()["duration_s"]
 """
 
 
 def child_env(config: str) -> dict[str, str]:
-    """This environment without thread settings, plus the configuration's."""
+    """This environment without thread settings, plus the setting's."""
     env = {k: v for k, v in os.environ.items() if k not in SCRUB}
     env.update(CONFIGS[config])
+    if config == "passive":
+        env["TINYSERVE_THREADS"] = str(_usable())  # a fixed count: no governor, as before
     env["PYTHONPATH"] = str(ROOT / "lib") + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
 def child_main(a) -> None:
-    """--child: time steps (or, as a neighbour, loop for ever after saying 'ready')."""
+    """--child: run the workloads once each (or, as a neighbour, for ever after saying 'ready')."""
     ns: dict = {}
-    exec(STEPS_CODE, ns)
-    wl, policy, knobs = WORKLOADS[a.workload]
+    exec(RUN_CODE, ns)
     import torch
 
+    names = a.workloads.split(",")
+    ns["real_run"](*WORKLOADS[names[0]][:2], {"batch_size": 4})  # warm-up: model load, allocator, thread pool
     if a.neighbour:
-        ns["_steps"](wl, policy, knobs, 20)
         print("ready", flush=True)
         while True:
-            ns["_steps"](wl, policy, knobs, 1000)
-    s = ns["timed_steps"](wl, policy, knobs, a.steps)
-    print(json.dumps({"seconds": s, "threads": torch.get_num_threads(),
-                      "wait_policy": os.environ.get("OMP_WAIT_POLICY", "(libgomp default)")}), flush=True)
+            for n in names:
+                ns["real_run"](*WORKLOADS[n])
+    out = {n: ns["real_run"](*WORKLOADS[n]) for n in names}
+    print(json.dumps({"seconds": out, "threads": torch.get_num_threads()}), flush=True)
 
 
-def start_neighbour(kind: str, config: str, workload: str) -> subprocess.Popen:
+def wait_for_quiet(max_load: float, limit_s: float) -> tuple[float, float]:
+    """Sleep until the 1-minute load average is below max_load; (seconds waited, load at start)."""
+    t0 = time.monotonic()
+    while os.getloadavg()[0] >= max_load and time.monotonic() - t0 < limit_s:
+        time.sleep(2)
+    return time.monotonic() - t0, os.getloadavg()[0]
+
+
+def start_neighbour(kind: str, config: str, workloads: str) -> subprocess.Popen:
     """A CPU-heavy process, returned once it is busy."""
     if kind == "busy loop":
         cmd = [sys.executable, "-c", "print('ready', flush=True)\nwhile True: pass"]
     else:
-        cmd = [sys.executable, __file__, "--child", "--neighbour", "--workload", workload]
+        cmd = [sys.executable, __file__, "--child", "--neighbour", "--workloads", workloads]
     p = subprocess.Popen(cmd, env=child_env(config), stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready", f"neighbour {kind} did not start"
     return p
@@ -96,53 +103,61 @@ def stop(p: subprocess.Popen) -> None:
     p.wait()
 
 
-def timed_child(config: str, workload: str, steps: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", "--workload", workload, "--steps", str(steps)],
+def timed_child(config: str, workloads: str) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", "--workloads", workloads],
                          env=child_env(config), capture_output=True, text=True)
     if out.returncode:
-        raise RuntimeError(f"child ({config}, {workload}) failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"child ({config}) failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def process_rows(workload: str, steps: int, repeats: int) -> list[dict]:
-    """alone vs beside each neighbour, per configuration, interleaved repeats."""
-    rows = []
-    for config in CONFIGS:
-        alone, beside = [], {"engine": [], "busy loop": []}
-        info = {}
-        for _ in range(repeats):
-            info = timed_child(config, workload, steps)
-            alone.append(info["seconds"])
-            for kind in beside:
-                p = start_neighbour(kind, config, workload)
+def alone_rows(configs: list[str], workloads: str, repeats: int, max_load: float, limit_s: float) -> dict:
+    """{config: {workload: [seconds...]}}, interleaved in a rotating order, each child started on a quiet machine."""
+    got: dict = {c: {} for c in configs}
+    for i in range(repeats):
+        order = configs[i % len(configs):] + configs[:i % len(configs)]
+        for c in order:
+            waited, load = wait_for_quiet(max_load, limit_s)
+            r = timed_child(c, workloads)
+            got[c]["threads"] = r["threads"]
+            for w, s in r["seconds"].items():
+                got[c].setdefault(w, []).append(s)
+            print(f"  alone {i + 1}/{repeats} {c:12s} waited {waited:5.0f} s, load at start {load:.2f}: "
+                  + ", ".join(f"{w.split()[0]} {s:.3f}" for w, s in r["seconds"].items()), file=sys.stderr, flush=True)
+    return got
+
+
+def beside_rows(configs: list[str], workloads: str, repeats: int) -> dict:
+    """{config: {neighbour: {workload: [seconds...]}}}."""
+    got: dict = {c: {"busy loop": {}, "engine": {}} for c in configs}
+    for i in range(repeats):
+        for c in configs:
+            for kind in ("busy loop", "engine"):
+                p = start_neighbour(kind, c, workloads)
                 try:
-                    beside[kind].append(timed_child(config, workload, steps)["seconds"])
+                    r = timed_child(c, workloads)
                 finally:
                     stop(p)
-        a = statistics.median(alone)
-        rows.append({"workload": workload, "config": config, "threads": info["threads"],
-                     "wait_policy": info["wait_policy"], "alone_s": a,
-                     **{f"beside_{k.replace(' ', '_')}_s": statistics.median(v) for k, v in beside.items()},
-                     **{f"ratio_{k.replace(' ', '_')}": statistics.median(v) / a for k, v in beside.items()}})
-        print(f"  {workload:24s} {config:9s} alone {a:.3f}s  "
-              + "  ".join(f"beside {k} x{statistics.median(v) / a:.1f}" for k, v in beside.items()),
-              file=sys.stderr, flush=True)
-    return rows
+                for w, s in r["seconds"].items():
+                    got[c][kind].setdefault(w, []).append(s)
+                print(f"  beside {kind} {i + 1}/{repeats} {c:12s}: "
+                      + ", ".join(f"{w.split()[0]} {s:.3f}" for w, s in r["seconds"].items()),
+                      file=sys.stderr, flush=True)
+    return got
 
 
-def kernel_rows(workload: str, steps: int, repeats: int) -> list[dict]:
+def kernel_rows(configs: list[str], workload: str, repeats: int) -> list[dict]:
     """Two real Jupyter kernels (a learner with two notebooks open): one alone, then both at once."""
     from jupyter_client.manager import start_new_kernel
 
-    wl, policy, knobs = WORKLOADS[workload]
-    call = f"timed_steps({wl!r}, {policy!r}, {knobs!r}, {steps})"
+    call = f"real_run(*{WORKLOADS[workload]!r})"
     rows = []
-    for config in ("before", "after"):
+    for config in configs:
         kernels = [start_new_kernel(kernel_name="python3", env=child_env(config)) for _ in range(2)]
         try:
             for _, kc in kernels:
-                _execute(kc, STEPS_CODE)
-                _execute(kc, f"timed_steps({wl!r}, {policy!r}, {knobs!r}, 5)")  # warm both
+                _execute(kc, RUN_CODE)
+                _execute(kc, call)  # warm both
             alone, both = [], []
             for _ in range(repeats):
                 alone.append(_execute(kernels[0][1], call))
@@ -154,7 +169,7 @@ def kernel_rows(workload: str, steps: int, repeats: int) -> list[dict]:
                 km.shutdown_kernel(now=True)
         a, b = statistics.median(alone), statistics.median(both)
         rows.append({"workload": workload, "config": config, "alone_s": a, "both_s": b, "ratio_two_kernels": b / a})
-        print(f"  two kernels {workload:24s} {config:9s} alone {a:.3f}s both x{b / a:.1f}", file=sys.stderr, flush=True)
+        print(f"  two kernels {workload} {config:12s} alone {a:.3f}s both x{b / a:.2f}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -178,50 +193,70 @@ def _result(kc, msg_id: str, timeout: float = 1800):
             return value
 
 
+def table(alone: dict, beside: dict, workloads: list[str]) -> list[dict]:
+    """One row per workload and setting: median alone, its ratio to the best of {1 thread, all spinning}, beside."""
+    rows = []
+    for w in workloads:
+        med = {c: statistics.median(v[w]) for c, v in alone.items()}
+        best = min(med[c] for c in ("1 thread", "all spinning") if c in med)
+        for c, a in med.items():
+            row = {"workload": w, "config": c, "threads": alone[c]["threads"], "alone_s": a, "vs_best": a / best}
+            for kind, per in beside.get(c, {}).items():
+                if per.get(w):
+                    b = statistics.median(per[w])
+                    row[f"beside_{kind.replace(' ', '_')}_s"] = b
+                    row[f"ratio_{kind.replace(' ', '_')}"] = b / a
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--neighbour", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--workload", default="7.2-longtail continuous")
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="50 steps, 1 repeat, longtail only")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--repeats", type=int, default=7, help="alone runs per setting (medians)")
+    ap.add_argument("--beside-repeats", type=int, default=3)
+    ap.add_argument("--max-load", type=float, default=0.5, help="an alone run starts below this 1-min load average")
+    ap.add_argument("--max-wait", type=float, default=900, help="seconds to wait for it at most (then run anyway)")
+    ap.add_argument("--quick", action="store_true", help="1 repeat alone and beside, no Jupyter kernels")
     ap.add_argument("--no-kernels", action="store_true", help="skip the two-Jupyter-kernels part")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.child:
         return child_main(a)
     if a.quick:
-        a.steps, a.repeats = 50, 1
-    load = os.getloadavg()
-    t0 = time.perf_counter()
-    rows, krows = [], []
-    workloads = [a.workload] if a.quick else list(WORKLOADS)
-    for w in workloads:
-        rows += process_rows(w, a.steps, a.repeats)
-    if not a.no_kernels:
-        krows = kernel_rows(workloads[0], a.steps, a.repeats)
-    meta = {"cpus": os.cpu_count(), "usable_cpus": _usable(), "loadavg_before": load, "steps": a.steps,
-            "repeats": a.repeats, "wall_s": time.perf_counter() - t0}
+        a.repeats, a.beside_repeats, a.no_kernels = 1, 1, True
+    configs, names = a.configs.split(","), a.workloads.split(",")
+    load, t0 = os.getloadavg(), time.perf_counter()
+    alone = alone_rows(configs, a.workloads, a.repeats, a.max_load, a.max_wait)
+    beside = beside_rows(configs, a.workloads, a.beside_repeats) if a.beside_repeats else {}
+    krows = [] if a.no_kernels else kernel_rows(["tinyserve", "all spinning"], "longtail-64 continuous", 3)
+    rows = table(alone, beside, names)
+    meta = {"cpus": os.cpu_count(), "usable_cpus": _usable(), "loadavg_before": load, "repeats": a.repeats,
+            "beside_repeats": a.beside_repeats, "max_load": a.max_load, "wall_s": time.perf_counter() - t0,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     if a.json:
-        print(json.dumps({"meta": meta, "processes": rows, "kernels": krows}, indent=1))
+        print(json.dumps({"meta": meta, "rows": rows, "kernels": krows, "alone": alone, "beside": beside}, indent=1))
         return
-    print(f"{a.steps} real engine steps; medians of {a.repeats}; host CPUs {meta['cpus']}, usable "
-          f"{meta['usable_cpus']}; load average at start {load[0]:.2f}, at end {os.getloadavg()[0]:.2f}; "
-          f"{meta['wall_s'] / 60:.0f} min\n")
-    print("| workload | config | threads | wait policy | alone (s) | beside an engine (s, ratio) "
-          "| beside a busy loop (s, ratio) |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"{meta['date']}; real runs (wall clock); alone: medians of {a.repeats}, each started below load "
+          f"{a.max_load}; beside: medians of {a.beside_repeats}; host CPUs {meta['cpus']}, usable "
+          f"{meta['usable_cpus']}; {meta['wall_s'] / 60:.0f} min\n")
+    print("| workload | setting | threads | alone (s) | ÷ best of {1 thread, all spinning} "
+          "| beside a busy loop (s, ratio) | beside an engine (s, ratio) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['wait_policy']} | {r['alone_s']:.3f} "
-              f"| {r['beside_engine_s']:.3f} ({r['ratio_engine']:.1f}x) "
-              f"| {r['beside_busy_loop_s']:.3f} ({r['ratio_busy_loop']:.1f}x) |")
+        cells = [f"{r[f'beside_{k}_s']:.3f} ({r[f'ratio_{k}']:.2f}x)" if f"ratio_{k}" in r else "—"
+                 for k in ("busy_loop", "engine")]
+        print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['alone_s']:.3f} | {r['vs_best']:.3f} "
+              f"| {cells[0]} | {cells[1]} |")
     if krows:
-        print("\n| two Jupyter kernels | config | one alone (s) | both at once (s) | ratio |")
-        print("|---|---|---|---|---|")
+        print("\n| two Jupyter kernels | setting | one alone (s) | both at once (s) | ratio |")
+        print("|---|---|---:|---:|---:|")
         for r in krows:
             print(f"| {r['workload']} | {r['config']} | {r['alone_s']:.3f} | {r['both_s']:.3f} | "
-                  f"{r['ratio_two_kernels']:.1f}x |")
+                  f"{r['ratio_two_kernels']:.2f}x |")
 
 
 def _usable() -> int:

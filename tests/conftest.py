@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-import tinyserve  # noqa: F401  first: sets OMP_WAIT_POLICY before torch loads (tinyserve/threads.py)
+import tinyserve  # noqa: F401
 import torch  # noqa: E402
 
 from tinyserve.model import CHECKPOINT_DIR, GPTConfig, TinyGPT, load_model

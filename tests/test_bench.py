@@ -4,6 +4,7 @@ with one clear line and exit 2."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -49,15 +50,22 @@ def test_quick_bench_structure(quick_result: dict) -> None:
         assert x["tokens_per_s_min"] <= x["tokens_per_s"] <= x["tokens_per_s_max"]
         assert x["vs_hf_continuous"] > 0 and x["vs_hf_oracle_static"] > 0
     g = res["goals"]
-    # the goals are the stated thresholds (2x hf continuous, 1x hf oracle-sorted static) applied to the ratios
-    assert g["continuous_2x_hf_continuous"] is (g["ours_continuous_vs_hf_continuous"] >= 2.0)
+    # the goals are the stated thresholds (3x hf continuous, 1x hf oracle-sorted static) applied to the ratios
+    assert g["continuous_3x_hf_continuous"] is (g["ours_continuous_vs_hf_continuous"] >= 3.0)
     assert g["continuous_1x_hf_oracle_static"] is (g["ours_continuous_vs_hf_oracle_static"] >= 1.0)
     b = res["bookkeeping"]
     assert b["steps"] > 0 and 0 <= b["bookkeeping_share"] < 1 and 0 < b["forward_s"] <= b["loop_s"]
     for curve in (res["decode_step_ours"], res["decode_step_hf"]):
         assert [c["batch"] for c in curve] == [1, 8] and all(c["step_ms"] > 0 for c in curve)
     m = res["machine"]
-    assert m["torch_threads"] == bench.CPU_THREADS and m["torch"] and m["transformers"] and m["cpu"] and m["date"]
+    assert m["torch"] and m["transformers"] and m["cpu"] and m["date"]
+    # each system ran in its own process with its own default threads: ours tinyserve's, transformers' torch's own
+    from tinyserve import threads
+
+    want_ours = int(os.environ.get("OMP_NUM_THREADS", threads.recommended_threads()))
+    want_hf = int(os.environ.get("OMP_NUM_THREADS", len(os.sched_getaffinity(0))))
+    assert {x["system"]: x["threads"] for x in res["systems"]} == m["torch_threads"] == {
+        s: want_ours if s.startswith("ours") else want_hf for s in SYSTEMS}
     json.dumps(res)  # --json must be able to print it
     table = bench.format_table(res)
     assert all(name in table for name in SYSTEMS) and "goals:" in table

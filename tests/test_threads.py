@@ -91,7 +91,7 @@ def test_recommended_threads_capped_for_the_tiny_model(monkeypatch):
 def fresh(code: str, **env: str) -> dict:
     """Run code in a new interpreter with only the given thread variables set; it prints a JSON dict."""
     e = {k: v for k, v in os.environ.items()
-         if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "TINYSERVE_THREADS")}
+         if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "TINYSERVE_THREADS", "GOMP_SPINCOUNT")}
     e.update(env)
     e["PYTHONPATH"] = LIB + os.pathsep + e.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, check=True)
@@ -103,24 +103,128 @@ def fresh(code: str, **env: str) -> dict:
 ONE_CPU = ("import json, os, tinyserve.threads as t; t.cgroup_cpu_limit = lambda: 1.0\n"
            "import tinyserve.model, torch\n"
            "print(json.dumps({'threads': torch.get_num_threads(), 'wait': os.environ.get('OMP_WAIT_POLICY'),"
+           " 'spin': os.environ.get('GOMP_SPINCOUNT'), 'governor': t._governor is not None,"
            " 'cpus': len(os.sched_getaffinity(0))}))")
+# Three CPUs' quota: three threads and the governor (unless the user chose)
+THREE_CPUS = ONE_CPU.replace("lambda: 1.0", "lambda: 3.0").replace("t.cgroup_cpu_limit", "t.os.sched_getaffinity = "
+                                                                   "lambda pid: set(range(8)); t.cgroup_cpu_limit")
 
 
-def test_import_sets_passive_wait_and_fits_threads_to_the_quota():
+def test_import_fits_threads_to_the_quota_and_leaves_openmp_env_alone():
     r = fresh(ONE_CPU)
-    assert r == {"threads": 1, "wait": "PASSIVE", "cpus": r["cpus"]}
+    assert r == {"threads": 1, "wait": None, "spin": None, "governor": False, "cpus": r["cpus"]}
+    r = fresh(THREE_CPUS)
+    assert (r["threads"], r["wait"], r["spin"], r["governor"]) == (3, None, None, True)
 
 
 def test_users_choices_win():
     assert fresh(ONE_CPU, OMP_WAIT_POLICY="ACTIVE")["wait"] == "ACTIVE"
     two = fresh(ONE_CPU, OMP_NUM_THREADS="2")
-    assert two["threads"] == 2  # the user's OMP_NUM_THREADS, not the quota's 1
+    assert two["threads"] == 2 and not two["governor"]  # the user's OMP_NUM_THREADS, not the quota's 1
     off = fresh(ONE_CPU, TINYSERVE_THREADS="off")
-    assert off["wait"] is None and off["threads"] == off["cpus"]  # torch as it starts: one per CPU
+    assert off["threads"] == off["cpus"] and not off["governor"]  # torch as it starts: one per CPU
+    assert fresh(ONE_CPU, TINYSERVE_THREADS="No")["threads"] == off["cpus"]
+    fixed = fresh(THREE_CPUS, TINYSERVE_THREADS="2")
+    assert fixed["threads"] == 2 and not fixed["governor"]  # a number: that many, no governor
 
 
 def test_torch_set_num_threads_before_tinyserve_is_kept():
     # cpu_count + 1 is never torch's own start value, so it can only come from the user
     r = fresh("import os, torch; torch.set_num_threads(os.cpu_count() + 1)\n" + ONE_CPU)
-    assert r["threads"] == os.cpu_count() + 1
-    assert r["wait"] is None  # torch was loaded first: too late for the wait policy, so none is claimed
+    assert r["threads"] == os.cpu_count() + 1 and not r["governor"]
+
+
+@pytest.mark.parametrize("value", ["many", "-1", "2.5", "auto-ish"])
+def test_bad_tinyserve_threads_is_one_clear_line(value):
+    env = {k: v for k, v in os.environ.items() if k != "TINYSERVE_THREADS"}
+    env.update(TINYSERVE_THREADS=value, PYTHONPATH=LIB)
+    out = subprocess.run([sys.executable, "-m", "tinyserve", "workloads"], env=env, capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        f"tinyserve: error: TINYSERVE_THREADS: must be auto, off (or 0, no, false) or a positive integer, got {value!r}"]
+    code = "import tinyserve\ntry:\n    tinyserve.run('chapter-7.1-padding', 'static', dry_run=True)\nexcept ValueError as e:\n    print(e)"
+    py = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert py.stdout.startswith("TINYSERVE_THREADS: must be auto, off")
+
+
+class FakeMachine:
+    """A clock, the main thread's run-queue wait and the other runnable threads, all set by the test."""
+
+    def __init__(self, others: int = 0):
+        self.t, self.wait, self.others, self.threads, self.sets = 0.0, 0, others, None, []
+
+    def set(self, n):
+        self.threads = n
+        self.sets.append(n)
+
+    def governor(self, threads=2, cpus=2):
+        self.threads = threads
+        return threads_mod.Governor(threads, cpus, self.set, lambda: self.threads, clock=lambda: self.t,
+                                    wait_ns=lambda: self.wait, others=lambda: self.others)
+
+    def run(self, g, seconds, wait_share, step_s=0.005):
+        """Steps of step_s for `seconds`, the main thread waiting `wait_share` of the time."""
+        for _ in range(round(seconds / step_s)):
+            g.before_step()
+            self.t += step_s
+            self.wait += int(wait_share * step_s * 1e9)
+
+
+threads_mod = threads
+
+
+def test_governor_keeps_all_threads_alone():
+    m = FakeMachine()
+    g = m.governor()
+    m.run(g, 5.0, wait_share=0.01)
+    assert m.sets == [] and g.current == 2
+
+
+def test_governor_drops_to_one_thread_beside_a_neighbour_and_comes_back_when_it_leaves():
+    m = FakeMachine()
+    g = m.governor()
+    m.run(g, 0.2, wait_share=0.0)
+    m.others = 1
+    m.run(g, 0.1, wait_share=0.45)  # two threads beside a busy loop: the main thread waits 45% of the time
+    assert m.sets == [1]
+    m.run(g, 3.0, wait_share=0.0)  # one thread: no waiting, but the neighbour is still runnable
+    assert m.sets == [1] and g.current == 1
+    m.others = 0
+    m.run(g, 0.1, wait_share=0.0)
+    assert m.sets == [1, 2]
+
+
+def test_governor_starts_with_one_thread_on_a_busy_machine_and_waits_out_its_hold():
+    m = FakeMachine(others=1)
+    g = m.governor()
+    assert m.sets == [1]
+    m.others = 0
+    m.run(g, 0.1, wait_share=0.0)
+    assert m.sets == [1, 2]
+    m.run(g, 0.1, wait_share=0.3)
+    assert m.sets == [1, 2, 1]
+    m.run(g, threads_mod.RETRY_S * 0.8, wait_share=0.0)  # held at one thread for RETRY_S after contention
+    assert m.sets == [1, 2, 1]
+    m.run(g, threads_mod.RETRY_S * 0.4, wait_share=0.0)
+    assert m.sets == [1, 2, 1, 2]
+
+
+def test_governor_ignores_a_pause_and_yields_to_the_user():
+    m = FakeMachine()
+    g = m.governor()
+    m.run(g, 0.1, wait_share=0.0)
+    m.t += 60.0  # a notebook left idle between cells: the wait of that minute says nothing about contention
+    m.wait += int(10e9)
+    m.run(g, 0.1, wait_share=0.0)
+    assert m.sets == []
+    m.threads = 7  # the user called torch.set_num_threads(7)
+    m.run(g, 0.1, wait_share=0.9)
+    assert m.sets == [] and not g.active
+
+
+def test_governor_takes_only_the_free_cpus_on_a_bigger_machine():
+    m = FakeMachine(others=1)
+    g = m.governor(threads=4, cpus=4)
+    assert m.sets == [1]
+    m.run(g, 0.1, wait_share=0.0)
+    assert m.sets == [1, 3]  # three CPUs are free

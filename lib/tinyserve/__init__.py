@@ -6,11 +6,7 @@
 """
 from __future__ import annotations
 
-from . import threads
-
-threads.prepare_env()  # first, before anything imports torch: OpenMP reads OMP_WAIT_POLICY once, at load
-
-from .errors import TinyserveError  # noqa: E402
+from .errors import TinyserveError
 
 __version__ = "0.1.0"
 __all__ = ["TinyserveError", "run", "shared_engine", "__version__"]

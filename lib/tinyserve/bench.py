@@ -1,10 +1,14 @@
-"""`tinyserve bench`: our engine against transformers on the same model, the same workload, in one process.
+"""`tinyserve bench`: our engine against transformers on the same model and workload, each as a user runs it.
 
 The workload is one long-tailed batch: 64 requests (seeded), most prompts 16-64 tokens with ~15% of
 256-512, most outputs 16-64 tokens with ~10% of 256, EOS ignored (lengths are fixed), all arriving at t=0.
 Every system generates greedily with the shipped checkpoint in float32 (ours: TinyGPT; transformers: its
-lossless export to GPT2LMHeadModel) and reports output tokens / wall seconds of the whole run. Repeats are
-interleaved (for each repeat, every system once) so drift in the machine hits every system alike.
+lossless export to GPT2LMHeadModel) and reports output tokens / wall seconds of the whole run. Each system runs
+in its own process with its own default thread settings, as a user would run it: ours with tinyserve's
+(threads.py), transformers' with torch's own (TINYSERVE_THREADS=off, so loading our checkpoint to export it
+leaves torch's threads alone); the environment this command was started with applies to both. Each process
+warms its system up on a few requests, then times one run. Repeats are interleaved (for each repeat, every
+system once) so drift in the machine hits every system alike.
 
 Systems:
   ours static / dynamic B=16      Engine.run(..., clock="wall"): padded batches of 16, run to the longest
@@ -40,17 +44,17 @@ import torch
 from .engine import Engine
 from .model import KVCache, build_step, load_model
 from .requests import Request
+from .threads import configured_threads
 from .tokenizer import BOS, EOS
 from .workloads import make_prompt
 
-CPU_THREADS = 2  # the reference machine's core count; fixed so numbers compare across machines
 STATIC_B = 16  # batch size of every static-like system (ours and transformers')
 CONT_B = 32  # the headline continuous batch size (decoding slots)
 CHUNK_SIZE, CHUNK_BUDGET = 256, 288  # chunked prefill: chunk and per-step token budget (256 + 32 decodes)
 HF_PAGE, HF_MAX_BATCH_TOKENS = 32, 256  # transformers continuous batching: page size, tokens per step
 DECODE_BATCHES = (1, 8, 32, 64)
 DECODE_CONTEXT = 128
-GOAL_VS_HF_CONTINUOUS, GOAL_VS_HF_ORACLE = 2.0, 1.0
+GOAL_VS_HF_CONTINUOUS, GOAL_VS_HF_ORACLE = 3.0, 1.0
 HEADLINE = f"ours continuous B={CONT_B}"
 HF_CONT, HF_ORACLE, REFERENCE = "hf continuous", "hf generate static B=16 sorted", "hf generate static B=16"
 
@@ -298,7 +302,7 @@ def machine_info(device: torch.device) -> dict:
 
     from .calibration import _cpu_name
 
-    info = {"cpu": _cpu_name(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+    info = {"cpu": _cpu_name(), "cpu_count": os.cpu_count(),
             "device": str(device), "python": platform.python_version(), "platform": platform.platform(),
             "torch": torch.__version__, "transformers": transformers.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
@@ -311,74 +315,35 @@ def machine_info(device: torch.device) -> dict:
 
 def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed: int = 0,
               log: Callable[[str], None] | None = None) -> dict:
-    """Run every system `repeats` times (interleaved); return the JSON-able result."""
-    import transformers
-
+    """Run every system `repeats` times (interleaved), each time in a fresh process; return the JSON-able result."""
     from .model import resolve_device
 
     log = log or (lambda msg: None)
     dev = resolve_device(device)
-    old_threads = torch.get_num_threads()
-    if dev.type == "cpu":
-        torch.set_num_threads(CPU_THREADS)
-    old_verbosity = transformers.utils.logging.get_verbosity()
-    transformers.utils.logging.set_verbosity_error()  # e.g. generate()'s notes on pad/eos settings: we know
-    cb_logger = logging.getLogger("ContinuousBatchingLogger")  # continuous batching's own logger
-    old_cb_level = cb_logger.level
-    cb_logger.setLevel(logging.ERROR)
-    try:
-        return _run(repeats, quick, dev, seed, log)
-    finally:
-        transformers.utils.logging.set_verbosity(old_verbosity)
-        cb_logger.setLevel(old_cb_level)
-        torch.set_num_threads(old_threads)
-
-
-def _run(repeats: int, quick: bool, dev: torch.device, seed: int, log) -> dict:
-    from .hf import to_hf_model
-
     load_before = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
-    model = load_model(device=str(dev), dtype="float32")
-    hf = to_hf_model(model)
-    hf.generation_config.eos_token_id = None  # really disable EOS (DESIGN.md, hard-won facts)
-    hf.config.eos_token_id = None
-    engine = Engine(model)
     specs = make_workload(quick, seed)
-    hf_cont = HFContinuous(hf)
-    systems = [
-        ours_system(engine, "static", STATIC_B),
-        ours_system(engine, "dynamic", STATIC_B),
-        ours_system(engine, "continuous", STATIC_B),
-        ours_system(engine, "continuous", CONT_B),
-        ours_system(engine, "continuous", 64),
-        ours_system(engine, "chunked", CONT_B, chunk_size=CHUNK_SIZE, max_batch_tokens=CHUNK_BUDGET),
-        hf_static_system(hf, STATIC_B, sort_by_output=False),
-        hf_static_system(hf, STATIC_B, sort_by_output=True),
-        hf_cont.system(specs),
-    ]
     out_tokens = sum(s.output_len for s in specs)
-    # warm-up: every system once on a few requests (allocator, thread pools, lazy imports), untimed
-    warm = make_workload(True, seed + 1)[:4]
-    for s in systems:
-        time_system(s, warm, dev, hf_cont)
-    hf_cont.setup_s.clear()
-    walls: dict[str, list[float]] = {s.name: [] for s in systems}
-    outputs: dict[str, list[dict[str, list[int]]]] = {s.name: [] for s in systems}
+    walls: dict[str, list[float]] = {name: [] for name in SYSTEM_NAMES}
+    outputs: dict[str, list[dict[str, list[int]]]] = {name: [] for name in SYSTEM_NAMES}
+    info: dict[str, dict] = {}
     for r in range(repeats):
-        for s in systems:
-            tokens, wall = time_system(s, specs, dev, hf_cont)
-            walls[s.name].append(wall)
-            outputs[s.name].append(tokens)
-            log(f"repeat {r + 1}/{repeats}  {s.name:32s} {out_tokens / wall:9.1f} tok/s  ({wall:.3f} s)")
+        for name in SYSTEM_NAMES:
+            got = _in_child({"system": name, "quick": quick, "seed": seed, "device": str(dev)})
+            walls[name].append(got["wall_s"])
+            outputs[name].append(got["tokens"])
+            info[name] = got
+            log(f"repeat {r + 1}/{repeats}  {name:32s} {out_tokens / got['wall_s']:9.1f} tok/s  "
+                f"({got['wall_s']:.3f} s, {got['threads']} threads)")
     ref = outputs[REFERENCE][0]
     results = []
-    for s in systems:
-        tps = [out_tokens / w for w in walls[s.name]]
-        checks = [compare(t, ref, specs) for t in outputs[s.name]]
+    for name in SYSTEM_NAMES:
+        tps = [out_tokens / w for w in walls[name]]
+        checks = [compare(t, ref, specs) for t in outputs[name]]
         worst = min(checks, key=lambda c: c["identical"])
-        results.append({"system": s.name, "kind": s.kind, "description": s.description,
+        results.append({"system": name, "kind": info[name]["kind"], "description": info[name]["description"],
+                        "threads": info[name]["threads"],
                         "tokens_per_s": statistics.median(tps), "tokens_per_s_min": min(tps),
-                        "tokens_per_s_max": max(tps), "tokens_per_s_all": tps, "wall_s_all": walls[s.name],
+                        "tokens_per_s_max": max(tps), "tokens_per_s_all": tps, "wall_s_all": walls[name],
                         "identical": worst["identical"], "total": worst["total"],
                         "tokens_identical": all(c["identical"] == c["total"] for c in checks),
                         "mismatches": worst["mismatches"]})
@@ -386,14 +351,10 @@ def _run(repeats: int, quick: bool, dev: torch.device, seed: int, log) -> dict:
     for x in results:
         x["vs_hf_continuous"] = x["tokens_per_s"] / by[HF_CONT]["tokens_per_s"]
         x["vs_hf_oracle_static"] = x["tokens_per_s"] / by[HF_ORACLE]["tokens_per_s"]
-    log("bookkeeping share (continuous B=32, stepped by hand) ...")
-    book = bookkeeping_share(engine, specs)
-    log("decode step curves ...")
-    batches, n = ((1, 8), 3) if quick else (DECODE_BATCHES, 30)
-    curve_ours = decode_curve_ours(model, batches, n=n)
-    curve_hf = decode_curve_hf(hf, batches, n=n)
+    log("bookkeeping share and decode step curves ...")
+    ours = _in_child({"system": "extras ours", "quick": quick, "seed": seed, "device": str(dev)})
+    theirs = _in_child({"system": "extras hf", "quick": quick, "seed": seed, "device": str(dev)})
     head = by[HEADLINE]
-    cfg = hf_cont.config
     return {
         "workload": {"name": "bench-quick" if quick else "bench-longtail", "seed": seed, "num_requests": len(specs),
                      "prompt_tokens": sum(len(s.prompt) for s in specs), "output_tokens": out_tokens,
@@ -401,40 +362,109 @@ def _run(repeats: int, quick: bool, dev: torch.device, seed: int, log) -> dict:
                      "prompt_lens": [len(s.prompt) for s in specs], "output_lens": [s.output_len for s in specs]},
         "settings": {"repeats": repeats, "quick": quick, "dtype": "float32", "static_batch_size": STATIC_B,
                      "continuous_batch_size": CONT_B, "chunk_size": CHUNK_SIZE, "chunk_max_batch_tokens": CHUNK_BUDGET,
-                     "hf_continuous": {"page_size": cfg.page_size, "num_blocks": cfg.num_blocks,
-                                       "max_batch_tokens": cfg.max_batch_tokens,
-                                       "max_requests_per_batch": cfg.max_requests_per_batch,
-                                       "scheduler_type": cfg.scheduler_type,
-                                       "attn_implementation": hf.config._attn_implementation,
-                                       "setup_s": hf_cont.setup_s},
+                     "processes": "one per system and repeat, each with its own default thread settings",
+                     "hf_continuous": {**info[HF_CONT]["hf_continuous"], "setup_s": info[HF_CONT]["setup_s"]},
                      "reference": REFERENCE, "headline": HEADLINE},
-        "machine": {**machine_info(dev), "loadavg_at_start": load_before},
+        "machine": {**theirs["machine"], "torch_threads": {k: v["threads"] for k, v in info.items()},
+                    "loadavg_at_start": load_before},
         "systems": results,
         "goals": {"ours_continuous_vs_hf_continuous": head["vs_hf_continuous"],
                   "ours_continuous_vs_hf_oracle_static": head["vs_hf_oracle_static"],
-                  "continuous_2x_hf_continuous": head["vs_hf_continuous"] >= GOAL_VS_HF_CONTINUOUS,
+                  "continuous_3x_hf_continuous": head["vs_hf_continuous"] >= GOAL_VS_HF_CONTINUOUS,
                   "continuous_1x_hf_oracle_static": head["vs_hf_oracle_static"] >= GOAL_VS_HF_ORACLE},
-        "bookkeeping": book,
-        "decode_step_ours": curve_ours,
-        "decode_step_hf": curve_hf,
+        "bookkeeping": ours["bookkeeping"],
+        "decode_step_ours": ours["decode_step"],
+        "decode_step_hf": theirs["decode_step"],
     }
+
+
+SYSTEM_NAMES = ["ours static B=16", "ours dynamic B=16", "ours continuous B=16", f"ours continuous B={CONT_B}",
+                "ours continuous B=64", f"ours chunked B={CONT_B}", REFERENCE, HF_ORACLE, HF_CONT]
+
+
+def _in_child(job: dict) -> dict:
+    """Run one job of child_main in a fresh interpreter: ours with tinyserve's threads, transformers' with torch's."""
+    import subprocess
+
+    env = dict(os.environ)
+    if not job["system"].startswith(("ours", "extras ours")):
+        env["TINYSERVE_THREADS"] = "off"
+    out = subprocess.run([sys.executable, "-m", "tinyserve.bench", json.dumps(job)], env=env,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"bench child {job['system']!r} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _systems(name: str, dev: torch.device, specs: list[Spec]):
+    """(System, HFContinuous or None, model, hf or None) for one system name."""
+    model = load_model(device=str(dev), dtype="float32")
+    if name.startswith("ours"):
+        policy, b = name.split()[1], int(name.split("B=")[1])
+        knobs = {"chunk_size": CHUNK_SIZE, "max_batch_tokens": CHUNK_BUDGET} if policy == "chunked" else {}
+        return ours_system(Engine(model), policy, b, **knobs), None, model, None
+    from .hf import to_hf_model
+
+    hf = to_hf_model(model)
+    hf.generation_config.eos_token_id = None  # really disable EOS (DESIGN.md, hard-won facts)
+    hf.config.eos_token_id = None
+    if name == HF_CONT:
+        cont = HFContinuous(hf)
+        return cont.system(specs), cont, model, hf
+    return hf_static_system(hf, STATIC_B, sort_by_output=name == HF_ORACLE), None, model, hf
+
+
+def child_main(job: dict) -> dict:
+    """One process's job: warm a system up on a few requests, then time one run (or the step measurements)."""
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()  # e.g. generate()'s notes on pad/eos settings: we know
+    logging.getLogger("ContinuousBatchingLogger").setLevel(logging.ERROR)  # continuous batching's own logger
+    dev, quick, seed = torch.device(job["device"]), job["quick"], job["seed"]
+    specs = make_workload(quick, seed)
+    if job["system"] == "extras ours":
+        model = load_model(device=str(dev), dtype="float32")
+        batches, n = ((1, 8), 3) if quick else (DECODE_BATCHES, 30)
+        return {"bookkeeping": bookkeeping_share(Engine(model), specs),
+                "decode_step": decode_curve_ours(model, batches, n=n)}
+    if job["system"] == "extras hf":
+        from .hf import to_hf_model
+
+        hf = to_hf_model(load_model(device=str(dev), dtype="float32"))
+        batches, n = ((1, 8), 3) if quick else (DECODE_BATCHES, 30)
+        return {"decode_step": decode_curve_hf(hf, batches, n=n), "machine": machine_info(dev)}
+    system, cont, _, _ = _systems(job["system"], dev, specs)
+    time_system(system, make_workload(True, seed + 1)[:4], dev, cont)  # warm-up: allocator, threads, lazy imports
+    tokens, wall = time_system(system, specs, dev, cont)
+    res = {"tokens": tokens, "wall_s": wall, "threads": configured_threads(), "kind": system.kind,
+           "description": system.description}
+    if cont is not None:
+        cfg = cont.config
+        res["setup_s"] = cont.setup_s[-1]
+        res["hf_continuous"] = {"page_size": cfg.page_size, "num_blocks": cfg.num_blocks,
+                                "max_batch_tokens": cfg.max_batch_tokens,
+                                "max_requests_per_batch": cfg.max_requests_per_batch,
+                                "scheduler_type": cfg.scheduler_type,
+                                "attn_implementation": cont.hf.config._attn_implementation}
+    return res
 
 
 def format_table(res: dict) -> str:
     w, m = res["workload"], res["machine"]
     lines = [f"tinyserve bench: {w['num_requests']} requests ({w['prompt_tokens']} prompt, {w['output_tokens']} "
              f"output tokens, all at t=0, EOS ignored), float32, {m['device']} "
-             f"({m.get('gpu', m['cpu'])}, {m['torch_threads']} threads), {res['settings']['repeats']} repeats",
+             f"({m.get('gpu', m['cpu'])}), {res['settings']['repeats']} repeats, each system in its own process",
              "",
-             f"{'system':34s} {'tok/s':>8s} {'min-max':>15s} {'x hf cont':>9s} {'x oracle':>8s} {'tokens':>8s}"]
+             f"{'system':34s} {'threads':>7s} {'tok/s':>8s} {'min-max':>15s} {'x hf cont':>9s} {'x oracle':>8s} "
+             f"{'tokens':>8s}"]
     for x in res["systems"]:
         same = f"{x['identical']}/{x['total']}" + ("" if x["tokens_identical"] else "!")
-        lines.append(f"{x['system']:34s} {x['tokens_per_s']:8.0f} {x['tokens_per_s_min']:7.0f}-"
+        lines.append(f"{x['system']:34s} {x['threads']:>7} {x['tokens_per_s']:8.0f} {x['tokens_per_s_min']:7.0f}-"
                      f"{x['tokens_per_s_max']:<7.0f} {x['vs_hf_continuous']:9.2f} {x['vs_hf_oracle_static']:8.2f} "
                      f"{same:>8s}")
     g = res["goals"]
     lines += ["", f"goals: {HEADLINE} = {g['ours_continuous_vs_hf_continuous']:.2f}x hf continuous "
-                  f"(>= {GOAL_VS_HF_CONTINUOUS}: {'met' if g['continuous_2x_hf_continuous'] else 'NOT met'}), "
+                  f"(>= {GOAL_VS_HF_CONTINUOUS}: {'met' if g['continuous_3x_hf_continuous'] else 'NOT met'}), "
                   f"{g['ours_continuous_vs_hf_oracle_static']:.2f}x hf oracle-sorted static "
                   f"(>= {GOAL_VS_HF_ORACLE}: {'met' if g['continuous_1x_hf_oracle_static'] else 'NOT met'})"]
     b = res["bookkeeping"]
@@ -461,3 +491,7 @@ def main(a) -> None:
         print(json.dumps(res))
     else:
         print(format_table(res))
+
+
+if __name__ == "__main__":  # a child process of run_bench: one job, its result as one JSON line
+    print(json.dumps(child_main(json.loads(sys.argv[1]))))

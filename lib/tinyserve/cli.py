@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from . import threads
 from .errors import TinyserveError
 
 
@@ -264,6 +265,7 @@ def cmd_calibrate(a) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tinyserve` console script."""
     try:
+        threads.setting()  # a bad TINYSERVE_THREADS: one line, before anything runs
         a = build_parser().parse_args(argv)
         {"generate": cmd_generate, "run": cmd_run, "workloads": cmd_workloads, "export-hf": cmd_export_hf,
          "replay": cmd_replay, "bench": cmd_bench, "calibrate": cmd_calibrate}[a.cmd](a)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cache import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
+from . import threads
 from .errors import TinyserveError
 from .config import DTYPE_BYTES, GPTConfig
 from .policies import Policy, make_policy
@@ -315,6 +316,7 @@ class Engine:
         self._model = model
         self.device, self.dtype = device, dtype
         self._warm = False  # the wall clock's warm-up step has run
+        threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
         if dtype not in DTYPE_BYTES:
             raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
         if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch

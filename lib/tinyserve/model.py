@@ -20,7 +20,7 @@ from .cache import kv_bytes_per_token
 from .config import GPTConfig  # noqa: F401  torch-free, so a dry run never imports torch
 from .errors import TinyserveError
 from .tokenizer import EOS
-from .threads import fit_torch_threads
+from .threads import before_step, fit_torch_threads
 
 fit_torch_threads()  # once per process, before the first forward: threads that fit the machine
 
@@ -220,6 +220,7 @@ class TinyGPT(nn.Module):
     def forward_step(self, s: StepInput, kv: KVCache) -> torch.Tensor:
         """One ragged step: every linear layer runs once over all N tokens; returns logits of s.logits_rows."""
         cfg = self.config
+        before_step()  # the thread governor: all threads alone, one beside a CPU-heavy neighbour (threads.py)
         N, H, hd, d = s.input_ids.numel(), cfg.n_head, cfg.head_dim, cfg.n_embd
         x = self.wte(s.input_ids) + self.wpe(s.positions)
         for layer, b in enumerate(self.h):

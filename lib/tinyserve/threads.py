@@ -1,44 +1,154 @@
-"""Torch threads that fit the machine: as many intra-op threads as the CPUs this process may really use, and
-no more than the tiny model's steps can use, with OpenMP threads that sleep instead of spinning.
+"""Torch threads that fit the machine, alone and beside other processes.
 
-Why a busy machine made runs 10-100x slower: torch's CPU kernels (MKL, ATen) run on GNU OpenMP. After each
-parallel region a thread spin-waits for the next one (libgomp spins ~300k iterations before it sleeps), and a
-region ends at a barrier that waits for *every* thread of the team. The tiny GPT's forward pass is hundreds of
-regions of a few microseconds each. With a second CPU-heavy process on the same cores, one of our threads is
-often descheduled: the others spin at the barrier, burning the core the missing thread (or the neighbour)
-needs, until the kernel's scheduler hands it a time slice (milliseconds). Each few-microsecond op then costs
-a scheduler tick. Two engines (two notebook kernels) do this to each other. Containers make it worse: they
-report the host's cores, not their CPU quota, so torch starts more threads than there are CPUs to run them.
+As many intra-op threads as the CPUs this process may really use (affinity mask, cgroup v1/v2 CPU quota; at most
+MAX_USEFUL_THREADS), spinning as OpenMP does by default, and a governor that drops to one thread while another
+process competes for the cores and tries all of them again a second later.
 
-The fix at the root: OMP_WAIT_POLICY=PASSIVE (set before torch is imported; libgomp reads it once at load)
-and a thread count no larger than the CPUs we may use: affinity mask and cgroup v1/v2 CPU quota. A user's
-OMP_NUM_THREADS / MKL_NUM_THREADS / OMP_WAIT_POLICY, or torch.set_num_threads, always wins;
-TINYSERVE_THREADS=off leaves torch exactly as it starts (benchmarks/contention.py uses it for "before").
+Why: torch's CPU kernels run on GNU OpenMP. The tiny GPT's step is hundreds of parallel regions of a few
+microseconds each; between regions a thread spin-waits (libgomp spins ~300k iterations before it sleeps), and
+each region ends at a barrier that waits for every thread of the team. Alone, spinning is what makes two
+threads pay: a woken thread costs a futex round trip per region. Beside a CPU-heavy neighbour, the same spinning
+steals the core our own main thread or the neighbour needs, and a barrier waits a scheduler tick for a
+descheduled team member. Measured on this 2-core VM (benchmarks/contention.py has the full table):
+- OMP_WAIT_POLICY=PASSIVE (this module's previous fix) was 1.1x beside a busy loop but ~1.35x slower alone on the
+  64-request long tail (2.17 s vs 1.61 s for 2 spinning threads; one thread 1.5x slower alone on that run).
+- Two spinning threads beside a busy loop: 3.1-3.4x slower; one thread beside it: 1.0-1.5x of two alone.
+- A bounded spin (GOMP_SPINCOUNT 500-5,000) did not give both: short spins lost the alone speed, long ones the
+  beside speed (1.4x-3.2x), because any spinning competes with our main thread for the core.
+The signal that tells the two cases apart costs nothing to compute: the main thread's run-queue wait
+(/proc/thread-self/schedstat, 2nd field), ~0% of wall time alone and ~45% beside a busy loop with two threads.
+The governor reads it at most every WINDOW_S (a read costs ~20 us) and switches the team size with
+torch.set_num_threads, which is cheap and takes effect at the next parallel region.
+
+A user's OMP_NUM_THREADS / MKL_NUM_THREADS, or torch.set_num_threads (before or after tinyserve came in), always
+wins, and so do OMP_WAIT_POLICY and GOMP_SPINCOUNT (tinyserve sets neither). TINYSERVE_THREADS=off leaves torch
+exactly as it starts; TINYSERVE_THREADS=N uses N threads without the governor.
 """
 from __future__ import annotations
 
 import os
-import sys
+import time
 from pathlib import Path
 
 # The 128-wide, 4-layer GPT's matmuls are small: past a few threads each op's barrier costs more than its
-# share of the work. Measured here only up to 2 cores (2 PASSIVE threads beat 1 on every chapter workload, even
-# on a busy machine, where 2 threads also get 2 shares of the CPU); the cap of 4 is a guess to re-take on a
-# bigger machine with benchmarks/contention.py.
+# share of the work. Measured here only up to 2 cores (2 threads beat 1 from ~16 tokens a step: 0.63-0.83x of the
+# time); the cap of 4 is a guess to re-take on a bigger machine with benchmarks/contention.py.
 MAX_USEFUL_THREADS = 4
+WINDOW_S = 0.025  # the governor looks at most this often
+CONTENDED = 0.10  # run-queue wait share of the main thread that means another process holds our cores
+RETRY_S = 1.0  # how long one thread is kept before all are tried again
 _USER_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_OFF = ("off", "0", "no", "false")
+_SCHEDSTAT = "/proc/thread-self/schedstat"
 _fitted = False
+
+
+def setting() -> int | str:
+    """TINYSERVE_THREADS: 'auto' (the default), 'off' (also 0, no, false) or a positive number of threads."""
+    raw = os.environ.get("TINYSERVE_THREADS", "auto")
+    v = raw.strip().lower()
+    if v in ("", "auto"):
+        return "auto"
+    if v in _OFF:
+        return "off"
+    if v.isdigit() and int(v) > 0:
+        return int(v)
+    from .errors import TinyserveError
+
+    raise TinyserveError(f"TINYSERVE_THREADS: must be auto, off (or 0, no, false) or a positive integer, got {raw!r}")
 
 
 def enabled() -> bool:
     """False when the user asked tinyserve to leave torch's threads alone (TINYSERVE_THREADS=off)."""
-    return os.environ.get("TINYSERVE_THREADS", "auto").strip().lower() not in ("off", "0", "no", "false")
+    return setting() != "off"
 
 
-def prepare_env() -> None:
-    """Before torch is imported: make OpenMP threads sleep, not spin, while they wait (unless the user chose)."""
-    if enabled() and "torch" not in sys.modules:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+def _run_queue_wait_ns() -> int | None:
+    """Nanoseconds the calling thread has spent runnable but waiting for a CPU; None where Linux does not say."""
+    try:
+        with open(_SCHEDSTAT) as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _others_running() -> int:
+    """Runnable threads on the machine besides the caller (/proc/loadavg's 4th field; 0 where unreadable)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return max(0, int(f.read().split()[3].split("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class Governor:
+    """All threads while the cores are ours; one while another process competes for them (see the module doc).
+
+    With several threads it watches the main thread's run-queue wait; with one, it counts the other runnable
+    threads (its own workers sleep then) and takes as many threads as there are free CPUs, at most `threads`.
+    """
+
+    def __init__(self, threads: int, cpus: int, set_threads, get_threads, clock=time.perf_counter,
+                 wait_ns=_run_queue_wait_ns, others=_others_running):
+        self.threads, self.cpus, self.current = threads, cpus, threads
+        self._set, self._get, self._clock, self._wait_ns, self._others = set_threads, get_threads, clock, wait_ns, others
+        self.active = threads > 1 and wait_ns() is not None
+        self.hold_until = 0.0
+        self._mark()
+        if self.active and self._free() < threads:  # already busy when the model loads: start with one
+            self._use(1)
+
+    def _free(self) -> int:
+        return min(self.threads, max(1, self.cpus - self._others()))
+
+    def _mark(self) -> None:
+        self.t0, self.w0 = self._clock(), self._wait_ns()
+        self.next = self.t0 + WINDOW_S
+
+    def _use(self, n: int) -> None:
+        self._set(n)
+        self.current = n
+        self._mark()
+
+    def before_step(self) -> None:
+        """Called before each step; does its work at most once per WINDOW_S."""
+        if not self.active or self._clock() < self.next:
+            return
+        if self._get() != self.current:  # the user called torch.set_num_threads: theirs from now on
+            self.active = False
+            return
+        now, w = self._clock(), self._wait_ns()
+        if w is None:
+            self.active = False
+            return
+        dt = now - self.t0
+        if self.current == 1:
+            n = self._free() if now >= self.hold_until else 1
+            if n > 1:
+                self._use(n)
+            else:
+                self._mark()
+        elif dt <= 10 * WINDOW_S and (w - self.w0) / 1e9 > CONTENDED * dt:  # a longer gap: the run was paused
+            self._use(1)
+            self.hold_until = now + RETRY_S
+        else:
+            self._mark()
+
+
+_governor: Governor | None = None
+
+
+def configured_threads() -> int:
+    """The intra-op threads this process runs with: the governor's full count (it may use one for a while)."""
+    import torch
+
+    return _governor.threads if _governor is not None and _governor.active else torch.get_num_threads()
+
+
+def before_step() -> None:
+    """Before every forward step: let the governor adjust the thread count (a few ns unless a window ended)."""
+    if _governor is not None:
+        _governor.before_step()
 
 
 def _mounts(mountinfo: Path) -> list[tuple[str, str, str, set[str]]]:
@@ -113,8 +223,9 @@ def recommended_threads() -> int:
 
 def fit_torch_threads() -> int | None:
     """Once per process: size torch's intra-op threads unless the user already chose; returns what was set."""
-    global _fitted
-    if _fitted or not enabled() or any(k in os.environ for k in _USER_ENV):
+    global _fitted, _governor
+    want = setting()  # an invalid TINYSERVE_THREADS is an error here, the first time a model is loaded
+    if _fitted or want == "off" or any(k in os.environ for k in _USER_ENV):
         _fitted = True
         return None
     _fitted = True
@@ -129,7 +240,9 @@ def fit_torch_threads() -> int | None:
         default = os.cpu_count() or 1
     if now not in (default, os.cpu_count()):
         return None
-    n = recommended_threads()
+    n = want if isinstance(want, int) else recommended_threads()
     if n != now:
         torch.set_num_threads(n)
+    if want == "auto" and n > 1:
+        _governor = Governor(n, usable_cpus(), torch.set_num_threads, torch.get_num_threads)
     return n
