@@ -9,7 +9,7 @@ import pytest
 from tinyserve.engine import Engine, _valid_ids, gc_paused
 from tinyserve.policies import DONE, StaticBatching
 from tinyserve.requests import Request, Work
-from tinyserve.trace import _WORK_CODE, SlotWork
+from tinyserve.trace.record import _WORK_CODE, SlotWork
 
 
 def _fresh_decodes(policy: StaticBatching) -> list[tuple]:

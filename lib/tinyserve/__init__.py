@@ -6,7 +6,10 @@
 """
 from __future__ import annotations
 
+from . import _moved
 from .errors import TinyserveError
+
+_moved.install(__name__)  # the flat layout's module paths (tinyserve.engine, ...) stay importable
 
 __version__ = "0.1.0"
 __all__ = ["TinyserveError", "run", "shared_engine", "__version__"]
@@ -16,7 +19,7 @@ _engines: dict = {}
 
 def shared_engine(device: str = "auto", dtype: str = "float32"):
     """A shared Engine on the shipped model (loaded once per device and dtype)."""
-    from .engine import Engine
+    from .core.engine import Engine
 
     key = (device, dtype)
     if key not in _engines:

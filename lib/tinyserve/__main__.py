@@ -1,6 +1,6 @@
 """`python -m tinyserve` is the `tinyserve` command."""
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 sys.exit(main())

@@ -16,9 +16,12 @@ descheduled team member. Measured on this 2-core VM (benchmarks/contention.py ha
 - A bounded spin (GOMP_SPINCOUNT 500-5,000) did not give both: short spins lost the alone speed, long ones the
   beside speed (1.4x-3.2x), because any spinning competes with our main thread for the core.
 The signal that tells the two cases apart costs nothing to compute: the main thread's run-queue wait
-(/proc/thread-self/schedstat, 2nd field), ~0% of wall time alone and ~45% beside a busy loop with two threads.
-The governor reads it at most every WINDOW_S (a read costs ~20 us) and switches the team size with
-torch.set_num_threads, which is cheap and takes effect at the next parallel region.
+(/proc/thread-self/schedstat, 2nd field): at most 7.5% of any 25-ms window alone (202 windows of a real run),
+~45% beside a busy loop with two threads. The governor reads it at most every WINDOW_S (a read costs ~20 us),
+drops to one thread after two contended windows in a row (one could be a passing shell command), and switches
+the team size with torch.set_num_threads, which is cheap and takes effect at the next parallel region. With one
+thread its own waiting says nothing (the neighbour has the other core), so it counts the other runnable threads
+(/proc/loadavg) and takes all threads back once CPUs are free, RETRY_S after the last contention at the earliest.
 
 A user's OMP_NUM_THREADS / MKL_NUM_THREADS, or torch.set_num_threads (before or after tinyserve came in), always
 wins, and so do OMP_WAIT_POLICY and GOMP_SPINCOUNT (tinyserve sets neither). TINYSERVE_THREADS=off leaves torch
@@ -93,7 +96,7 @@ class Governor:
         self.threads, self.cpus, self.current = threads, cpus, threads
         self._set, self._get, self._clock, self._wait_ns, self._others = set_threads, get_threads, clock, wait_ns, others
         self.active = threads > 1 and wait_ns() is not None
-        self.hold_until = 0.0
+        self.hold_until, self.strikes = 0.0, 0
         self._mark()
         if self.active and self._free() < threads:  # already busy when the model loads: start with one
             self._use(1)
@@ -107,7 +110,7 @@ class Governor:
 
     def _use(self, n: int) -> None:
         self._set(n)
-        self.current = n
+        self.current, self.strikes = n, 0
         self._mark()
 
     def before_step(self) -> None:
@@ -129,9 +132,14 @@ class Governor:
             else:
                 self._mark()
         elif dt <= 10 * WINDOW_S and (w - self.w0) / 1e9 > CONTENDED * dt:  # a longer gap: the run was paused
-            self._use(1)
-            self.hold_until = now + RETRY_S
+            self.strikes += 1
+            if self.strikes >= 2:  # two windows in a row: a neighbour, not a passing shell command
+                self._use(1)
+                self.hold_until = now + RETRY_S
+            else:
+                self._mark()
         else:
+            self.strikes = 0
             self._mark()
 
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..engine import Engine, Run
-from ..policies import ChunkedPrefill, ContinuousBatching, DynamicBatching, Plan, Policy, StaticBatching, make_policy
-from ..requests import Request, Work
-from ..workloads import make_prompt
+from ..core.engine import Engine, Run
+from ..core.policies import ChunkedPrefill, ContinuousBatching, DynamicBatching, Plan, Policy, StaticBatching, make_policy
+from ..core.request import Request, Work
+from ..core.workloads import make_prompt
 
 MAX_LEN = 128  # slab length for every check run: prompts and outputs here stay well below it
 CHECK_RUNS = 4  # fresh workloads per policy check

@@ -55,8 +55,8 @@ def sequences_that_fit(hardware, lengths: list[int], max_len: int | None = None)
     hardware: a preset name or HardwarePreset (its kv_bytes_per_token and kv_memory_bytes); lengths: the
     positions (prompt + output) each sequence holds, a sample of the length distribution.
     """
-    from .clock import HardwarePreset, get_preset
-    from .errors import TinyserveError
+    from ..cost.clock import HardwarePreset, get_preset
+    from ..errors import TinyserveError
 
     hw = hardware if isinstance(hardware, HardwarePreset) else get_preset(hardware)
     if hw.kv_memory_bytes is None:

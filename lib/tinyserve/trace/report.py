@@ -1,7 +1,7 @@
 """Plain-text summary of a trace, for the terminal."""
 from __future__ import annotations
 
-from .trace import Trace
+from .record import Trace
 
 
 def format_summary(tr: Trace) -> str:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .errors import TinyserveError
-from .model import GPTConfig, TinyGPT, resolve_device, resolve_dtype
-from .tokenizer import BOS, EOS, VOCAB_SIZE, encode
+from ..errors import TinyserveError
+from ..model.gpt import GPTConfig, TinyGPT, resolve_device, resolve_dtype
+from ..core.tokenizer import BOS, EOS, VOCAB_SIZE, encode
 
 if TYPE_CHECKING:  # only for type hints: importing tinyserve must not need transformers
     from transformers import GPT2Config, GPT2LMHeadModel

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .engine import Engine
-from .policies import Policy
-from .requests import FINISHED, Request
-from .trace import Trace
-from .variants import ChunkOnly
-from .workloads import get_workload, make_prompt
+from ..core.engine import Engine
+from ..core.policies import Policy
+from ..core.request import FINISHED, Request
+from ..trace.record import Trace
+from ..core.policies.variants import ChunkOnly
+from ..core.workloads import get_workload, make_prompt
 
 MAX_QUEUE_S = 2.0  # Sarathi-Serve's sustainability rule: the median wait for a slot must stay under 2 s
 
@@ -138,8 +138,8 @@ def stall_bound_s(max_batch_tokens: int, max_context: int, batch_size: int | Non
     of decodes beside one deep chunk. Under chunked prefill every in-flight request decodes in every step, so
     each of its inter-token gaps is one step: no gap can exceed this bound (tests/test_stall_bound.py).
     """
-    from .clock import make_clock
-    from .requests import Work
+    from ..cost.clock import make_clock
+    from ..core.request import Work
 
     clock = make_clock("modeled", hardware)
     t, ctx = max_batch_tokens, max_context

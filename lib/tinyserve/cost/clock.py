@@ -57,10 +57,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from .errors import TinyserveError
-from .requests import Work
+from ..errors import TinyserveError
+from ..core.request import Work
 
-PRESET_DIR = Path(__file__).parent / "presets"
+PRESET_DIR = Path(__file__).parents[1] / "presets"
 DEFAULT_HARDWARE = "h200-70b-fp8"
 
 
@@ -266,7 +266,7 @@ class ModeledClock:
             if dec_n:
                 attn.append(("decode", dec_keys, dec_keys, dec_n))
         else:  # the groups forward_step really makes, each reading (slots in range) x (longest context)
-            from .model import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
+            from ..model.gpt import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 
             cost = GROUP_CALL_COST_CUDA if mode == "tinyserve-cuda" else GROUP_CALL_COST
             for g in group_decodes(sorted(decodes, key=lambda d: d[1]), cost):

@@ -5,7 +5,7 @@ Iterations are numbered from 1, as the figures number them (the trace's step ind
 """
 from __future__ import annotations
 
-from .trace import Trace
+from ..trace.record import Trace
 
 PHASE_MARK = {"prefill": "p", "decode": "d", "wasted": "w"}
 

@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from .cache import kv_bytes_per_token as _kv_bytes_per_token
-from .clock import HardwarePreset, ModeledClock, kv_hit_fraction, save_preset
-from .requests import Work
+from ..core.kv import kv_bytes_per_token as _kv_bytes_per_token
+from ..cost.clock import HardwarePreset, ModeledClock, kv_hit_fraction, save_preset
+from ..core.request import Work
 
 
 def _decodes(contexts: list[int], first_slot: int = 0) -> list[Work]:
@@ -90,7 +90,7 @@ def model_preset(model, name: str, description: str, sources: list[str]) -> Hard
 
 def step_segments(works: list[Work], token_ids) -> tuple[list[tuple[int, int, list[int]]], list[bool]]:
     """The (slot, start, ids) segments and sample flags the engine hands build_step for these works."""
-    from .tokenizer import EOS
+    from ..core.tokenizer import EOS
 
     segs, sample = [], []
     for i, w in enumerate(works):
@@ -139,7 +139,7 @@ def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
     and keeps each point's fastest, so that a busy moment of the machine does not land on all the points of one
     shape. The minimum, not the median: other processes only ever add time.
     """
-    from .model import KVCache, build_step
+    from ..model.gpt import KVCache, build_step
 
     cfg = model.config
     _, clock = step_timer(model.device)
@@ -370,7 +370,7 @@ def works_of(runs: list[list]) -> list[Work]:
 
 def run_calibration(quick: bool = False, out: str | Path | None = None, device: str = "cpu") -> HardwarePreset:
     """Calibrate the shipped checkpoint (float32) on this machine; write the preset JSON to `out` if given."""
-    from .model import load_model
+    from ..model.gpt import load_model
 
     model = load_model(device=device, dtype="float32")
     preset = calibrate(model, quick=quick, name="cpu-tiny" if model.device.type == "cpu" else f"{device}-tiny")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from .model import CHECKPOINT_DIR, GPTConfig, TinyGPT, save_model
-from .tokenizer import EOS, decode, encode
+from ..model.gpt import CHECKPOINT_DIR, GPTConfig, TinyGPT, save_model
+from ..core.tokenizer import EOS, decode, encode
 
 SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "__pycache__", "turtledemo"}
 MAX_DOC_BYTES = 3000

@@ -13,19 +13,19 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from .cache import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
-from . import threads
-from .errors import TinyserveError
+from .kv import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
+from .. import threads
+from ..errors import TinyserveError
 from .config import DTYPE_BYTES, GPTConfig
 from .policies import Policy, make_policy
-from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
+from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from .tokenizer import EOS
-from .trace import SlotWork, StepRecord, Trace, snapshot_requests
+from ..trace.record import SlotWork, StepRecord, Trace, snapshot_requests
 
 if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
     import torch
 
-    from .model import TinyGPT
+    from ..model.gpt import TinyGPT
 
 Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
@@ -90,7 +90,7 @@ def _valid_ids(ids: list, vocab: int) -> bool:
 
 def make_clock(clock: str, hardware: str | None):
     """'modeled' (under a hardware preset) or 'wall' (measured); hardware applies to the modeled clock only."""
-    from . import clock as clocks
+    from ..cost import clock as clocks
 
     if clock == "wall" and hardware is not None:
         raise TinyserveError("hardware: applies to the modeled clock only (drop --hardware or use --clock modeled)")
@@ -174,7 +174,7 @@ class Run:
         if dry_run or not accepted:
             self.kv = None
         else:
-            from .model import KVCache
+            from ..model.gpt import KVCache
 
             self.kv = KVCache(cfg, self.pool.num_slots, slab, dtype, device)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
@@ -254,7 +254,7 @@ class Run:
             else:
                 segments.append((w.slot, w.start, [r.output[-1]]))
                 sample.append(w.phase == "decode")
-        from .model import build_step  # loaded already with the model; a dict lookup per step
+        from ..model.gpt import build_step  # loaded already with the model; a dict lookup per step
 
         logits = self.model.forward_step(build_step(segments, sample, self.device), self.kv)
         return logits.argmax(-1).tolist()
@@ -320,7 +320,7 @@ class Engine:
         if dtype not in DTYPE_BYTES:
             raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
         if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch
-            from .model import resolve_device
+            from ..model.gpt import resolve_device
 
             resolve_device(device)  # a bad --device is an error for dry runs too
 
@@ -328,7 +328,7 @@ class Engine:
     def model(self) -> TinyGPT:
         """The model, loaded on first use (dry runs never load it)."""
         if self._model is None:
-            from .model import load_model
+            from ..model.gpt import load_model
 
             self._model = load_model(device=self.device, dtype=self.dtype)
         return self._model
@@ -376,7 +376,7 @@ class Engine:
         a fresh process pays allocations and kernel choices (measured ~100x a warm step), not a step's cost."""
         if self._warm:
             return
-        from .model import KVCache, build_step
+        from ..model.gpt import KVCache, build_step
 
         kv = KVCache(model.config, 2, 16, model.dtype, model.device)
         for segments in ([(0, 0, [EOS] * 8), (1, 0, [EOS] * 4)], [(0, 8, [EOS]), (1, 4, [EOS])]):

@@ -33,11 +33,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import TinyserveError
-from .requests import Request
+from ..errors import TinyserveError
+from .request import Request
 from .tokenizer import BOS, encode
 
-PROMPTS_FILE = Path(__file__).parent / "data" / "prompts.txt"
+PROMPTS_FILE = Path(__file__).parents[1] / "data" / "prompts.txt"
 CONTEXT = 4096  # the shipped model's n_positions; named workloads keep prompt + output within it
 MAX_PROMPT_LEN = 1_000_000  # JSONL prompt_len sanity bound (far beyond any context; the engine rejects > CONTEXT)
 

@@ -41,12 +41,12 @@ from typing import Callable
 
 import torch
 
-from .engine import Engine
-from .model import KVCache, build_step, load_model
-from .requests import Request
-from .threads import configured_threads
-from .tokenizer import BOS, EOS
-from .workloads import make_prompt
+from ..core.engine import Engine
+from ..model.gpt import KVCache, build_step, load_model
+from ..core.request import Request
+from ..threads import configured_threads
+from ..core.tokenizer import BOS, EOS
+from ..core.workloads import make_prompt
 
 STATIC_B = 16  # batch size of every static-like system (ours and transformers')
 CONT_B = 32  # the headline continuous batch size (decoding slots)
@@ -300,7 +300,7 @@ def decode_curve_hf(hf, batches=DECODE_BATCHES, context: int = DECODE_CONTEXT, n
 def machine_info(device: torch.device) -> dict:
     import transformers
 
-    from .calibration import _cpu_name
+    from .calibrate import _cpu_name
 
     info = {"cpu": _cpu_name(), "cpu_count": os.cpu_count(),
             "device": str(device), "python": platform.python_version(), "platform": platform.platform(),
@@ -316,7 +316,7 @@ def machine_info(device: torch.device) -> dict:
 def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed: int = 0,
               log: Callable[[str], None] | None = None) -> dict:
     """Run every system `repeats` times (interleaved), each time in a fresh process; return the JSON-able result."""
-    from .model import resolve_device
+    from ..model.gpt import resolve_device
 
     log = log or (lambda msg: None)
     dev = resolve_device(device)
@@ -389,7 +389,7 @@ def _in_child(job: dict) -> dict:
     env = dict(os.environ)
     if not job["system"].startswith(("ours", "extras ours")):
         env["TINYSERVE_THREADS"] = "off"
-    out = subprocess.run([sys.executable, "-m", "tinyserve.bench", json.dumps(job)], env=env,
+    out = subprocess.run([sys.executable, "-m", "tinyserve.tools.bench", json.dumps(job)], env=env,
                          capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"bench child {job['system']!r} failed:\n{out.stderr[-3000:]}")

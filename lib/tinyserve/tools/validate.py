@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibration import step_timer
-from .clock import HardwarePreset, ModeledClock, get_preset
+from .calibrate import step_timer
+from ..cost.clock import HardwarePreset, ModeledClock, get_preset
 
-TABLE_FILE = Path(__file__).parent / "data" / "costmodel-validation.json"
+TABLE_FILE = Path(__file__).parents[1] / "data" / "costmodel-validation.json"
 POLICIES = ("static", "dynamic", "continuous", "chunked")
 # the chapter workloads, scaled down where a full run would take minutes on a 2-core CPU
 SCALED = {
@@ -35,7 +35,7 @@ GOAL_TOTAL_PCT, GOAL_STEP_MEDIAN_PCT = 10.0, 15.0  # issue #8: modeled total wit
 
 def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: HardwarePreset) -> tuple[list, list[float]]:
     """The steps of one real run under the modeled clock, and each step's forward timed by step_timer."""
-    from .workloads import get_workload
+    from ..core.workloads import get_workload
 
     run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset)
     _, clock = step_timer(engine.model.device)
@@ -61,7 +61,7 @@ def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None =
     Returns, per (workload, policy), the steps' works and each step's timed and wall seconds. Runs one after
     another, so that a busy moment of a shared machine hits one repeat of many runs, not every repeat of one.
     """
-    from .engine import Engine
+    from ..core.engine import Engine
 
     engine = Engine(model)
     _run_steps(engine, "chapter-7.1-finisher", {"n": 4, "long_output": 8, "short_output": 4}, "continuous", schedule)
@@ -85,7 +85,7 @@ def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset |
     run, as calibrate() times its points); wall_s sums the engine's own wall-clock measured_s the same way;
     modeled_s prices the same steps with `preset`.
     """
-    from .requests import Work
+    from ..core.request import Work
 
     clock = ModeledClock(get_preset(preset) if isinstance(preset, str) else preset)
     rows = []
@@ -107,7 +107,7 @@ def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset |
 def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int = 3,
              workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None) -> list[dict]:
     """Run every policy on every workload `repeats` times under `preset` and compare (rows as compare() gives)."""
-    from .model import load_model
+    from ..model.gpt import load_model
 
     preset = get_preset(preset) if isinstance(preset, str) else preset
     model = model if model is not None else load_model(device="cpu", dtype="float32")

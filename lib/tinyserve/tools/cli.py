@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import threads
-from .errors import TinyserveError
+from .. import threads
+from ..errors import TinyserveError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -147,8 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_generate(a) -> None:
-    from .model import load_model
-    from .tokenizer import EOS, decode, encode
+    from ..model.gpt import load_model
+    from ..core.tokenizer import EOS, decode, encode
 
     if not a.prompt:
         raise TinyserveError("prompt: empty (give at least one character)")
@@ -163,7 +163,7 @@ def cmd_generate(a) -> None:
 
 
 def cmd_run(a) -> None:
-    from .engine import Engine
+    from ..core.engine import Engine
 
     for path in (a.trace, a.perfetto):
         if path is not None and path.is_dir():
@@ -195,12 +195,12 @@ def cmd_run(a) -> None:
     if a.json:
         print(json.dumps(tr.summary(tokens=a.tokens)))
     else:
-        from .report import format_summary
+        from ..trace.report import format_summary
         print(format_summary(tr))
 
 
 def cmd_workloads(a) -> None:
-    from .workloads import WORKLOADS, list_workloads
+    from ..core.workloads import WORKLOADS, list_workloads
 
     for name, desc in list_workloads():
         print(f"{name:28s} {desc}")
@@ -211,7 +211,7 @@ def cmd_workloads(a) -> None:
 
 def cmd_export_hf(a) -> None:
     from .hf import export_hf
-    from .model import load_model
+    from ..model.gpt import load_model
 
     out = export_hf(load_model(device="cpu", dtype=a.dtype), a.dir)
     print(f"wrote {out} (AutoModelForCausalLM/AutoTokenizer.from_pretrained, or `transformers serve {out}`)")
@@ -256,7 +256,7 @@ def cmd_bench(a) -> None:
 
 
 def cmd_calibrate(a) -> None:
-    from .calibration import run_calibration
+    from .calibrate import run_calibration
 
     preset = run_calibration(quick=a.quick, out=a.out)
     print(json.dumps(preset.to_dict() if hasattr(preset, "to_dict") else preset.__dict__, indent=2, default=str))

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import TinyserveError
-from .requests import ABORTED, FINISHED, REJECTED, RUNNING, Request
-from .tokenizer import BOS, EOS, decode
-from .trace import Trace
+from ..errors import TinyserveError
+from ..core.request import ABORTED, FINISHED, REJECTED, RUNNING, Request
+from ..core.tokenizer import BOS, EOS, decode
+from ..trace.record import Trace
 
 _HTTPX_HINT = "replay needs httpx: pip install 'httpx==0.28.1'"
 
@@ -351,7 +351,7 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     A KeyboardInterrupt stops sending and streaming; the Trace still holds what was measured (unfinished
     requests aborted), and on_interrupt (a list) gets True appended so the caller can exit 130.
     """
-    from .workloads import CONTEXT, get_workload
+    from ..core.workloads import CONTEXT, get_workload
 
     if token_unit not in ("byte", "event"):
         raise TinyserveError(f"--token-unit: unknown {token_unit!r} (choose byte, event)")

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .requests import FINISHED, REJECTED, Request
+from ..core.request import FINISHED, REJECTED, Request
 
 PHASES = ("prefill", "decode", "wasted", "padding", "idle")
 # codes of phase_grid(): a slot-step is one of these; a padded prefill counts as padding when padding > tokens
@@ -304,7 +304,7 @@ class Trace:
         Token ids the file does not hold (prompts always; outputs of dry runs) come back as -1, as the dry run
         itself records them; counts, times and metrics are those of the saved run.
         """
-        from .errors import TinyserveError
+        from ..errors import TinyserveError
 
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))

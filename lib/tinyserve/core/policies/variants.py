@@ -11,8 +11,8 @@ chunk-only        chunked prefill without mixing: a step carries either prefill 
 """
 from __future__ import annotations
 
-from .policies import ChunkedPrefill, ContinuousBatching, Plan
-from .requests import Work
+from . import ChunkedPrefill, ContinuousBatching, Plan
+from ..request import Work
 
 
 def _prefill(r, n: int | None = None) -> Work:

@@ -16,15 +16,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .cache import kv_bytes_per_token
-from .config import GPTConfig  # noqa: F401  torch-free, so a dry run never imports torch
-from .errors import TinyserveError
-from .tokenizer import EOS
-from .threads import before_step, fit_torch_threads
+from ..core.kv import kv_bytes_per_token
+from ..core.config import GPTConfig  # noqa: F401  torch-free, so a dry run never imports torch
+from ..errors import TinyserveError
+from ..core.tokenizer import EOS
+from ..threads import before_step, fit_torch_threads
 
 fit_torch_threads()  # once per process, before the first forward: threads that fit the machine
 
-CHECKPOINT_DIR = Path(__file__).parent / "checkpoints"
+CHECKPOINT_DIR = Path(__file__).parents[1] / "checkpoints"
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
 
 

@@ -12,10 +12,10 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-from .cache import SlotPool
-from .errors import TinyserveError
-from .requests import ABORTED, FINISHED, REJECTED, Request, Work
-from .trace import SlotWork
+from ..kv import SlotPool
+from ...errors import TinyserveError
+from ..request import ABORTED, FINISHED, REJECTED, Request, Work
+from ...trace.record import SlotWork
 
 POLICIES = ("static", "dynamic", "continuous", "chunked")
 DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses
