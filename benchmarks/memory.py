@@ -8,7 +8,7 @@ Workload: chapter-7.2-longtail (n=1000 by default) from tinyserve.workloads.get_
 model, policy continuous, batch size 32, float32 on the CPU, modeled clock. Peak RSS is
 resource.getrusage(RUSAGE_SELF).ru_maxrss of a fresh process per mode, so the two modes do not mix; the
 "after import" figure is the same process's peak before the run starts (torch + model loaded).
-Not part of the test suite (tests/test_reliability.py has a cheap tracemalloc check of a dry run instead).
+Not part of the test suite (tests/core/test_reliability.py has a cheap tracemalloc check of a dry run instead).
 
 Measured on the 2-core dev machine (shared with other jobs, torch 2 threads), defaults (rate 4/s, n=1000):
   dry   0.4 s wall, peak RSS 259 MiB (222 MiB of it is the interpreter + torch before the run); 10,823 steps

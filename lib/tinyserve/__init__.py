@@ -19,7 +19,7 @@ _engines: dict = {}
 
 def shared_engine(device: str = "auto", dtype: str = "float32"):
     """A shared Engine on the shipped model (loaded once per device and dtype)."""
-    from .core.engine import Engine
+    from .engine import Engine
 
     key = (device, dtype)
     if key not in _engines:

@@ -1,1 +1,1 @@
-"""Real-browser tests (a package, so its conftest does not shadow tests/conftest.py for `from conftest import`)."""
+"""Real-browser tests (a package, so its conftest does not shadow tests/conftest.py for `from helpers import`)."""

@@ -37,7 +37,7 @@ VIEW_WIDTH_PX = 900  # a view shown alone (autosize gave ~550 px in JupyterLab)
 # digest. Python only needs them for on_edits_completed() callbacks and to read plotly.js's computed defaults,
 # which no view does. So our figures run plotly's own bundle with those two methods returning at once. The
 # patch is two exact strings of the pinned plotly (requirements.txt); should a version not contain them, the
-# figures are plain FigureWidgets (tests/test_widgets_lean_figure.py says which).
+# figures are plain FigureWidgets (tests/widgets/test_widgets_lean_figure.py says which).
 _DELTA_METHODS = ("_sendLayoutDelta(ne){", "_sendTraceDeltas(ne){")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.engine import Engine
+from ..engine import Engine
 from ..core.policies import Policy
 from ..core.request import FINISHED, Request
 from ..trace.record import Trace
@@ -136,7 +136,7 @@ def stall_bound_s(max_batch_tokens: int, max_context: int, batch_size: int | Non
     most that many requests. The cost grows with tokens, keys attended and KV read, so the worst step packs
     the budget at the deepest positions: we take the slowest of all decodes, one deep chunk, and a full batch
     of decodes beside one deep chunk. Under chunked prefill every in-flight request decodes in every step, so
-    each of its inter-token gaps is one step: no gap can exceed this bound (tests/test_stall_bound.py).
+    each of its inter-token gaps is one step: no gap can exceed this bound (tests/analysis/test_stall_bound.py).
     """
     from ..cost.clock import make_clock
     from ..core.request import Work

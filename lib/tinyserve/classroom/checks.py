@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core.engine import Engine, Run
+from ..engine import Engine, Run
 from ..core.policies import ChunkedPrefill, ContinuousBatching, DynamicBatching, Plan, Policy, StaticBatching, make_policy
 from ..core.request import Request, Work
 from ..core.workloads import make_prompt

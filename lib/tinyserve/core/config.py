@@ -1,8 +1,149 @@
-"""The tiny GPT's shape and the dtypes' sizes, without torch: a dry run plans with these and never loads torch
-(importing torch is most of a fresh kernel's first dry run: benchmarks/startup.py)."""
+"""A run's settings, without torch: the tiny GPT's shape (GPTConfig) and every knob of a run (RunConfig), each
+knob checked once, here. A dry run plans with these and never loads torch (importing torch is most of a fresh
+kernel's first dry run: benchmarks/startup.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import asdict, dataclass, fields
+
+from ..errors import TinyserveError
+
+POLICIES = ("static", "dynamic", "continuous", "chunked")
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_TIMEOUT_S = 0.1  # dynamic batching's default wait for stragglers
+DEFAULT_CHUNK = 512  # the chapter's example chunk length
+# decode-first's bound: TGI's router forces waiting requests in after max_waiting_tokens decode steps, default 20
+# (text-generation-inference launcher, --max-waiting-tokens)
+DEFAULT_MAX_WAITING_STEPS = 20
+UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in flight (drain, then refill)
+# knobs beyond batch_size that each policy takes
+KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
+         "chunked": {"chunk_size", "max_batch_tokens"}}
+POLICY_KNOBS = ("timeout", "chunk_size", "max_batch_tokens", "prefill_first", "max_waiting_steps")
+
+
+def _int(name: str, value, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TinyserveError(f"{name}: must be an integer >= {lo}, got {value!r}")
+    if value < lo:
+        raise TinyserveError(f"{name}: must be >= {lo}, got {value}")
+    return value
+
+
+def check_knob(name: str, value):
+    """The one rule of each policy knob: the value as the policy stores it, or a TinyserveError naming the knob."""
+    if name in ("batch_size", "chunk_size", "max_batch_tokens"):
+        return _int(name, value, 1)
+    if name == "timeout":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise TinyserveError(f"timeout: must be a finite number of seconds >= 0, got {value!r}")
+        return float(value)
+    if name == "prefill_first":
+        if not isinstance(value, bool):
+            raise TinyserveError(f"prefill_first: must be True or False, got {value!r}")
+        return value
+    if name == "max_waiting_steps":
+        if value == UNBOUNDED:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                float(value).is_integer() and value >= 0):
+            raise waiting_steps_error(value)
+        return int(value)
+    raise TinyserveError(f"{name}: not a policy knob")  # a bug, not user input
+
+
+def waiting_steps_error(value) -> TinyserveError:
+    """The one message for a bad max_waiting_steps."""
+    return TinyserveError(f"max_waiting_steps: must be an integer >= 0 (0 = prefill-first) or math.inf "
+                          f"(unbounded), got {value!r}")
+
+
+def check_token_budget(batch_size: int, max_batch_tokens: int) -> None:
+    """Chunked prefill's budget must leave room for every slot's decode."""
+    if max_batch_tokens < batch_size:
+        raise TinyserveError(f"max_batch_tokens: must be >= batch_size ({batch_size}) so that no decode is ever "
+                             f"skipped, got {max_batch_tokens}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every knob of a run, checked once when it is made (the API, the CLI and the engine build one).
+
+    A policy knob left None takes the policy's default; a knob given to a policy it does not apply to is an error.
+    policy None: the run uses a policy object, whose own fields are its knobs (check_policy), so none is given here.
+    """
+
+    policy: str | None = "continuous"
+    batch_size: int | None = None
+    timeout: float | None = None
+    chunk_size: int | None = None
+    max_batch_tokens: int | None = None
+    prefill_first: bool | None = None
+    max_waiting_steps: int | float | None = None
+    clock: str = "modeled"
+    hardware: str | None = None
+    kv_budget: int | None = None
+    max_model_len: int | None = None
+    dry_run: bool = False
+    seed: int = 0
+    workload_knobs: dict | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy is not None:
+            self._check_policy_knobs()
+        elif self.batch_size is not None or any(getattr(self, k) is not None for k in POLICY_KNOBS):
+            raise TinyserveError("policy: knobs apply to a policy given by name (set them on the policy object)")
+        self._check_run_knobs()
+
+    def _check_policy_knobs(self) -> None:
+        if self.policy not in POLICIES:
+            raise TinyserveError(f"policy: unknown {self.policy!r} (choose {', '.join(POLICIES)})")
+        for knob in POLICY_KNOBS:
+            if getattr(self, knob) is not None and knob not in KNOBS[self.policy]:
+                users = " and ".join(p for p in POLICIES if knob in KNOBS[p])
+                raise TinyserveError(f"{knob}: does not apply to the {self.policy} policy (only to {users})")
+        set_ = object.__setattr__  # frozen: normalised values are set once, here
+        set_(self, "batch_size", check_knob("batch_size", DEFAULT_BATCH_SIZE if self.batch_size is None
+                                             else self.batch_size))
+        for knob in ("timeout", "prefill_first", "max_waiting_steps", "chunk_size", "max_batch_tokens"):
+            if getattr(self, knob) is not None:
+                set_(self, knob, check_knob(knob, getattr(self, knob)))
+        if self.max_batch_tokens is not None:
+            check_token_budget(self.batch_size, self.max_batch_tokens)
+
+    def _check_run_knobs(self) -> None:
+        kv = self.kv_budget
+        if kv is not None and (isinstance(kv, bool) or not isinstance(kv, int) or kv < 1):
+            raise TinyserveError(f"kv_budget: must be a positive integer number of bytes, got {kv!r}")
+        if self.clock == "wall" and self.hardware is not None:
+            raise TinyserveError("hardware: applies to the modeled clock only (drop --hardware or use --clock modeled)")
+        if self.clock not in ("modeled", "wall"):
+            raise TinyserveError(f"clock: unknown {self.clock!r} (choose modeled, wall)")
+        if self.dry_run and self.clock != "modeled":
+            raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise TinyserveError(f"seed: must be an integer, got {self.seed!r}")
+        if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
+            raise TinyserveError(f"workload_knobs: must be a dict of knob -> value, got {self.workload_knobs!r}")
+
+    def policy_knobs(self) -> dict:
+        """The policy's knobs as given (None: its default), batch_size included; {} for a policy object."""
+        if self.policy is None:
+            return {}
+        return {"batch_size": self.batch_size, **{k: getattr(self, k) for k in POLICY_KNOBS if k in KNOBS[self.policy]}}
+
+    def to_dict(self) -> dict:
+        """Every field (JSON-able but for math.inf, written as None)."""
+        d = asdict(self)
+        if d["max_waiting_steps"] == UNBOUNDED:
+            d["max_waiting_steps"] = None
+        return d
+
+
+RUN_FIELDS = tuple(f.name for f in fields(RunConfig))
 
 DTYPE_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2}  # bytes per element, for KV sizes
 

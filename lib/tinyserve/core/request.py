@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..errors import TinyserveError
 
 WAITING, RUNNING, FINISHED, REJECTED, ABORTED = "waiting", "running", "finished", "rejected", "aborted"
 
@@ -62,6 +65,17 @@ class Request:
         return self.max_new_tokens if self.ignore_eos else None
 
 
+class SlotWork(NamedTuple):
+    """What one slot did in one step, as the trace records it: a Work with its request's id (Work.recorded)."""
+
+    slot: int
+    request_id: str
+    phase: str  # prefill | decode | wasted
+    start: int  # first position computed
+    tokens: int
+    padding: int  # padding tokens computed alongside (static prefill)
+
+
 @dataclass(slots=True)  # slotted: a dry run makes one per slot per step (150,000 for chapter-7.2-longtail)
 class Work:
     """What one slot computes in one step."""
@@ -81,3 +95,24 @@ class Work:
     def context(self) -> int:
         """Keys this work attends to at its last position."""
         return self.start + self.tokens
+
+    def recorded(self) -> SlotWork:
+        """The trace's record of this work (the one kept in `record`, if the policy made it)."""
+        return self.record or SlotWork(self.slot, self.request.id, self.phase, self.start, self.tokens, self.padding)
+
+    @classmethod
+    def of(cls, rec: SlotWork | tuple) -> Work:
+        """A work back from its record, without its request (what pricing and calibration need)."""
+        slot, _, phase, start, tokens, padding = rec
+        return cls(slot, None, phase, start, tokens, padding)
+
+
+def check_length(prompt_len: int, max_new_tokens: int, context: int) -> None:
+    """Raise a clear error unless a prompt plus its output fits the context."""
+    if prompt_len < 1:
+        raise TinyserveError("prompt: empty (needs at least 1 token)")
+    if max_new_tokens < 1:
+        raise TinyserveError(f"max_new_tokens: must be >= 1, got {max_new_tokens}")
+    if prompt_len + max_new_tokens > context:
+        raise TinyserveError(
+            f"prompt: {prompt_len} tokens + max_new_tokens {max_new_tokens} exceeds the context of {context}")

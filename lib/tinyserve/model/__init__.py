@@ -1,20 +1,27 @@
-"""The tiny GPT (torch): modules, the ragged step, checkpoint loading.
+"""The tiny GPT (torch): gpt (the modules), runner (the one place a step runs: KV slabs, segments, sampling),
+checkpoint (safetensors loading and saving).
 
-Its names load on first use (PEP 562), so `import tinyserve.model.<module>` does not load torch by itself.
+The old module tinyserve.model's names (TinyGPT, load_model, build_step, KVCache, ...) load on first use
+(PEP 562), so `import tinyserve.model.<module>` does not load the others.
 """
 from __future__ import annotations
 
 import importlib
 
+_HOMES = ("gpt", "runner", "checkpoint")
+
 
 def __getattr__(name: str):
-    """The old module tinyserve.model's names (TinyGPT, load_model, build_step, ...), from model/gpt.py."""
-    gpt = importlib.import_module(".gpt", __name__)
-    try:
-        return getattr(gpt, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    """A name of the old tinyserve.model module, from the module it lives in now."""
+    for home in _HOMES:
+        mod = importlib.import_module(f".{home}", __name__)
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(dir(importlib.import_module(".gpt", __name__))))
+    names = set(globals())
+    for home in _HOMES:
+        names |= set(dir(importlib.import_module(f".{home}", __name__)))
+    return sorted(names)

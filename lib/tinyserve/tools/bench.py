@@ -41,8 +41,9 @@ from typing import Callable
 
 import torch
 
-from ..core.engine import Engine
-from ..model.gpt import KVCache, build_step, load_model
+from ..engine import Engine
+from ..model.checkpoint import load_model
+from ..model.runner import ModelRunner
 from ..core.request import Request
 from ..threads import configured_threads
 from ..core.tokenizer import BOS, EOS
@@ -261,13 +262,12 @@ def decode_curve_ours(model, batches=DECODE_BATCHES, context: int = DECODE_CONTE
     """Median time of one decode-only step (every sequence at `context` keys) vs batch size."""
     dev, out = model.device, []
     for B in batches:
-        kv = KVCache(model.config, B, context + 1, model.dtype, dev)
+        runner = ModelRunner(model, B, context + 1)
         segs = [(i, context, [65 + i % 26]) for i in range(B)]
-        step = build_step(segs, [True] * B, dev)
-        fwd = _median_time(lambda: model.forward_step(step, kv).argmax(-1), dev, n)
-        build = _median_time(lambda: build_step(segs, [True] * B, dev), dev, n)
-        full = _median_time(lambda: model.forward_step(build_step(segs, [True] * B, dev), kv).argmax(-1).tolist(),
-                            dev, n)
+        step = runner.build(segs, [True] * B)
+        fwd = _median_time(lambda: runner.forward(step), dev, n)
+        build = _median_time(lambda: runner.build(segs, [True] * B), dev, n)
+        full = _median_time(lambda: runner.forward(runner.build(segs, [True] * B)), dev, n)
         out.append({"batch": B, "context": context, "forward_ms": fwd * 1e3, "build_step_ms": build * 1e3,
                     "step_ms": full * 1e3, "tokens_per_s": B / full})
     return out
@@ -316,7 +316,7 @@ def machine_info(device: torch.device) -> dict:
 def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed: int = 0,
               log: Callable[[str], None] | None = None) -> dict:
     """Run every system `repeats` times (interleaved), each time in a fresh process; return the JSON-able result."""
-    from ..model.gpt import resolve_device
+    from ..model.checkpoint import resolve_device
 
     log = log or (lambda msg: None)
     dev = resolve_device(device)

@@ -88,20 +88,6 @@ def model_preset(model, name: str, description: str, sources: list[str]) -> Hard
         call_overhead_s=0.0, attention="tinyserve-cuda" if model.device.type == "cuda" else "tinyserve-cpu")
 
 
-def step_segments(works: list[Work], token_ids) -> tuple[list[tuple[int, int, list[int]]], list[bool]]:
-    """The (slot, start, ids) segments and sample flags the engine hands build_step for these works."""
-    from ..core.tokenizer import EOS
-
-    segs, sample = [], []
-    for i, w in enumerate(works):
-        segs.append((w.slot, w.start, token_ids(i, w)))
-        sample.append(w.phase != "wasted")
-        if w.padding:  # as Run._forward: really computed, attends only to itself, thrown away
-            segs.append((-1, 0, [EOS] * w.padding))
-            sample.append(False)
-    return segs, sample
-
-
 def step_timer(device) -> tuple[str, Callable[[], float]]:
     """How steps are timed: the thread's CPU time on a one-thread CPU run, else wall time (CUDA synchronised).
 
@@ -139,7 +125,7 @@ def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
     and keeps each point's fastest, so that a busy moment of the machine does not land on all the points of one
     shape. The minimum, not the median: other processes only ever add time.
     """
-    from ..model.gpt import KVCache, build_step
+    from ..model.runner import ModelRunner, step_segments
 
     cfg = model.config
     _, clock = step_timer(model.device)
@@ -147,12 +133,11 @@ def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
     for works in points:
         max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
         segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
-        kv = KVCache(cfg, max(w.slot for w in works) + 1, max_len, model.dtype, model.device)
+        runner = ModelRunner(model, max(w.slot for w in works) + 1, max_len)
 
         def timed() -> float:
             t0 = clock()
-            logits = model.forward_step(build_step(segs, sample, model.device), kv)
-            logits.argmax(-1).tolist()  # sampling; on CUDA this also waits for the step to finish
+            runner.forward(runner.build(segs, sample))  # sampling included; on CUDA it waits for the step
             return clock() - t0
 
         spent, n = timed(), 1
@@ -160,7 +145,7 @@ def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
             spent, n = spent + timed(), n + 1
         # a step of over half a second is timed once a round: its noise is small next to it, its cost is not
         out.append(min(timed() for _ in range(repeats if spent < SLOW_STEP_S else 1)))
-        del kv
+        del runner
     return out
 
 
@@ -370,7 +355,7 @@ def works_of(runs: list[list]) -> list[Work]:
 
 def run_calibration(quick: bool = False, out: str | Path | None = None, device: str = "cpu") -> HardwarePreset:
     """Calibrate the shipped checkpoint (float32) on this machine; write the preset JSON to `out` if given."""
-    from ..model.gpt import load_model
+    from ..model.checkpoint import load_model
 
     model = load_model(device=device, dtype="float32")
     preset = calibrate(model, quick=quick, name="cpu-tiny" if model.device.type == "cpu" else f"{device}-tiny")

@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_generate(a) -> None:
-    from ..model.gpt import load_model
+    from ..model.checkpoint import load_model
     from ..core.tokenizer import EOS, decode, encode
 
     if not a.prompt:
@@ -163,7 +163,7 @@ def cmd_generate(a) -> None:
 
 
 def cmd_run(a) -> None:
-    from ..core.engine import Engine
+    from ..engine import Engine
 
     for path in (a.trace, a.perfetto):
         if path is not None and path.is_dir():
@@ -211,7 +211,7 @@ def cmd_workloads(a) -> None:
 
 def cmd_export_hf(a) -> None:
     from .hf import export_hf
-    from ..model.gpt import load_model
+    from ..model.checkpoint import load_model
 
     out = export_hf(load_model(device="cpu", dtype=a.dtype), a.dir)
     print(f"wrote {out} (AutoModelForCausalLM/AutoTokenizer.from_pretrained, or `transformers serve {out}`)")

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import TinyserveError
-from ..model.gpt import GPTConfig, TinyGPT, resolve_device, resolve_dtype
+from ..core.config import GPTConfig
+from ..model.checkpoint import resolve_device, resolve_dtype
+from ..model.gpt import TinyGPT
 from ..core.tokenizer import BOS, EOS, VOCAB_SIZE, encode
 
 if TYPE_CHECKING:  # only for type hints: importing tinyserve must not need transformers

@@ -40,15 +40,15 @@ def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: Hardware
     run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset)
     _, clock = step_timer(engine.model.device)
     timed: list[float] = []
-    forward = run._forward  # the engine's own step (segments, build_step, forward, sampling): timed, not changed
+    execute = run.runner.execute  # the engine's own step (segments, build_step, forward, sampling): timed, not changed
 
-    def timed_forward(works):
+    def timed_execute(works):
         t0 = clock()
-        out = forward(works)
+        out = execute(works)
         timed.append(clock() - t0)
         return out
 
-    run._forward = timed_forward
+    run.runner.execute = timed_execute
     while not run.done:
         run.step()
     return run.steps, timed
@@ -61,7 +61,7 @@ def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None =
     Returns, per (workload, policy), the steps' works and each step's timed and wall seconds. Runs one after
     another, so that a busy moment of a shared machine hits one repeat of many runs, not every repeat of one.
     """
-    from ..core.engine import Engine
+    from ..engine import Engine
 
     engine = Engine(model)
     _run_steps(engine, "chapter-7.1-finisher", {"n": 4, "long_output": 8, "short_output": 4}, "continuous", schedule)
@@ -94,7 +94,7 @@ def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset |
         if any(r["works"] != first["works"] or len(r["timed"]) != len(r["works"]) for r in runs):
             raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")
         per_step = np.array([min(ts) for ts in zip(*(r["timed"] for r in runs))])
-        modeled = np.array([clock.step_time([Work(w[0], None, w[2], w[3], w[4], w[5]) for w in step])
+        modeled = np.array([clock.step_time([Work.of(w) for w in step])
                             for step in first["works"]])
         m, p = float(per_step.sum()), float(modeled.sum())
         rows.append({"workload": wl, "policy": pol, "steps": len(per_step), "measured_s": round(m, 4),
@@ -107,7 +107,7 @@ def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset |
 def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int = 3,
              workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None) -> list[dict]:
     """Run every policy on every workload `repeats` times under `preset` and compare (rows as compare() gives)."""
-    from ..model.gpt import load_model
+    from ..model.checkpoint import load_model
 
     preset = get_preset(preset) if isinstance(preset, str) else preset
     model = model if model is not None else load_model(device="cpu", dtype="float32")

@@ -7,28 +7,16 @@ import json
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
-from ..core.request import FINISHED, REJECTED, Request
+from ..core.request import FINISHED, REJECTED, Request, SlotWork  # noqa: F401  SlotWork: also tinyserve.trace's
 
 PHASES = ("prefill", "decode", "wasted", "padding", "idle")
 # codes of phase_grid(): a slot-step is one of these; a padded prefill counts as padding when padding > tokens
 GRID_PHASES = ("idle", "prefill", "padding", "decode", "wasted")
 IDLE, PREFILL, PADDING, DECODE, WASTED = range(5)
 _WORK_CODE = {"prefill": PREFILL, "decode": DECODE, "wasted": WASTED}
-
-
-class SlotWork(NamedTuple):
-    """What one slot did in one step."""
-
-    slot: int
-    request_id: str
-    phase: str  # prefill | decode | wasted
-    start: int  # first position computed
-    tokens: int
-    padding: int  # padding tokens computed alongside (static prefill)
 
 
 @dataclass

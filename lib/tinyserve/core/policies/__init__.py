@@ -12,23 +12,14 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from ..config import (DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, DEFAULT_MAX_WAITING_STEPS,  # noqa: F401 (old names)
+                      DEFAULT_TIMEOUT_S, KNOBS, POLICIES, UNBOUNDED, RunConfig, check_knob, check_token_budget,
+                      waiting_steps_error)
 from ..kv import SlotPool
 from ...errors import TinyserveError
-from ..request import ABORTED, FINISHED, REJECTED, Request, Work
-from ...trace.record import SlotWork
+from ..request import ABORTED, FINISHED, REJECTED, Request, SlotWork, Work
 
-POLICIES = ("static", "dynamic", "continuous", "chunked")
 DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses
-DEFAULT_BATCH_SIZE = 32
-DEFAULT_TIMEOUT_S = 0.1  # dynamic batching's default wait for stragglers
-DEFAULT_CHUNK = 512  # the chapter's example chunk length
-# decode-first's bound: TGI's router forces waiting requests in after max_waiting_tokens decode steps, default 20
-# (text-generation-inference launcher, --max-waiting-tokens)
-DEFAULT_MAX_WAITING_STEPS = 20
-UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in flight (drain, then refill)
-# knobs beyond batch_size that each policy takes
-KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
-         "chunked": {"chunk_size", "max_batch_tokens"}}
 
 
 @dataclass
@@ -256,68 +247,37 @@ class ChunkedPrefill(ContinuousBatching):
         return Plan(works)
 
 
-def _int(name: str, value, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise TinyserveError(f"{name}: must be an integer >= {lo}, got {value!r}")
-    if value < lo:
-        raise TinyserveError(f"{name}: must be >= {lo}, got {value}")
-    return value
-
-
 def make_policy(name: str, batch_size: int | None = None, timeout: float | None = None,
                 chunk_size: int | None = None, max_batch_tokens: int | None = None,
                 prefill_first: bool | None = None, max_waiting_steps: int | float | None = None) -> Policy:
-    """Build a policy by name, validating its knobs; a knob that does not apply to the policy is an error."""
-    if name not in POLICIES:
-        raise TinyserveError(f"policy: unknown {name!r} (choose {', '.join(POLICIES)})")
-    given = {"timeout": timeout, "chunk_size": chunk_size, "max_batch_tokens": max_batch_tokens,
-             "prefill_first": prefill_first, "max_waiting_steps": max_waiting_steps}
-    for knob, v in given.items():
-        if v is not None and knob not in KNOBS[name]:
-            users = " and ".join(p for p in POLICIES if knob in KNOBS[p])
-            raise TinyserveError(f"{knob}: does not apply to the {name} policy (only to {users})")
-    b = _int("batch_size", batch_size if batch_size is not None else DEFAULT_BATCH_SIZE, 1)
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout < 0:
-            raise TinyserveError(f"timeout: must be a finite number of seconds >= 0, got {timeout!r}")
-        timeout = float(timeout)
-    if name == "static":
-        return StaticBatching(b, timeout)
-    if name == "dynamic":
-        return DynamicBatching(b, DEFAULT_TIMEOUT_S if timeout is None else timeout)
-    if name == "continuous":
-        if prefill_first is not None and not isinstance(prefill_first, bool):
-            raise TinyserveError(f"prefill_first: must be True or False, got {prefill_first!r}")
-        if max_waiting_steps is not None and max_waiting_steps != UNBOUNDED:
-            if isinstance(max_waiting_steps, bool) or not isinstance(max_waiting_steps, (int, float)) or not (
-                    float(max_waiting_steps).is_integer() and max_waiting_steps >= 0):
-                raise TinyserveError(f"max_waiting_steps: must be an integer >= 0 (0 = prefill-first) or math.inf "
-                                     f"(unbounded), got {max_waiting_steps!r}")
-            max_waiting_steps = int(max_waiting_steps)
-        return ContinuousBatching(b, prefill_first, max_waiting_steps)
-    c = _int("chunk_size", chunk_size if chunk_size is not None else DEFAULT_CHUNK, 1)
-    t = None if max_batch_tokens is None else _int("max_batch_tokens", max_batch_tokens, 1)
-    return check_policy(ChunkedPrefill(b, c, t))
+    """Build a policy by name, its knobs checked by RunConfig; a knob that does not apply to the policy is an error."""
+    return policy_for(RunConfig(name, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first,
+                                max_waiting_steps))
+
+
+def policy_for(cfg: RunConfig) -> Policy:
+    """The policy a checked RunConfig names, with its knobs."""
+    b = cfg.batch_size
+    if cfg.policy == "static":
+        return StaticBatching(b, cfg.timeout)
+    if cfg.policy == "dynamic":
+        return DynamicBatching(b, DEFAULT_TIMEOUT_S if cfg.timeout is None else cfg.timeout)
+    if cfg.policy == "continuous":
+        return ContinuousBatching(b, cfg.prefill_first, cfg.max_waiting_steps)
+    return ChunkedPrefill(b, DEFAULT_CHUNK if cfg.chunk_size is None else cfg.chunk_size, cfg.max_batch_tokens)
 
 
 def check_policy(p: Policy) -> Policy:
-    """Validate a policy object's knobs as make_policy does (for objects built directly, e.g. ChunkedPrefill(2, 0))."""
-    _int("batch_size", p.batch_size, 1)
-    timeout = getattr(p, "timeout", None)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or not math.isfinite(timeout) or timeout < 0):
-        raise TinyserveError(f"timeout: must be a finite number of seconds >= 0, got {timeout!r}")
+    """Check a policy object's knobs by the same rules (for objects built directly, e.g. ChunkedPrefill(2, 0))."""
+    check_knob("batch_size", p.batch_size)
+    if getattr(p, "timeout", None) is not None:
+        check_knob("timeout", p.timeout)
     for knob in ("chunk_size", "max_batch_tokens"):
         if hasattr(p, knob):
-            _int(knob, getattr(p, knob), 1)
-    if isinstance(p, ChunkedPrefill) and p.max_batch_tokens < p.batch_size:
-        raise TinyserveError(f"max_batch_tokens: must be >= batch_size ({p.batch_size}) so that no decode is ever "
-                             f"skipped, got {p.max_batch_tokens}")
+            check_knob(knob, getattr(p, knob))
+    if isinstance(p, ChunkedPrefill):
+        check_token_budget(p.batch_size, p.max_batch_tokens)
     w = getattr(p, "max_waiting_steps", 0)
-    if w != UNBOUNDED and (isinstance(w, bool) or not isinstance(w, int) or w < 0):
-        raise TinyserveError(f"max_waiting_steps: must be an integer >= 0 (0 = prefill-first) or math.inf "
-                             f"(unbounded), got {w!r}")
+    if w != UNBOUNDED and (isinstance(w, bool) or not isinstance(w, int) or w < 0):  # stored: an int or inf
+        raise waiting_steps_error(w)
     return p

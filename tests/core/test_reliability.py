@@ -1,7 +1,7 @@
 """Reliability from the Python API: bad input gets a ValueError naming the argument and its range, nothing is
 lost when the KV budget is full or a run is interrupted, weights load only from safetensors, and a long dry run
-keeps its memory bounded. (The CLI side is tests/test_cli.py; engine knob errors already covered by
-tests/test_engine.py are not repeated here.)
+keeps its memory bounded. (The CLI side is tests/tools/test_cli.py; engine knob errors already covered by
+tests/core/test_engine.py are not repeated here.)
 
 The CLI has no option or environment variable to pick another checkpoint, so corrupt and missing checkpoints
 are tested through tinyserve.model.load_model(path).
@@ -17,7 +17,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from conftest import greedy_alone, make_random_model
+from helpers import greedy_alone, make_random_model
 
 import tinyserve
 from tinyserve.engine import Engine

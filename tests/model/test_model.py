@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ATOL, DEVICES, DTYPES, MODEL_KINDS, make_random_model
+from helpers import ATOL, DEVICES, DTYPES, MODEL_KINDS, make_random_model
 from safetensors import safe_open
 
 import tinyserve

@@ -14,8 +14,8 @@ import random
 
 import pytest
 import torch
-from conftest import greedy_alone as reference
-from conftest import make_random_model
+from helpers import greedy_alone as reference
+from helpers import make_random_model
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_sigint
+from helpers import default_sigint
 from tinyserve.errors import TinyserveError
 from tinyserve.replay import SSEEvent, SSEParser, preflight, replay
 from tinyserve.requests import Request

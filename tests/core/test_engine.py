@@ -5,7 +5,7 @@ import random
 
 import pytest
 import torch
-from conftest import greedy_alone, make_random_model
+from helpers import greedy_alone, make_random_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-LIB = str(Path(__file__).resolve().parents[1] / "lib")
+LIB = str(Path(__file__).resolve().parents[2] / "lib")
 PROBE = """
 import json, sys
 import tinyserve

@@ -17,7 +17,7 @@ from tinyserve.classroom.generate import GenerateError, exercise_text, make_exer
 from tinyserve.policies import ContinuousBatching, Plan, Policy, decode_work
 from tinyserve.requests import Work
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "chapters" / "solutions").glob("*.ipynb"))
 nbformat = pytest.importorskip("nbformat")
 

@@ -16,7 +16,7 @@ from tinyserve.figures import frames, iterations, paused, story, token_iteration
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.workloads import load_jsonl
 
-W = Path(__file__).resolve().parent.parent / "chapters" / "workloads"
+W = Path(__file__).resolve().parents[2] / "chapters" / "workloads"
 
 
 def run(name, policy, **knobs):

@@ -1,31 +1,30 @@
-"""The one step loop. Each step: the policy plans, the model runs ONE forward over every token of the plan,
-greedy tokens are sampled, requests advance, slots are freed, the clock moves, the step is recorded."""
+"""The one step loop (torch-free). Each step: the policy plans, the runner executes ONE forward over every token
+of the plan and samples greedy tokens, requests advance, slots are freed, the clock moves, the step is recorded.
+A dry run is the same loop without a runner."""
 from __future__ import annotations
 
 import contextlib
 import gc
 import math
 import numbers
-import sys
 import time
 from collections import deque
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from .kv import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
-from .. import threads
+from ..cost import clock as clocks
 from ..errors import TinyserveError
+from ..trace.record import StepRecord, Trace, snapshot_requests
 from .config import DTYPE_BYTES, GPTConfig
-from .policies import Policy, make_policy
-from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request
+from .kv import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
+from .policies import Policy
+from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork
 from .tokenizer import EOS
-from ..trace.record import SlotWork, StepRecord, Trace, snapshot_requests
+from .workloads import get_workload, load_jsonl
 
-if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
-    import torch
-
-    from ..model.gpt import TinyGPT
+if TYPE_CHECKING:
+    from ..model.runner import ModelRunner
 
 Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
@@ -62,12 +61,6 @@ def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | N
                      ) -> tuple[str, list[Request]]:
     """(name, fresh requests) from a workload name (with its knobs, e.g. n, rate), a JSONL path or a list of requests;
     seed drives a named workload and a JSONL file's synthetic (prompt_len) prompts."""
-    from .workloads import get_workload, load_jsonl
-
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TinyserveError(f"seed: must be an integer, got {seed!r}")
-    if workload_knobs is not None and not isinstance(workload_knobs, dict):
-        raise TinyserveError(f"workload_knobs: must be a dict of knob -> value, got {workload_knobs!r}")
     knobs = dict(workload_knobs or {})
     if knobs and (isinstance(workload, (list, tuple, Path)) or str(workload).endswith(".jsonl")):
         raise TinyserveError(f"workload_knobs: apply to a named workload only, not to "
@@ -88,13 +81,7 @@ def _valid_ids(ids: list, vocab: int) -> bool:
     return all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < vocab for t in ids)
 
 
-def make_clock(clock: str, hardware: str | None):
-    """'modeled' (under a hardware preset) or 'wall' (measured); hardware applies to the modeled clock only."""
-    from ..cost import clock as clocks
-
-    if clock == "wall" and hardware is not None:
-        raise TinyserveError("hardware: applies to the modeled clock only (drop --hardware or use --clock modeled)")
-    return clocks.make_clock(clock, hardware)
+make_clock = clocks.make_clock  # the old engine.make_clock (RunConfig checks --clock and --hardware together)
 
 
 def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: str, dry_run: bool) -> None:
@@ -133,17 +120,18 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
 class Run:
     """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
 
-    def __init__(self, model: TinyGPT | None, cfg: GPTConfig, requests: list[Request], policy: Policy, clock,
-                 workload_name: str, dtype: torch.dtype | str, device: torch.device | str, kv_budget: int | None,
+    def __init__(self, make_runner: Callable[[int, int], ModelRunner] | None, cfg: GPTConfig,
+                 requests: list[Request], policy: Policy, clock, workload_name: str, dtype, kv_budget: int | None,
                  max_model_len: int | None, dry_run: bool):
-        self.model, self.policy, self.clock, self.dry_run = model, policy, clock, dry_run
+        """make_runner(num_slots, slab_positions): the model's runner with its KV slabs (None for a dry run);
+        dtype: the model's (a torch dtype or its name) for the KV bytes under the wall clock."""
+        self.policy, self.clock, self.dry_run = policy, clock, dry_run
         self.requests = requests
-        self.device = device
         self.now = 0.0
         self.num_done = 0  # finished by the engine (aborts not counted)
         self.kv_used_tokens = 0  # K/V tokens held by the slot holders: tallied by _advance, re-summed when one leaves
         self.steps: list[StepRecord] = []
-        self.forward_s = 0.0  # wall time inside build_step + forward + sampling
+        self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
         limit = cfg.n_positions
         if max_model_len is not None:
@@ -171,12 +159,7 @@ class Run:
         accepted = [r for r in requests if r.status != REJECTED]
         slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
         self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab * bpt), slab, bpt)
-        if dry_run or not accepted:
-            self.kv = None
-        else:
-            from ..model.gpt import KVCache
-
-            self.kv = KVCache(cfg, self.pool.num_slots, slab, dtype, device)
+        self.runner = None if dry_run or not accepted else make_runner(self.pool.num_slots, slab)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         policy.bind(self.pool)
@@ -220,7 +203,7 @@ class Run:
         measured = None
         if not self.dry_run:
             t0 = time.perf_counter()
-            sampled = self._forward(works)
+            sampled = self.runner.execute(works)
             measured = time.perf_counter() - t0
             self.forward_s += measured
         start = self.now
@@ -240,24 +223,6 @@ class Run:
         self.num_done += len(newly_done)
         self.loop_s += time.perf_counter() - t_loop
         return rec
-
-    def _forward(self, works) -> list[int]:
-        segments, sample = [], []
-        for w in works:
-            r = w.request
-            if w.phase == "prefill":
-                segments.append((w.slot, w.start, r.prompt[w.start:w.start + w.tokens]))
-                sample.append(w.start + w.tokens == r.prompt_len)
-                if w.padding:  # really computed, attends only to itself, thrown away
-                    segments.append((-1, 0, [EOS] * w.padding))
-                    sample.append(False)
-            else:
-                segments.append((w.slot, w.start, [r.output[-1]]))
-                sample.append(w.phase == "decode")
-        from ..model.gpt import build_step  # loaded already with the model; a dict lookup per step
-
-        logits = self.model.forward_step(build_step(segments, sample, self.device), self.kv)
-        return logits.argmax(-1).tolist()
 
     def _running_context(self) -> int:
         """Tokens whose K/V the slot holders keep (Request.context_len summed over the policy's running)."""
@@ -307,94 +272,3 @@ class Run:
                      dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests),
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
                      kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes)
-
-
-class Engine:
-    """A model and the settings to run it; every run() starts from empty queues and slots."""
-
-    def __init__(self, model: TinyGPT | None = None, device: str = "auto", dtype: str = "float32"):
-        self._model = model
-        self.device, self.dtype = device, dtype
-        self._warm = False  # the wall clock's warm-up step has run
-        threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
-        if dtype not in DTYPE_BYTES:
-            raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
-        if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch
-            from ..model.gpt import resolve_device
-
-            resolve_device(device)  # a bad --device is an error for dry runs too
-
-    @property
-    def model(self) -> TinyGPT:
-        """The model, loaded on first use (dry runs never load it)."""
-        if self._model is None:
-            from ..model.gpt import load_model
-
-            self._model = load_model(device=self.device, dtype=self.dtype)
-        return self._model
-
-    def start(self, workload: Workload, policy: str | Policy = "continuous", *, batch_size: int | None = None,
-              timeout: float | None = None, chunk_size: int | None = None, max_batch_tokens: int | None = None,
-              prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
-              clock: str = "modeled", hardware: str | None = None,
-              kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
-              seed: int = 0, workload_knobs: dict | None = None) -> Run:
-        """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
-
-        workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
-        seed: its randomness, and that of a JSONL file's synthetic prompts. Under the wall clock the model
-        first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
-        """
-        knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
-                 "max_batch_tokens": max_batch_tokens, "prefill_first": prefill_first,
-                 "max_waiting_steps": max_waiting_steps}
-        if isinstance(policy, Policy):  # its own fields are its knobs (checked when the run binds it)
-            given = [k for k, v in knobs.items() if v is not None]
-            if given:
-                raise TinyserveError(f"{given[0]}: set it on the {type(policy).__name__} object "
-                                     "(knobs apply to a policy given by name)")
-        else:
-            policy = make_policy(policy, **knobs)
-        if kv_budget is not None and (isinstance(kv_budget, bool) or not isinstance(kv_budget, int) or kv_budget < 1):
-            raise TinyserveError(f"kv_budget: must be a positive integer number of bytes, got {kv_budget!r}")
-        clk = make_clock(clock, hardware)
-        if dry_run and clk.name != "modeled":
-            raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
-        name, requests = resolve_workload(workload, seed, workload_knobs)
-        if dry_run and self._model is None:  # the shipped model's shape, never loaded
-            cfg, dt, dev = GPTConfig(), self.dtype, "cpu"  # names only: no torch for a dry run
-        else:
-            m = self.model
-            cfg, dt, dev = m.config, m.dtype, m.device
-            if clk.name == "wall" and not dry_run:
-                self._warm_up(m)
-        return Run(None if dry_run else self.model, cfg, requests, policy, clk, name, dt, dev, kv_budget,
-                   max_model_len, dry_run)
-
-    def _warm_up(self, model: TinyGPT) -> None:
-        """Once per engine, an unmeasured step (two prefills, then two decodes) on scratch KV: the first forward in
-        a fresh process pays allocations and kernel choices (measured ~100x a warm step), not a step's cost."""
-        if self._warm:
-            return
-        from ..model.gpt import KVCache, build_step
-
-        kv = KVCache(model.config, 2, 16, model.dtype, model.device)
-        for segments in ([(0, 0, [EOS] * 8), (1, 0, [EOS] * 4)], [(0, 8, [EOS]), (1, 4, [EOS])]):
-            model.forward_step(build_step(segments, [True, True], model.device), kv).argmax(-1).tolist()
-        self._warm = True
-
-    def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
-            **knobs) -> Trace:
-        """Run a workload to the end and return its Trace (knobs as in start()); progress: None = auto."""
-        run = self.start(workload, policy, **knobs)
-        from tqdm import tqdm
-
-        # default: a bar in a terminal or a notebook kernel; tqdm's delay keeps runs under 1 s silent
-        show = (sys.stderr.isatty() or "ipykernel" in sys.modules) if progress is None else progress
-        accepted = sum(r.status != REJECTED for r in run.requests)
-        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=run.policy.name) as bar, \
-                (gc_paused() if run.dry_run else contextlib.nullcontext()):
-            while not run.done:
-                run.step()
-                bar.update(run.num_done - bar.n)
-            return run.trace()  # its copies are made with the collector still paused

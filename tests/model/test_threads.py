@@ -15,7 +15,7 @@ import pytest
 
 from tinyserve import threads
 
-LIB = str(Path(__file__).resolve().parents[1] / "lib")
+LIB = str(Path(__file__).resolve().parents[2] / "lib")
 
 
 def fake_proc(tmp_path: Path, cgroup: str, mountinfo: str) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ATOL, DEVICES, DTYPES, MODEL_KINDS
+from helpers import ATOL, DEVICES, DTYPES, MODEL_KINDS
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_sigint
+from helpers import default_sigint
 from tinyserve.tokenizer import BOS, decode
 from tinyserve.workloads import WORKLOADS
 

@@ -234,7 +234,7 @@ def test_compare_shares_one_cursor_and_one_workload():
 
 def test_real_run_draws_the_measured_trace_and_survives_an_interrupt(monkeypatch):
     import tinyserve
-    from conftest import make_random_model
+    from helpers import make_random_model
     from tinyserve.engine import Run
 
     model = make_random_model(n_positions=64, n_layer=1, n_head=2, n_embd=16)

@@ -230,7 +230,7 @@ def test_a_policy_object_is_not_silently_taken_from_an_unfinished_run(model):
 
 
 def test_the_wall_clock_warms_the_model_up_once_before_timing(model, monkeypatch):
-    from conftest import greedy_alone
+    from helpers import greedy_alone
 
     calls = []
     inner = model.forward_step
@@ -283,7 +283,7 @@ def test_the_docs_a_user_needs_are_in_the_repository_and_examples_write_under_an
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "../shared" not in readme  # a user's clone has no such folder
     contract = (root / "docs" / "contract.md").read_text(encoding="utf-8")

@@ -1,0 +1,131 @@
+"""Hardware presets: a model on a machine, reduced to what the cost model needs, read from JSON and checked.
+
+The shipped presets (lib/tinyserve/presets/*.json) cite their sources; `tinyserve calibrate --out` writes one.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import MISSING, asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import TinyserveError
+
+PRESET_DIR = Path(__file__).parents[1] / "presets"
+DEFAULT_HARDWARE = "h200-70b-fp8"
+
+
+@dataclass
+class HardwarePreset:
+    """A model on a machine, reduced to what a roofline needs. Rates are effective (achievable), not peak."""
+
+    name: str
+    description: str
+    bandwidth_Bps: float  # effective memory bandwidth, bytes/s
+    peak_flops: float  # effective dense flop/s at the weights' precision
+    overhead_s: float  # fixed cost of every step: launches, scheduling, sampling, all-reduce latency
+    weight_bytes: float  # weight bytes streamed once per step
+    nonembed_params: float  # parameters every token is multiplied through (2 flops each)
+    n_layer: int
+    attn_dim: int  # query heads x head_dim: QK^T and AV cost 4 x attn_dim flops per key, per layer
+    kv_bytes_per_token: float  # K and V of one token over all layers (GQA: only the KV heads)
+    sources: list[str]
+    details: dict = field(default_factory=dict)  # published numbers, efficiency fractions, calibration data
+    kv_dtype: str = "float32"  # the KV cache's element type (kv_bytes_per_token counts its bytes)
+    kv_memory_bytes: float | None = None  # memory left for KV after the weights; None: not stated, no cap
+    attn_flops: float = 0.0  # effective flop/s of attention (QK^T, AV); 0 = peak_flops
+    call_overhead_s: float = 0.0  # fixed cost of one attention call (a decode group, a prefill segment)
+    row_overhead_s: float = 0.0  # fixed cost of each sequence (row) an attention call handles
+    walk_overhead_s: float = 0.0  # cost per key position a decode call walks (its longest context), rows aside
+    kv_bandwidth_Bps: float = 0.0  # effective rate of KV reads and writes; 0 = bandwidth_Bps (both stream from HBM)
+    kv_cache_bytes: float = 0.0  # KV a step can re-read from cache (kv_hit_fraction); 0 = every read from memory
+    kv_cache_bandwidth_Bps: float = 0.0  # rate of KV reads that hit that cache
+    kv_cache_ramp: float = 2.0  # past kv_cache_ramp x kv_cache_bytes of KV in a step, no read hits the cache
+    miss_row_overhead_s: float = 0.0  # more per row of an attention call when the step's KV misses the cache
+    big_step_tokens: float = 0.0  # a step with more tokens than this pays big_step_token_s per extra token; 0 = none
+    big_step_token_s: float = 0.0
+    # more per query-key pair of an attention call given an explicit mask (tinyserve's chunk after a prefix: the
+    # n x (start + n) mask is read and added for every pair; a causal call from position 0 has none); 0 = none
+    masked_pair_s: float = 0.0
+    attention: str = "paged"  # how attention calls are made: see ATTENTION
+
+
+_NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
+            "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float,
+            "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
+            "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
+            "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float}
+_MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
+                "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
+                "big_step_tokens", "big_step_token_s", "masked_pair_s"}
+ATTENTION = ("paged", "tinyserve-cpu", "tinyserve-cuda")  # see the module docstring
+
+
+def _finite(v: float) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int beyond float range
+        return False
+
+
+def load_preset(path: str | Path) -> HardwarePreset:
+    """Read a preset JSON file, checking every field (a user may pass their own calibration file)."""
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise TinyserveError(f"hardware: cannot read {path} ({e})") from None
+    if not isinstance(d, dict):
+        raise TinyserveError(f"hardware: {path} must hold a JSON object")
+    allowed = {f for f in HardwarePreset.__dataclass_fields__}
+    optional = {f for f, fd in HardwarePreset.__dataclass_fields__.items() if fd.default is not MISSING
+                or fd.default_factory is not MISSING}
+    if set(d) - allowed or allowed - optional - set(d):
+        raise TinyserveError(f"hardware: {path} fields must be {', '.join(sorted(allowed))} "
+                             f"(unknown: {sorted(set(d) - allowed)}, missing: {sorted(allowed - optional - set(d))})")
+    for k, typ in _NUMBERS.items():
+        if k not in d:
+            continue
+        v = d[k]
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)
+        ok = ok and (v >= 0 if k in _MAY_BE_ZERO else v > 0) and (typ is float or float(v).is_integer())
+        if not ok:
+            raise TinyserveError(f"hardware: {path}: {k} must be a finite number "
+                                 f"{'>= 0' if k in _MAY_BE_ZERO else '> 0'}, got {v!r}")
+        d[k] = typ(v)
+    if d.get("attention", "paged") not in ATTENTION:
+        raise TinyserveError(f"hardware: {path}: attention must be one of {', '.join(ATTENTION)}, got {d['attention']!r}")
+    if d.get("kv_cache_bytes", 0) > 0 and not d.get("kv_cache_bandwidth_Bps", 0) > 0:
+        raise TinyserveError(f"hardware: {path}: kv_cache_bytes > 0 needs kv_cache_bandwidth_Bps > 0")
+    if d.get("kv_cache_ramp", 2.0) <= 1:
+        raise TinyserveError(f"hardware: {path}: kv_cache_ramp must be > 1, got {d['kv_cache_ramp']!r}")
+    mem = d.get("kv_memory_bytes")
+    if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool) and _finite(mem) and mem > 0):
+        raise TinyserveError(f"hardware: {path}: kv_memory_bytes must be a finite number > 0 or null, got {mem!r}")
+    if not isinstance(d.get("kv_dtype", ""), str):
+        raise TinyserveError(f"hardware: {path}: kv_dtype must be a string, got {d['kv_dtype']!r}")
+    if not (isinstance(d["name"], str) and isinstance(d["description"], str)
+            and isinstance(d["sources"], list) and all(isinstance(s, str) for s in d["sources"])
+            and isinstance(d.get("details", {}), dict)):
+        raise TinyserveError(f"hardware: {path}: name/description must be strings, sources a list of strings")
+    return HardwarePreset(**d)
+
+
+def save_preset(preset: HardwarePreset, path: str | Path) -> None:
+    """Write a preset as JSON (the format load_preset and get_preset read)."""
+    Path(path).write_text(json.dumps(asdict(preset), indent=2) + "\n", encoding="utf-8")
+
+
+def list_presets() -> list[str]:
+    """Names of the shipped presets."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+def get_preset(name: str) -> HardwarePreset:
+    """A shipped preset by name, or a FILE.json (e.g. written by `tinyserve calibrate --out`)."""
+    names = list_presets()
+    if name in names:
+        return load_preset(PRESET_DIR / f"{name}.json")
+    if isinstance(name, str) and name.endswith(".json") and Path(name).is_file():
+        return load_preset(name)
+    raise TinyserveError(f"hardware: unknown {name!r} (choose {', '.join(names)}, or a FILE.json from tinyserve calibrate)")

@@ -1,0 +1,122 @@
+"""Engine: the shipped model (or yours) and the settings to run it; each run is a core Run with a ModelRunner.
+
+The wiring between the layers: core/ schedules and records without torch, model/ executes steps. A dry run never
+loads the model (nor torch). The names of the step loop (Run, resolve_workload, ...) are re-exported here, the
+module path the notebooks and exercises import.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+from . import threads
+from .core.config import DTYPE_BYTES, GPTConfig, RunConfig
+from .core.policies import Policy, policy_for
+from .core.request import REJECTED
+from .core.run import (PROGRESS_DELAY_S, Run, Workload, check_requests, gc_paused, make_clock,  # noqa: F401
+                       resolve_workload)
+from .errors import TinyserveError
+from .trace.record import Trace
+
+if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
+    from .model.gpt import TinyGPT
+    from .model.runner import ModelRunner
+
+
+class Engine:
+    """A model and the settings to run it; every run() starts from empty queues and slots."""
+
+    def __init__(self, model: TinyGPT | None = None, device: str = "auto", dtype: str = "float32"):
+        self._model = model
+        self.device, self.dtype = device, dtype
+        self._warm = False  # the wall clock's warm-up step has run
+        threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
+        if dtype not in DTYPE_BYTES:
+            raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
+        if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch
+            from .model.checkpoint import resolve_device
+
+            resolve_device(device)  # a bad --device is an error for dry runs too
+
+    @property
+    def model(self) -> TinyGPT:
+        """The model, loaded on first use (dry runs never load it)."""
+        if self._model is None:
+            from .model.checkpoint import load_model
+
+            self._model = load_model(device=self.device, dtype=self.dtype)
+        return self._model
+
+    def start(self, workload: Workload, policy: str | Policy = "continuous", *, batch_size: int | None = None,
+              timeout: float | None = None, chunk_size: int | None = None, max_batch_tokens: int | None = None,
+              prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
+              clock: str = "modeled", hardware: str | None = None,
+              kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
+              seed: int = 0, workload_knobs: dict | None = None) -> Run:
+        """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
+
+        workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
+        seed: its randomness, and that of a JSONL file's synthetic prompts. Under the wall clock the model
+        first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
+        """
+        knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
+                 "max_batch_tokens": max_batch_tokens, "prefill_first": prefill_first,
+                 "max_waiting_steps": max_waiting_steps}
+        if isinstance(policy, Policy):  # its own fields are its knobs (checked when the run binds it)
+            given = [k for k, v in knobs.items() if v is not None]
+            if given:
+                raise TinyserveError(f"{given[0]}: set it on the {type(policy).__name__} object "
+                                     "(knobs apply to a policy given by name)")
+            knobs = {}
+        rc = RunConfig(None if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
+                       kv_budget=kv_budget, max_model_len=max_model_len, dry_run=dry_run, seed=seed,
+                       workload_knobs=workload_knobs)
+        return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None)
+
+    def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None) -> Run:
+        """start() from a checked RunConfig (policy: an object to use instead of the one rc names)."""
+        policy = policy if policy is not None else policy_for(rc)
+        clk = make_clock(rc.clock, rc.hardware)
+        dry_run = rc.dry_run
+        name, requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
+        if dry_run and self._model is None:  # the shipped model's shape, never loaded
+            cfg, dt = GPTConfig(), self.dtype  # names only: no torch for a dry run
+        else:
+            m = self.model
+            cfg, dt = m.config, m.dtype
+            if clk.name == "wall" and not dry_run:
+                self._warm_up(m)
+        return Run(None if dry_run else self._runner_for, cfg, requests, policy, clk, name, dt, rc.kv_budget,
+                   rc.max_model_len, dry_run)
+
+    def _runner_for(self, num_slots: int, slab_positions: int) -> ModelRunner:
+        """The model's runner with KV slabs for a run (Run sizes them: slots and positions)."""
+        from .model.runner import ModelRunner
+
+        return ModelRunner(self.model, num_slots, slab_positions)
+
+    def _warm_up(self, model: TinyGPT) -> None:
+        """Once per engine, an unmeasured step before the first wall-clock run (ModelRunner.warm_up)."""
+        if self._warm:
+            return
+        from .model.runner import ModelRunner
+
+        ModelRunner.warm_up(model)
+        self._warm = True
+
+    def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
+            **knobs) -> Trace:
+        """Run a workload to the end and return its Trace (knobs as in start()); progress: None = auto."""
+        run = self.start(workload, policy, **knobs)
+        from tqdm import tqdm
+
+        # default: a bar in a terminal or a notebook kernel; tqdm's delay keeps runs under 1 s silent
+        show = (sys.stderr.isatty() or "ipykernel" in sys.modules) if progress is None else progress
+        accepted = sum(r.status != REJECTED for r in run.requests)
+        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=run.policy.name) as bar, \
+                (gc_paused() if run.dry_run else contextlib.nullcontext()):
+            while not run.done:
+                run.step()
+                bar.update(run.num_done - bar.n)
+            return run.trace()  # its copies are made with the collector still paused
