@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from . import threads
-from .core.config import DTYPE_BYTES, GPTConfig, RunConfig
+from .core.config import DTYPE_BYTES, POLICY_OBJECT, GPTConfig, RunConfig
 from .core.policies import Policy, policy_for
 from .core.request import REJECTED
 from .core.run import (PROGRESS_DELAY_S, Run, Workload, check_requests, gc_paused, make_clock,  # noqa: F401
@@ -69,7 +69,7 @@ class Engine:
                 raise TinyserveError(f"{given[0]}: set it on the {type(policy).__name__} object "
                                      "(knobs apply to a policy given by name)")
             knobs = {}
-        rc = RunConfig(None if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
+        rc = RunConfig(POLICY_OBJECT if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
                        kv_budget=kv_budget, max_model_len=max_model_len, dry_run=dry_run, seed=seed,
                        workload_knobs=workload_knobs)
         return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None)

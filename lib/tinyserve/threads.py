@@ -29,8 +29,10 @@ exactly as it starts; TINYSERVE_THREADS=N uses N threads without the governor.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 # The 128-wide, 4-layer GPT's matmuls are small: past a few threads each op's barrier costs more than its
@@ -92,10 +94,12 @@ class Governor:
     """
 
     def __init__(self, threads: int, cpus: int, set_threads, get_threads, clock=time.perf_counter,
-                 wait_ns=_run_queue_wait_ns, others=_others_running):
+                 wait_ns=None, others=None):
         self.threads, self.cpus, self.current = threads, cpus, threads
-        self._set, self._get, self._clock, self._wait_ns, self._others = set_threads, get_threads, clock, wait_ns, others
-        self.active = threads > 1 and wait_ns() is not None
+        self._set, self._get, self._clock = set_threads, get_threads, clock
+        self._wait_ns = wait_ns or (lambda: _run_queue_wait_ns())  # looked up when called: tests stub them
+        self._others = others or (lambda: _others_running())
+        self.active = threads > 1 and self._wait_ns() is not None
         self.hold_until, self.strikes = 0.0, 0
         self._mark()
         if self.active and self._free() < threads:  # already busy when the model loads: start with one
@@ -151,6 +155,24 @@ def configured_threads() -> int:
     import torch
 
     return _governor.threads if _governor is not None and _governor.active else torch.get_num_threads()
+
+
+@contextlib.contextmanager
+def fixed() -> Iterator[int]:
+    """Hold the thread count still (calibration times steps at one setting): yields the count in use."""
+    import torch
+
+    g = _governor if _governor is not None and _governor.active else None
+    if g is not None:
+        g.active = False
+        if g.current != g.threads:
+            torch.set_num_threads(g.threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        if g is not None:
+            g.current, g.active = torch.get_num_threads(), True
+            g._mark()
 
 
 def before_step() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinyserve import model as M
+from tinyserve.core import kv as M  # where the decode grouping and its call cost live
 from tinyserve.model import GPTConfig, KVCache, TinyGPT, build_step, group_decodes
 
 

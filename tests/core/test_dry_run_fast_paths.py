@@ -6,7 +6,8 @@ import gc
 import numpy as np
 import pytest
 
-from tinyserve.engine import Engine, _valid_ids, gc_paused
+from tinyserve.core.run import _valid_ids, gc_paused
+from tinyserve.engine import Engine
 from tinyserve.policies import DONE, StaticBatching
 from tinyserve.requests import Request, Work
 from tinyserve.trace.record import _WORK_CODE, SlotWork

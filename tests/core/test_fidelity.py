@@ -237,7 +237,7 @@ def test_the_wall_clock_warms_the_model_up_once_before_timing(model, monkeypatch
     monkeypatch.setattr(model, "forward_step", lambda s, kv: calls.append(kv) or inner(s, kv))
     eng = Engine(model)
     run = eng.start(two_requests(), "continuous", clock="wall")
-    assert len(calls) == 2 and all(kv is not run.kv for kv in calls)  # two unmeasured steps on scratch KV
+    assert len(calls) == 2 and all(kv is not run.runner.kv for kv in calls)  # two unmeasured steps on scratch KV
     eng.start(two_requests(), "continuous", clock="wall")
     assert len(calls) == 2  # once per engine
     Engine(model).start(two_requests(), "continuous")

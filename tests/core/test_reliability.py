@@ -267,7 +267,7 @@ def test_no_unpickling_or_eval_anywhere_in_the_package():
     # the shipped weights are safetensors and nothing else
     weights = {p.name for p in CHECKPOINT_DIR.iterdir() if p.suffix not in (".json", ".md", ".txt")}
     assert weights == {"model.safetensors"}, weights
-    assert "load_file" in (LIB / "model.py").read_text()
+    assert "load_file" in (LIB / "model" / "checkpoint.py").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -253,7 +253,7 @@ def test_a_step_past_big_step_tokens_pays_for_each_token_beyond():
 
 
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
-    from tinyserve.calibration import step_segments
+    from tinyserve.model.runner import step_segments
     from tinyserve.model import build_step
 
     rng = random.Random(1)

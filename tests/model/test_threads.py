@@ -100,7 +100,7 @@ def fresh(code: str, **env: str) -> dict:
 
 # A quota of one CPU, whatever this machine has: tinyserve must use 1 thread where torch alone starts with
 # one per CPU in the affinity mask.
-ONE_CPU = ("import json, os, tinyserve.threads as t; t.cgroup_cpu_limit = lambda: 1.0\n"
+ONE_CPU = ("import json, os, tinyserve.threads as t; t.cgroup_cpu_limit = lambda: 1.0; t._others_running = lambda: 0\n"
            "import tinyserve.model.gpt, torch\n"
            "print(json.dumps({'threads': torch.get_num_threads(), 'wait': os.environ.get('OMP_WAIT_POLICY'),"
            " 'spin': os.environ.get('GOMP_SPINCOUNT'), 'governor': t._governor is not None,"

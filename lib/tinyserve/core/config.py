@@ -19,6 +19,7 @@ UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in 
 # knobs beyond batch_size that each policy takes
 KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
          "chunked": {"chunk_size", "max_batch_tokens"}}
+POLICY_OBJECT = "<a Policy object>"  # RunConfig.policy when the run is given a policy object, not a name
 POLICY_KNOBS = ("timeout", "chunk_size", "max_batch_tokens", "prefill_first", "max_waiting_steps")
 
 
@@ -73,10 +74,11 @@ class RunConfig:
     """Every knob of a run, checked once when it is made (the API, the CLI and the engine build one).
 
     A policy knob left None takes the policy's default; a knob given to a policy it does not apply to is an error.
-    policy None: the run uses a policy object, whose own fields are its knobs (check_policy), so none is given here.
+    policy POLICY_OBJECT: the run uses a policy object, whose own fields are its knobs (check_policy), so none is
+    given here.
     """
 
-    policy: str | None = "continuous"
+    policy: str = "continuous"
     batch_size: int | None = None
     timeout: float | None = None
     chunk_size: int | None = None
@@ -92,7 +94,7 @@ class RunConfig:
     workload_knobs: dict | None = None
 
     def __post_init__(self) -> None:
-        if self.policy is not None:
+        if self.policy != POLICY_OBJECT:
             self._check_policy_knobs()
         elif self.batch_size is not None or any(getattr(self, k) is not None for k in POLICY_KNOBS):
             raise TinyserveError("policy: knobs apply to a policy given by name (set them on the policy object)")
@@ -131,7 +133,7 @@ class RunConfig:
 
     def policy_knobs(self) -> dict:
         """The policy's knobs as given (None: its default), batch_size included; {} for a policy object."""
-        if self.policy is None:
+        if self.policy == POLICY_OBJECT:
             return {}
         return {"batch_size": self.batch_size, **{k: getattr(self, k) for k in POLICY_KNOBS if k in KNOBS[self.policy]}}
 

@@ -56,6 +56,7 @@ from typing import Protocol
 from ..core.kv import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from ..core.request import Work
 from ..errors import TinyserveError
+from .pricing import kv_hit_fraction, price, total  # noqa: F401  kv_hit_fraction: old name
 from .presets import (ATTENTION, DEFAULT_HARDWARE, PRESET_DIR, HardwarePreset, get_preset,  # noqa: F401  (old names)
                       list_presets, load_preset, save_preset)
 
@@ -155,37 +156,9 @@ class ModeledClock:
                 "walk": walk, "attn": attn, "masked_pairs": masked}
 
     def _price(self, works: list[Work]) -> tuple:
-        """The step's terms and the seconds of its parts: the one formula cost() and step_time() both read."""
-        hw = self.hardware
+        """The step's terms and the seconds of its parts (pricing.price: the one formula)."""
         t = self.terms(works)
-        attn_rate = hw.attn_flops or hw.peak_flops
-        kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
-        hit = (kv_hit_fraction(hw.kv_bytes_per_token * sum(a[1] for a in t["attn"]), hw.kv_cache_bytes, hw.kv_cache_ramp)
-               if hw.kv_cache_bytes else 0.0)  # every step of a dry run: GPU presets state no cache
-        s_per_kv_byte = hit / hw.kv_cache_bandwidth_Bps + (1 - hit) / kv_bw if hit else 1 / kv_bw
-        flops_per_pair = 4.0 * hw.n_layer * hw.attn_dim  # QK^T and AV, 2 flops per multiply-add, every layer
-        lin_bytes = hw.weight_bytes if works else 0.0
-        lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
-        linear_s = max(lin_bytes / hw.bandwidth_Bps, lin_flops / hw.peak_flops)
-        if hw.big_step_tokens and t["tokens"] > hw.big_step_tokens:  # see model_preset
-            linear_s += (t["tokens"] - hw.big_step_tokens) * hw.big_step_token_s
-        attn_s = {"decode": 0.0, "prefill": 0.0, "padding": 0.0}
-        memory_s = lin_bytes / hw.bandwidth_Bps if lin_bytes / hw.bandwidth_Bps >= lin_flops / hw.peak_flops else 0.0
-        kv_read = attn_flops = 0.0
-        for kind, keys, pairs, _ in t["attn"]:
-            b, f = hw.kv_bytes_per_token * keys, flops_per_pair * pairs
-            kv_read, attn_flops = kv_read + b, attn_flops + f
-            compute = f / attn_rate
-            part = max(b * s_per_kv_byte, compute)
-            attn_s[kind] += part
-            memory_s += part if b * s_per_kv_byte >= compute else 0.0
-        if hw.masked_pair_s and t["masked_pairs"]:
-            attn_s["prefill"] += hw.masked_pair_s * t["masked_pairs"]
-        write_s = hw.kv_bytes_per_token * t["kv_written"] / kv_bw
-        memory_s += write_s
-        calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
-        calls_s += (1 - hit) * hw.miss_row_overhead_s * t["rows"] if hw.kv_cache_bytes else 0.0
-        return t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops
+        return (t, *price(t, self.hardware))
 
     def cost(self, works: list[Work]) -> dict:
         """Bytes, flops and seconds of each part of one step; a pure function of the works."""
@@ -204,9 +177,7 @@ class ModeledClock:
         """Modeled seconds of the step (measured_s is ignored). An empty step costs nothing."""
         if not works:
             return 0.0
-        _, linear_s, attn_s, write_s, calls_s, *_ = self._price(works)  # the parts cost() reports, without its dict
-        return (self.hardware.overhead_s + calls_s + linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"])
-                + write_s)
+        return total(price(self.terms(works), self.hardware), self.hardware)
 
     def decode_step_time(self, batch: int, context: int) -> float:
         """One decode step of `batch` sequences, each attending to `context` keys (curve for notebook 7.0)."""
@@ -215,21 +186,6 @@ class ModeledClock:
     def prefill_time(self, tokens: int, start: int = 0) -> float:
         """One step that prefills `tokens` prompt tokens of one sequence from position `start`."""
         return self.step_time([Work(0, None, "prefill", start, tokens)])
-
-
-def kv_hit_fraction(read_bytes: float, cache_bytes: float, ramp: float = 2.0) -> float:
-    """Share of a step's KV reads served from cache: all while they fit, none past ramp x the cache.
-
-    The engine reads the same slabs every step (one key longer), so on a CPU whose last-level cache holds them,
-    the next step re-reads them from cache; once a step reads more than fits, a sweep evicts what the next one
-    needs first, and the share falls off (linearly here, between cache_bytes and ramp x cache_bytes: on
-    the 32 MiB-L3 box of cpu-tiny, 32 decodes of 64 keys (8 MiB of KV) ran at 0.2 us a key, of 256 keys at ~0.4).
-    """
-    if cache_bytes <= 0 or read_bytes >= ramp * cache_bytes:
-        return 0.0
-    if read_bytes <= cache_bytes:
-        return 1.0
-    return (ramp * cache_bytes - read_bytes) / ((ramp - 1) * cache_bytes)
 
 
 def make_clock(kind: str = "modeled", hardware: str | HardwarePreset | None = None) -> WallClock | ModeledClock:

@@ -1,4 +1,4 @@
-"""Loading and saving the tiny GPT: safetensors weights + config.json (never a pickle), device and dtype."""
+"""Loading and saving the tiny GPT: safetensors weights + config.json (nothing is ever unpickled), device and dtype."""
 from __future__ import annotations
 
 import json

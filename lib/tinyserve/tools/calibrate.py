@@ -19,7 +19,9 @@ from typing import Callable
 import numpy as np
 
 from ..core.kv import kv_bytes_per_token as _kv_bytes_per_token
-from ..cost.clock import HardwarePreset, ModeledClock, kv_hit_fraction, save_preset
+from .. import threads
+from ..cost.clock import HardwarePreset, ModeledClock, save_preset
+from ..cost.pricing import FIT, RATES, fit_row, price, sides, step_hit, total, with_fit
 from ..core.request import Work
 
 
@@ -178,42 +180,21 @@ def _nnls(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @dataclass
 class StepShape:
-    """What one step moves and computes, in the units the fit multiplies by 1/rate (from ModeledClock.terms)."""
+    """One calibration point as the fit sees it: the step's terms (ModeledClock.terms) under a preset's model."""
 
-    calls: int
-    rows: int
-    walk: int
-    big_tokens: float  # tokens past the preset's big_step_tokens
-    write_bytes: float
-    lin_bytes: float
-    lin_flops: float
-    attn: list[tuple[float, float]]  # (kv bytes read, flops) per attention call
-    masked_pairs: float = 0.0  # query-key pairs of calls given an explicit mask
+    terms: dict
+    preset: HardwarePreset  # the model's shape (bytes and flops per token); its rates are what the fit finds
 
 
 def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
     """The StepShape of a step under this preset's model shape and attention mode."""
-    t = ModeledClock(preset).terms(works)
-    per_pair = 4.0 * preset.n_layer * preset.attn_dim
-    big = max(0.0, t["tokens"] - preset.big_step_tokens) if preset.big_step_tokens else 0.0
-    return StepShape(t["calls"], t["rows"], t["walk"], big, preset.kv_bytes_per_token * t["kv_written"], preset.weight_bytes,
-                     2.0 * preset.nonembed_params * t["tokens"],
-                     [(preset.kv_bytes_per_token * k, per_pair * p) for _, k, p, _ in t["attn"]], t["masked_pairs"])
+    return StepShape(ModeledClock(preset).terms(works), preset)
 
 
-def _predict(shapes: list[StepShape], o: float, c: float, r: float, w: float, a: float, k: float, b: float,
-             d: float, e: float = 0.0, m: float = 0.0, g: float = 0.0, cache: float = 0.0,
-             ramp: float = 2.0, x: float = 0.0) -> np.ndarray:
-    out = []
-    for s in shapes:
-        h = kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp)
-        per_byte = h * e + (1 - h) * k
-        miss_rows = (1 - h) * s.rows if cache else 0.0
-        out.append(o + c * s.calls + r * s.rows + m * miss_rows + g * s.big_tokens + w * s.walk + k * s.write_bytes
-                   + x * s.masked_pairs
-                   + max(a * s.lin_bytes, b * s.lin_flops)
-                   + sum(max(per_byte * kb, d * f) for kb, f in s.attn))
-    return np.array(out)
+def _predict(shapes: list[StepShape], x: list[float], cache: float, ramp: float) -> np.ndarray:
+    """Modeled seconds of every point under fitted numbers x (pricing.FIT's order): pricing.price, as the clock."""
+    return np.array([total(price(s.terms, hw), hw) for s in shapes
+                     for hw in [with_fit(s.preset, x, cache, ramp)]])
 
 
 CACHE_GRID_MIB = (0, 2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48)  # kv_cache_bytes fit_cost tries
@@ -230,42 +211,33 @@ def fit_cost(shapes: list[StepShape], times: np.ndarray, cache_grid_mib: tuple =
     starting guesses and every cache size and ramp of the grids (the two numbers that are not linear).
     """
     def solve(hits: list[float], cache: float, mem_lin: list[bool], mem_attn: list[list[bool]]) -> np.ndarray:
-        rows = []
-        for s, h, ml, ma in zip(shapes, hits, mem_lin, mem_attn):
-            kv = sum(x[0] for x, m in zip(s.attn, ma) if m)
-            rows.append([1.0, s.calls, s.rows, s.walk, s.lin_bytes if ml else 0.0, s.write_bytes + (1 - h) * kv,
-                         0.0 if ml else s.lin_flops, sum(f for (_, f), m in zip(s.attn, ma) if not m),
-                         h * kv, (1 - h) * s.rows if cache else 0.0, s.big_tokens, s.masked_pairs])
+        rows = [fit_row(s.terms, s.preset, h, cache, ml, ma) for s, h, ml, ma in zip(shapes, hits, mem_lin, mem_attn)]
         return _nnls(np.array(rows) / times[:, None], np.ones_like(times))
 
     best, best_err = None, math.inf
     starts = [(False, True), (True, True), (False, False), (True, False)]  # (linear memory-bound?, attn memory-bound?)
     grid = [(0.0, 2.0)] + [(m * 2 ** 20, q) for m in cache_grid_mib if m for q in ramp_grid]
     for cache, ramp in grid:
-        hits = [kv_hit_fraction(sum(x[0] for x in s.attn), cache, ramp) for s in shapes]
+        hits = [step_hit(s.terms, s.preset, cache, ramp) for s in shapes]
         for lin0, attn0 in starts:
             mem_lin = [lin0] * len(shapes)
-            mem_attn = [[attn0] * len(s.attn) for s in shapes]
+            mem_attn = [[attn0] * len(s.terms["attn"]) for s in shapes]
             for _ in range(30):
-                o, c, r, w, a, k, b, d, e, m, g, x = solve(hits, cache, mem_lin, mem_attn)
-                # never infinitely fast: finite, JSON-writable
-                a, k, b, d, e = max(a, 1e-15), max(k, 1e-15), max(b, 1e-16), max(d, 1e-16), max(e, 1e-15)
-                err = float(np.sum(((_predict(shapes, o, c, r, w, a, k, b, d, e, m, g, cache, ramp, x) - times)
-                                    / times) ** 2))
+                x = list(solve(hits, cache, mem_lin, mem_attn))
+                for i, k in enumerate(FIT):  # never infinitely fast: finite, JSON-writable
+                    if k in RATES:
+                        x[i] = max(x[i], 1e-16 if k in ("peak_flops", "attn_flops") else 1e-15)
+                err = float(np.sum(((_predict(shapes, x, cache, ramp) - times) / times) ** 2))
                 if err < best_err:
-                    best, best_err = (o, c, r, w, a, k, b, d, e, m, g, x, cache, ramp), err
-                new_lin = [a * s.lin_bytes >= b * s.lin_flops for s in shapes]
-                new_attn = [[(h * (e - k) + k) * kb >= d * f for kb, f in s.attn] for s, h in zip(shapes, hits)]
+                    best, best_err = (x, cache, ramp), err
+                new = [sides(s.terms, s.preset, h, x) for s, h in zip(shapes, hits)]
+                new_lin, new_attn = [n[0] for n in new], [n[1] for n in new]
                 if new_lin == mem_lin and new_attn == mem_attn:
                     break
                 mem_lin, mem_attn = new_lin, new_attn
-    o, c, r, w, a, k, b, d, e, m, g, x, cache, ramp = best
-    return {"overhead_s": float(o), "call_overhead_s": float(c), "row_overhead_s": float(r), "walk_overhead_s": float(w),
-            "bandwidth_Bps": float(1 / a), "kv_bandwidth_Bps": float(1 / k),
-            "peak_flops": float(1 / b), "attn_flops": float(1 / d),
-            "kv_cache_bytes": float(cache), "kv_cache_bandwidth_Bps": float(1 / e) if cache else 0.0,
-            "kv_cache_ramp": float(ramp), "miss_row_overhead_s": float(m) if cache else 0.0,
-            "big_step_token_s": float(g), "masked_pair_s": float(x)}
+    x, cache, ramp = best
+    fitted = with_fit(shapes[0].preset, x, cache, ramp)
+    return {k: float(getattr(fitted, k)) for k in FIT + ("kv_cache_bytes", "kv_cache_ramp")}
 
 
 def _cpu_name() -> str:
@@ -358,7 +330,8 @@ def run_calibration(quick: bool = False, out: str | Path | None = None, device: 
     from ..model.checkpoint import load_model
 
     model = load_model(device=device, dtype="float32")
-    preset = calibrate(model, quick=quick, name="cpu-tiny" if model.device.type == "cpu" else f"{device}-tiny")
+    with threads.fixed():  # the thread governor would change the setting the points are timed at
+        preset = calibrate(model, quick=quick, name="cpu-tiny" if model.device.type == "cpu" else f"{device}-tiny")
     if out is not None:
         save_preset(preset, out)
     return preset

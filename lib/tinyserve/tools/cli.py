@@ -72,19 +72,8 @@ def _positive_float(name: str):
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (docs/contract.md)."""
-    p = _Parser(prog="tinyserve", description="A small but real LLM batching engine on a tiny GPT.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-
-    g = sub.add_parser("generate", help="greedy continuation of one prompt")
-    g.add_argument("prompt")
-    g.add_argument("--max-new-tokens", type=_positive_int("--max-new-tokens"), default=64)
-    g.add_argument("--dtype", default="float32")
-    g.add_argument("--device", default="auto")
-    g.add_argument("--json", action="store_true", help="print {prompt_tokens, tokens, text}")
-
-    r = sub.add_parser("run", help="run a workload under a batching policy")
+def _run_parser(r: argparse.ArgumentParser) -> None:
+    """`tinyserve run`'s options."""
     r.add_argument("--workload", required=True, help="a name from `tinyserve workloads`, or FILE.jsonl")
     r.add_argument("--policy", required=True, help="static | dynamic | continuous | chunked")
     r.add_argument("--batch-size", type=_positive_int("--batch-size"))
@@ -113,11 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--perfetto", type=Path, metavar="OUT.json", help="write a Chrome-trace/Perfetto file")
     r.add_argument("--progress", action="store_true", default=None, help="show progress even when not a terminal")
 
-    sub.add_parser("workloads", help="list workload names")
-    e = sub.add_parser("export-hf", help="write a folder transformers (and `transformers serve`) loads, tokenizer too")
-    e.add_argument("dir", type=Path)
-    e.add_argument("--dtype", default="float32", help="float32 (default) | float64 (exact greedy parity)")
-    rp = sub.add_parser("replay", help="replay a workload against an OpenAI-compatible server, measured at the client")
+
+def _replay_parser(rp: argparse.ArgumentParser) -> None:
+    """`tinyserve replay`'s options."""
     rp.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
     rp.add_argument("--workload", required=True, help="a name from `tinyserve workloads`, or FILE.jsonl")
     rp.add_argument("--model", help="model name on the server (default: the only one it serves)")
@@ -135,6 +122,27 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--json", action="store_true")
     rp.add_argument("--tokens", action="store_true", help="include the streamed tokens in --json")
     rp.add_argument("--trace", type=Path, metavar="OUT.json", help="write the measured trace")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (docs/contract.md)."""
+    p = _Parser(prog="tinyserve", description="A small but real LLM batching engine on a tiny GPT.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    g = sub.add_parser("generate", help="greedy continuation of one prompt")
+    g.add_argument("prompt")
+    g.add_argument("--max-new-tokens", type=_positive_int("--max-new-tokens"), default=64)
+    g.add_argument("--dtype", default="float32")
+    g.add_argument("--device", default="auto")
+    g.add_argument("--json", action="store_true", help="print {prompt_tokens, tokens, text}")
+
+    _run_parser(sub.add_parser("run", help="run a workload under a batching policy"))
+
+    sub.add_parser("workloads", help="list workload names")
+    e = sub.add_parser("export-hf", help="write a folder transformers (and `transformers serve`) loads, tokenizer too")
+    e.add_argument("dir", type=Path)
+    e.add_argument("--dtype", default="float32", help="float32 (default) | float64 (exact greedy parity)")
+    _replay_parser(sub.add_parser("replay", help="replay a workload against an OpenAI-compatible server, measured at the client"))
     b = sub.add_parser("bench", help="side-by-side benchmark against transformers")
     b.add_argument("--json", action="store_true")
     b.add_argument("--repeats", type=_positive_int("--repeats"), default=3)
@@ -259,6 +267,9 @@ def cmd_calibrate(a) -> None:
     from .calibrate import run_calibration
 
     preset = run_calibration(quick=a.quick, out=a.out)
+    n = preset.details["threads"]
+    print(f"tinyserve calibrate: fitted with {n} torch thread{'s' if n != 1 else ''} (held still while timing; "
+          "the shipped cpu-tiny preset was fitted with 1: OMP_NUM_THREADS=1 tinyserve calibrate)", file=sys.stderr)
     print(json.dumps(preset.to_dict() if hasattr(preset, "to_dict") else preset.__dict__, indent=2, default=str))
 
 

@@ -280,19 +280,8 @@ def _safetensors_files(path: Path) -> list[Path]:
     raise TinyserveError(f"load-hf: {path} has no model.safetensors")
 
 
-def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
-            require_tokenizer: bool = True) -> TinyGPT:
-    """Read an HF GPT-2 folder (config.json + safetensors + our byte tokenizer) into a TinyGPT, in eval mode.
-
-    A folder without tokenizer.json, or with another tokenizer (GPT-2's own BPE), is refused: its ids mean
-    other text than tinyserve.tokenizer's. require_tokenizer=False loads bare weights on purpose.
-    dtype None keeps the dtype the weights were stored in when tinyserve runs it on that device (float32,
-    float64, bfloat16 on cuda), else float32; "float32" etc. converts. Does not need transformers.
-    """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    path = Path(path)
+def _read_hf_config(path: Path) -> GPTConfig:
+    """config.json of an HF GPT-2 folder, checked."""
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
         raise TinyserveError(f"load-hf: missing {cfg_file}")
@@ -302,10 +291,13 @@ def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
         raise TinyserveError(f"load-hf: {cfg_file} is not valid JSON ({e})") from e
     if not isinstance(raw, dict):
         raise TinyserveError(f"load-hf: {cfg_file} is not a JSON object")
-    cfg = _check_hf_config(raw, path)
-    if require_tokenizer:
-        check_tokenizer(path)
-    dev = resolve_device(device)
+    return _check_hf_config(raw, path)
+
+
+def _our_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The folder's safetensors under TinyGPT's names (Conv1D weights transposed); an untied head is refused."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
 
     state: dict[str, torch.Tensor] = {}
     for f in _safetensors_files(path):
@@ -313,7 +305,6 @@ def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
             state.update(load_file(str(f)))
         except (SafetensorError, OSError, ValueError) as e:
             raise TinyserveError(f"load-hf: {f} is corrupt ({str(e).strip()[:200] or type(e).__name__})") from e
-
     ours: dict[str, torch.Tensor] = {}
     head = None
     for name, t in state.items():
@@ -330,7 +321,24 @@ def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
     # Our head is tied to wte; an untied head we would silently drop must be refused instead.
     if head is not None and "wte.weight" in ours and not torch.equal(head, ours["wte.weight"]):
         raise TinyserveError(f"load-hf: {path}: lm_head.weight differs from wte (untied head); TinyGPT ties them")
+    return ours
 
+
+def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
+            require_tokenizer: bool = True) -> TinyGPT:
+    """Read an HF GPT-2 folder (config.json + safetensors + our byte tokenizer) into a TinyGPT, in eval mode.
+
+    A folder without tokenizer.json, or with another tokenizer (GPT-2's own BPE), is refused: its ids mean
+    other text than tinyserve.tokenizer's. require_tokenizer=False loads bare weights on purpose.
+    dtype None keeps the dtype the weights were stored in when tinyserve runs it on that device (float32,
+    float64, bfloat16 on cuda), else float32; "float32" etc. converts. Does not need transformers.
+    """
+    path = Path(path)
+    cfg = _read_hf_config(path)
+    if require_tokenizer:
+        check_tokenizer(path)
+    dev = resolve_device(device)
+    ours = _our_weights(path)
     with torch.device("meta"):  # shapes only: load_state_dict(assign=True) supplies the real tensors
         model = TinyGPT(cfg)
     expected = model.state_dict()

@@ -1,0 +1,121 @@
+"""The price of one step: the cost model's formula, written once, in its two forms.
+
+`price(t, hw)` turns a step's terms (ModeledClock.terms: tokens, K/V written, attention calls with the keys they
+read and the query-key pairs they compute, rows, the walk, masked pairs) into the seconds of its parts under a
+preset's rates: the modeled clock reads it for every step. `fit_row(...)` is the same formula made linear: once
+every max() knows which side wins, the step's time is a sum of (seconds per unit) x (units of the step), one
+term per number in FIT; calibration solves for those numbers, then checks itself with price().
+tests/cost/test_pricing.py proves the two forms agree, so a term added to one and not the other fails there.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .presets import HardwarePreset
+
+
+def kv_hit_fraction(read_bytes: float, cache_bytes: float, ramp: float = 2.0) -> float:
+    """Share of a step's KV reads served from cache: all while they fit, none past ramp x the cache.
+
+    The engine reads the same slabs every step (one key longer), so on a CPU whose last-level cache holds them,
+    the next step re-reads them from cache; once a step reads more than fits, a sweep evicts what the next one
+    needs first, and the share falls off (linearly here, between cache_bytes and ramp x cache_bytes: on
+    the 32 MiB-L3 box of cpu-tiny, 32 decodes of 64 keys (8 MiB of KV) ran at 0.2 us a key, of 256 keys at ~0.4).
+    """
+    if cache_bytes <= 0 or read_bytes >= ramp * cache_bytes:
+        return 0.0
+    if read_bytes <= cache_bytes:
+        return 1.0
+    return (ramp * cache_bytes - read_bytes) / ((ramp - 1) * cache_bytes)
+
+
+def step_hit(t: dict, hw: HardwarePreset, cache: float | None = None, ramp: float | None = None) -> float:
+    """The step's KV cache hit share under hw's cache (or the given one)."""
+    cache = hw.kv_cache_bytes if cache is None else cache
+    if not cache:
+        return 0.0  # every step of a dry run on a GPU preset: they state no cache
+    return kv_hit_fraction(hw.kv_bytes_per_token * sum(a[1] for a in t["attn"]), cache,
+                           hw.kv_cache_ramp if ramp is None else ramp)
+
+
+def price(t: dict, hw: HardwarePreset) -> tuple:
+    """Seconds of a step's parts: (linear_s, attn_s by kind, write_s, calls_s, memory_s, kv_read, attn_flops,
+    lin_bytes, lin_flops). An empty step streams no weights."""
+    attn_rate = hw.attn_flops or hw.peak_flops
+    kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
+    hit = step_hit(t, hw)
+    s_per_kv_byte = hit / hw.kv_cache_bandwidth_Bps + (1 - hit) / kv_bw if hit else 1 / kv_bw
+    flops_per_pair = 4.0 * hw.n_layer * hw.attn_dim  # QK^T and AV, 2 flops per multiply-add, every layer
+    lin_bytes = hw.weight_bytes if t["attn"] or t["tokens"] else 0.0
+    lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
+    linear_s = max(lin_bytes / hw.bandwidth_Bps, lin_flops / hw.peak_flops)
+    if hw.big_step_tokens and t["tokens"] > hw.big_step_tokens:  # see calibrate.model_preset
+        linear_s += (t["tokens"] - hw.big_step_tokens) * hw.big_step_token_s
+    attn_s = {"decode": 0.0, "prefill": 0.0, "padding": 0.0}
+    memory_s = lin_bytes / hw.bandwidth_Bps if lin_bytes / hw.bandwidth_Bps >= lin_flops / hw.peak_flops else 0.0
+    kv_read = attn_flops = 0.0
+    for kind, keys, pairs, _ in t["attn"]:
+        b, f = hw.kv_bytes_per_token * keys, flops_per_pair * pairs
+        kv_read, attn_flops = kv_read + b, attn_flops + f
+        compute = f / attn_rate
+        part = max(b * s_per_kv_byte, compute)
+        attn_s[kind] += part
+        memory_s += part if b * s_per_kv_byte >= compute else 0.0
+    if hw.masked_pair_s and t["masked_pairs"]:
+        attn_s["prefill"] += hw.masked_pair_s * t["masked_pairs"]
+    write_s = hw.kv_bytes_per_token * t["kv_written"] / kv_bw
+    memory_s += write_s
+    calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
+    calls_s += (1 - hit) * hw.miss_row_overhead_s * t["rows"] if hw.kv_cache_bytes else 0.0
+    return linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops
+
+
+def total(parts: tuple, hw: HardwarePreset) -> float:
+    """A step's modeled seconds from its priced parts."""
+    linear_s, attn_s, write_s, calls_s = parts[:4]
+    return hw.overhead_s + calls_s + linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"]) + write_s
+
+
+# The numbers calibration fits, in fit_row's order; a rate (bytes or flops per second) enters as 1/rate.
+FIT = ("overhead_s", "call_overhead_s", "row_overhead_s", "walk_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
+       "peak_flops", "attn_flops", "kv_cache_bandwidth_Bps", "miss_row_overhead_s", "big_step_token_s",
+       "masked_pair_s")
+RATES = {"bandwidth_Bps", "kv_bandwidth_Bps", "peak_flops", "attn_flops", "kv_cache_bandwidth_Bps"}
+
+
+def per_unit(hw: HardwarePreset) -> list[float]:
+    """hw's numbers in FIT's order, as seconds per unit (the vector fit_row's coefficients multiply)."""
+    vals = {**{k: getattr(hw, k) for k in FIT}, "attn_flops": hw.attn_flops or hw.peak_flops,
+            "kv_bandwidth_Bps": hw.kv_bandwidth_Bps or hw.bandwidth_Bps}
+    return [(1 / vals[k] if vals[k] else 0.0) if k in RATES else vals[k] for k in FIT]
+
+
+def with_fit(hw: HardwarePreset, x: list[float], cache: float, ramp: float) -> HardwarePreset:
+    """hw with fitted numbers (FIT's order, seconds per unit) and a KV cache of `cache` bytes."""
+    vals = {k: (1 / v if v else 0.0) if k in RATES else v for k, v in zip(FIT, x)}
+    if not cache:
+        vals["kv_cache_bandwidth_Bps"], vals["miss_row_overhead_s"] = 0.0, 0.0
+    return replace(hw, **vals, kv_cache_bytes=cache, kv_cache_ramp=ramp)
+
+
+def sides(t: dict, hw: HardwarePreset, hit: float, x: list[float]) -> tuple[bool, list[bool]]:
+    """Which side of each max() wins under per-unit numbers x: (linear memory-bound?, each call memory-bound?)."""
+    p = dict(zip(FIT, x))
+    per_pair = 4.0 * hw.n_layer * hw.attn_dim
+    mem_lin = p["bandwidth_Bps"] * hw.weight_bytes >= p["peak_flops"] * 2.0 * hw.nonembed_params * t["tokens"]
+    per_byte = hit * p["kv_cache_bandwidth_Bps"] + (1 - hit) * p["kv_bandwidth_Bps"]
+    mem_attn = [per_byte * hw.kv_bytes_per_token * keys >= p["attn_flops"] * per_pair * pairs
+                for _, keys, pairs, _ in t["attn"]]
+    return mem_lin, mem_attn
+
+
+def fit_row(t: dict, hw: HardwarePreset, hit: float, cache: float, mem_lin: bool, mem_attn: list[bool]) -> list[float]:
+    """price()'s terms, linear once each max() has its side: the units of the step multiplying each number of FIT."""
+    per_pair = 4.0 * hw.n_layer * hw.attn_dim
+    kv = sum(hw.kv_bytes_per_token * keys for (_, keys, _, _), m in zip(t["attn"], mem_attn) if m)
+    flops = sum(per_pair * pairs for (_, _, pairs, _), m in zip(t["attn"], mem_attn) if not m)
+    lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
+    big = max(0.0, t["tokens"] - hw.big_step_tokens) if hw.big_step_tokens else 0.0
+    return [1.0, t["calls"], t["rows"], t["walk"], hw.weight_bytes if mem_lin else 0.0,
+            hw.kv_bytes_per_token * t["kv_written"] + (1 - hit) * kv, 0.0 if mem_lin else lin_flops, flops,
+            hit * kv, (1 - hit) * t["rows"] if cache else 0.0, big, t["masked_pairs"]]

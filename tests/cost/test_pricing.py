@@ -1,0 +1,67 @@
+"""The cost model's two forms agree: price() (what the clock charges) and fit_row() (what calibration solves) give
+the same seconds for any step and any rates, so a term added to one and not the other fails here."""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from tinyserve.cost.clock import ModeledClock
+from tinyserve.cost.presets import get_preset
+from tinyserve.cost.pricing import FIT, fit_row, per_unit, price, sides, step_hit, total
+from tinyserve.core.request import Work
+
+
+def random_works(rng: random.Random) -> list[Work]:
+    works, slot = [], 0
+    for _ in range(rng.randint(1, 12)):
+        kind = rng.choice(["decode", "decode", "prefill", "chunk", "padded", "wasted"])
+        if kind in ("decode", "wasted"):
+            works.append(Work(slot, None, kind, rng.randint(0, 3000), 1))
+        elif kind == "prefill":
+            works.append(Work(slot, None, "prefill", 0, rng.randint(2, 900)))
+        elif kind == "chunk":
+            works.append(Work(slot, None, "prefill", rng.randint(1, 2000), rng.randint(2, 512)))
+        else:
+            works.append(Work(slot, None, "prefill", 0, rng.randint(2, 60), padding=rng.randint(1, 900)))
+        slot += rng.randint(1, 3)
+    return works
+
+
+def random_rates(hw, rng: random.Random):
+    """Every fitted number set, a KV cache stated, so that every term of the formula is switched on."""
+    return replace(hw, overhead_s=rng.uniform(1e-5, 1e-3), call_overhead_s=rng.uniform(0, 1e-4),
+                   row_overhead_s=rng.uniform(0, 5e-5), walk_overhead_s=rng.uniform(0, 1e-7),
+                   bandwidth_Bps=rng.uniform(1e9, 1e11), kv_bandwidth_Bps=rng.uniform(1e9, 1e10),
+                   peak_flops=rng.uniform(1e10, 1e11), attn_flops=rng.uniform(1e9, 1e11),
+                   kv_cache_bytes=rng.choice([0.0, 4 * 2 ** 20, 16 * 2 ** 20]), kv_cache_ramp=rng.choice([1.5, 2.0]),
+                   kv_cache_bandwidth_Bps=rng.uniform(1e10, 5e10), miss_row_overhead_s=rng.uniform(0, 2e-5),
+                   big_step_tokens=rng.choice([0.0, 2000.0]), big_step_token_s=rng.uniform(0, 1e-6),
+                   masked_pair_s=rng.uniform(0, 1e-8))
+
+
+@pytest.mark.parametrize("preset", ["cpu-tiny", "h200-70b-fp8"])
+def test_linear_form_equals_the_price_for_random_steps_and_rates(preset):
+    rng = random.Random(7)
+    base = get_preset(preset)
+    for _ in range(300):
+        hw = random_rates(base, rng)
+        t = ModeledClock(hw).terms(random_works(rng))
+        x = per_unit(hw)
+        hit = step_hit(t, hw)
+        mem_lin, mem_attn = sides(t, hw, hit, x)
+        row = fit_row(t, hw, hit, hw.kv_cache_bytes, mem_lin, mem_attn)
+        assert len(row) == len(x) == len(FIT)
+        assert sum(r * v for r, v in zip(row, x)) == pytest.approx(total(price(t, hw), hw), rel=1e-9)
+
+
+def test_the_clock_charges_what_price_says():
+    hw = get_preset("cpu-tiny")
+    works = [Work(0, None, "decode", 99, 1), Work(1, None, "prefill", 300, 100), Work(3, None, "prefill", 0, 40, 20)]
+    clock = ModeledClock(hw)
+    assert clock.step_time(works) == total(price(clock.terms(works), hw), hw)
+    # by hand, the linear part of a decode-only step on the H200 preset: memory-bound, weights / bandwidth
+    h200 = get_preset("h200-70b-fp8")
+    t = ModeledClock(h200).terms([Work(0, None, "decode", 9, 1)])
+    assert price(t, h200)[0] == h200.weight_bytes / h200.bandwidth_Bps
