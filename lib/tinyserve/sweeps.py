@@ -138,16 +138,15 @@ def stall_bound_s(max_batch_tokens: int, max_context: int, batch_size: int | Non
     of decodes beside one deep chunk. Under chunked prefill every in-flight request decodes in every step, so
     each of its inter-token gaps is one step: no gap can exceed this bound (tests/test_stall_bound.py).
     """
+    from .analysis.prefill import decode_works, mixed_works
     from .clock import make_clock
-    from .requests import Work
 
     clock = make_clock("modeled", hardware)
     t, ctx = max_batch_tokens, max_context
     b = min(batch_size or t, t)
     chunk = min(t - (b - 1), ctx)
-    shapes = [[Work(i, None, "decode", ctx - 1, 1) for i in range(t)],
-              [Work(0, None, "prefill", ctx - min(t, ctx), min(t, ctx))],
-              [Work(i, None, "decode", ctx - 1, 1) for i in range(b - 1)] + [Work(b, None, "prefill", ctx - chunk, chunk)]]
+    lone = min(t, ctx)
+    shapes = [decode_works([ctx] * t), mixed_works(0, ctx, lone, ctx - lone), mixed_works(b - 1, ctx, chunk, ctx - chunk)]
     return max(clock.step_time(w) for w in shapes)
 
 
