@@ -17,7 +17,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
-from tinyserve.analysis.prefill import achieved_flops, decode_works, ridge_tokens, weight_stream_s
+from tinyserve.analysis.prefill import achieved_flops, decode_works, intensity, ridge_tokens, weight_stream_s
 from tinyserve.clock import ModeledClock
 from tinyserve.requests import Request
 from tinyserve.tokenizer import decode, encode
@@ -178,7 +178,7 @@ ax[0].set(xscale="log", xlabel="sequences in the step (B)", ylabel="ms per decod
 # the roofline: useful arithmetic rate of the linear layers against tokens per step (flops per weight byte)
 tflops = [achieved_flops(clock, int(b)) / 1e12 for b in xs]
 ax[1].plot(xs, tflops, color=BLUE, lw=2, label="what a step reaches")
-ax[1].plot(xs, hw.bandwidth_Bps * 2 * hw.nonembed_params * xs / hw.weight_bytes / 1e12, ":", color=ORANGE,
+ax[1].plot(xs, hw.bandwidth_Bps * intensity(hw, xs) / 1e12, ":", color=ORANGE,
            label="memory roof (bandwidth)")
 ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label="arithmetic roof")
 ax[1].axvline(ridge, ls="--", color=GREY)

@@ -113,11 +113,11 @@ for row, name in zip(ax, ("prefill-first", "decode-first, forced in after 20 ste
     row[0].set_title(f"{name}: tokens per step", fontsize=9)
 legend = {}  # one legend under the figure, not one over each panel's bars
 for a in ax.flat:
-    legend.update({lbl: h for h, lbl in zip(*a.get_legend_handles_labels()) if not lbl.startswith("budget")})
+    legend.update({lbl.rstrip("0123456789 "): h for h, lbl in zip(*a.get_legend_handles_labels())})  # "token budget 544"
     if a.get_legend():
         a.get_legend().remove()
-fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=4, fontsize=8, frameon=False)
-plt.tight_layout(rect=(0, 0.04, 1, 1))
+fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+plt.tight_layout(rect=(0, 0.06, 1, 1))
 
 # %% [markdown]
 # ## 3. How far does a chunk ride for free? The ridge
