@@ -75,6 +75,7 @@ def test_worst_gap_ttft_e2el_from_token_times():
     assert P.worst_gap_ms(tr, "b") == pytest.approx(10.0)
     assert P.worst_gap_ms(tr) == pytest.approx(1500.0)  # all of them: long's 2.5 - 1.0
     assert P.worst_gap_ms(tr, "none") == 0.0  # no two tokens: no gap
+    assert P.worst_gap_step(tr, "none") is None
     assert P.ttft_ms(tr, "b") == pytest.approx(250.0)  # 0.50 - 0.25
     assert P.ttft_ms(tr, "none") is None
     assert P.e2el_ms(tr, "long") == pytest.approx(2000.0)  # 2.5 - 0.5
@@ -82,12 +83,16 @@ def test_worst_gap_ttft_e2el_from_token_times():
         P.worst_gap_ms(tr, "nobody")
 
 
-def test_peak_step_tokens_of_a_dry_run():
+def test_worst_gap_step_of_a_dry_run():
     from tinyserve.engine import Engine
     from tinyserve.workloads import make_prompt
 
-    # two 10-token prompts prefilled together, then decodes: the widest step is the first, 20 tokens
+    # two 10-token prompts prefilled together (step 0, 20 tokens, first tokens), then two decode steps of 2
+    # tokens each; the second reads one more key per sequence, so it is the longer: the worst gap ends there
     reqs = [Request(f"r{i}", make_prompt(10, seed=i), 3, 0.0, ignore_eos=True) for i in range(2)]
     t = Engine().run(reqs, "continuous", batch_size=2, dry_run=True, progress=False)
-    assert P.peak_step_tokens(t) == 20
-    assert math.isclose(P.worst_gap_ms(t), 1e3 * max(s.duration_s for s in t.steps[1:]))
+    assert [s.tokens for s in t.steps] == [20, 2, 2]
+    s = P.worst_gap_step(t)
+    assert (s.index, s.tokens) == (2, 2)
+    assert math.isclose(P.worst_gap_ms(t), 1e3 * t.steps[2].duration_s)
+    assert P.worst_gap_step(t, "r0").index == 2

@@ -188,7 +188,7 @@ for b in (1, 8, 64, 512):
                    fontsize=8)
 ax[1].set(xscale="log", yscale="log", ylim=(1, 5000), xlabel="tokens in the step (∝ flops per weight byte)",
           ylabel="useful TFLOP/s (modeled)", title="the roofline of the linear layers")
-ax[1].legend(fontsize=7, loc="upper left", frameon=False)
+ax[1].legend(fontsize=7, loc="lower right", frameon=False)
 plt.tight_layout()
 
 # %% [markdown]

@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 
 import tinyserve
 import tinyserve_widgets as tw
-from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, peak_step_tokens, ridge_tokens, ttft_ms,
-                                        weight_stream_s, worst_gap_ms)
+from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms, weight_stream_s,
+                                        worst_gap_ms, worst_gap_step)
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
 from tinyserve.sweeps import median_queue_s
@@ -94,8 +94,8 @@ print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 #
 # Left, each step's tokens and (chunked only) the **token budget**, the most tokens a step may carry: by
 # default the chunk length + 32, a decode for each of the 32 slots plus one full chunk, so no decode is ever
-# skipped. Right, the longest gap (line) and the newcomer's TTFT (diamond). The vertical line marks the
-# newcomer's first computed step.
+# skipped. Right, the longest gap (line) and the newcomer's TTFT (diamond). The vertical line: the
+# newcomer's first step.
 
 # %%
 first_chunk = next(s.index for s in ch.steps if any(w.request_id == "long" for w in s.works))
@@ -146,11 +146,11 @@ print(f"arithmetic: 2 × {hw.nonembed_params / 1e9:.1f}e9 parameters ÷ {hw.peak
       f"{compute_s_per_token(hw) * 1e3:.3f} ms per token")
 print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ÷ {compute_s_per_token(hw) * 1e3:.3f} = {ridge:.0f} tokens per step; "
       f"beside {len(inflight)} decodes a chunk of up to {math.floor(ridge) - len(inflight)} tokens rides free\n")
-print(f"{'chunk':>6} {'step tokens':>12} {'arithmetic past the ridge':>26} {'worst gap':>10} {'× a plain step':>15}")
+print(f"{'chunk':>6} {'tokens in the worst step':>25} {'arithmetic past the ridge':>26} {'worst gap':>10} {'× a plain step':>15}")
 for c, tr in sweep.items():
-    n, gap = peak_step_tokens(tr), worst_gap_ms(tr, inflight)
+    n, gap = worst_gap_step(tr, inflight).tokens, worst_gap_ms(tr, inflight)  # the step that made the thirty wait longest
     extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
-    print(f"{c:6d} {n:12d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
+    print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
 print(f"(a plain step of the thirty: {step_ms:.1f} ms)")
 print(p_ridge.reveal(math.floor(ridge) - len(inflight)))
 
@@ -173,11 +173,11 @@ for i, (label, c) in enumerate(cases):
 ax[0].axvline(stream, color="k", lw=0.8, ls=":")
 ax[0].set_yticks([3 * (len(cases) - 1 - i) + 0.5 for i in range(len(cases))], [lbl for lbl, _ in cases], fontsize=8)
 ax[0].set(xlabel="ms of one step's linear layers (modeled)", xlim=(0, 75), title="one forward pass, weights streamed once")
-ax[0].legend(fontsize=7, loc="lower right", frameon=False)
+fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
 ns = np.unique(np.geomspace(1, 4096, 200).astype(int))
 ax[1].plot(ns, [linear_s(clock, int(n)) * 1e3 for n in ns], color=BLUE)
 ax[1].axvline(ridge, ls="--", color=GREY)
-ax[1].text(ridge * 1.1, 250, f"ridge\n{ridge:.0f} tokens", fontsize=8)
+ax[1].text(ridge * 1.1, 10, f"ridge: {ridge:.0f} tokens", fontsize=8)
 for label, c in cases + [("+ 2,048", 2048)]:
     n = D + c
     ax[1].plot(n, linear_s(clock, n) * 1e3, "o", color=ORANGE if c else BLUE)
@@ -185,11 +185,11 @@ for label, c in cases + [("+ 2,048", 2048)]:
                    xytext=(-6, 7), fontsize=7, ha="right")
 ax[1].set(xscale="log", yscale="log", xlabel="tokens in the step", ylabel="ms (modeled)",
           title="the roofline as time", ylim=(8, 700))
-plt.tight_layout()
+plt.tight_layout(rect=(0, 0.07, 1, 1))
 
 # %% [markdown]
-# Below the ridge (64, 128) the thirty barely notice the chunk: what remains is its attention and KV writes.
-# Past it the slowdown grows with the chunk. Chunking is nearly free only near the ridge; beyond, it trades
+# Below the ridge (64, 128) the thirty barely notice the chunk (what remains is its attention and KV writes);
+# past it the slowdown grows with the chunk. Chunking is nearly free only near the ridge; beyond, it trades
 # the thirty's gaps for the newcomer's wait.
 #
 # ## 4. The chunk length is a knob
@@ -226,9 +226,12 @@ for n, tr in bounded.items():
     ax.annotate("∞" if n == math.inf else str(n), (ttft_ms(tr, "long"), worst_gap_ms(tr, inflight)),
                 textcoords="offset points", xytext=(4, -10), fontsize=8, color=GREY)
 ax.axhline(step_ms, ls=":", color="k", lw=0.8)
-ax.text(560, step_ms * 0.82, "a plain decode step", fontsize=7)
+ax.text(1800, step_ms * 1.05, "a plain decode step", fontsize=7)
 ax.set(xscale="log", yscale="log", xlabel="newcomer's time to first token (ms, modeled)",
        ylabel="the thirty's worst gap (ms, modeled)", title="the trade-off: lower-left is better")
+ax.minorticks_off()
+ax.set_xticks([500, 1000, 2000, 5000], ["500", "1,000", "2,000", "5,000"])
+ax.set_yticks([20, 50, 100, 200, 500], ["20", "50", "100", "200", "500"])
 ax.legend(fontsize=8, loc="center right", frameon=False);
 
 # %% [markdown]
@@ -263,9 +266,9 @@ for name, tr in real.items():
 # %% [markdown]
 # ## 6. What chunking cannot fix
 #
-# The long-tail traffic of 7.2 (150 requests, a fifth with 800–2,500-token prompts) under chunked prefill, at
-# a moderate and a heavy load. *p50* is the median request, *p99* the one slower than 99% of them; *wait for a
-# slot* is the median time a request queues before any of the 32 slots takes it.
+# 7.2's long-tail traffic (150 requests, a fifth with 800–2,500-token prompts), chunked, at a moderate and a
+# heavy load. *p50* is the median request, *p99* the one slower than 99% of them; *wait for a slot* is the
+# median time a request queues before one of the 32 slots takes it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -279,12 +282,12 @@ for rate in (4, 16):
               f"{m['ttft_ms']['p99'] / 1e3:7.2f} s {median_queue_s(tr):14.2f} s")
 
 # %% [markdown]
-# At 4 requests/s nobody waits for a slot, and the trade-off of section 4 holds: small chunks give the
-# smoothest gaps, 512 the quickest long prompts. At 16 requests/s the load is past what 32 slots can serve:
-# most of a request's TTFT is queueing for a slot, which no chunk length removes. There the smallest chunks
-# win on every measure, because chunks under the ridge ride free in steps the decodes run anyway, so the chip
-# finishes more work per second and the queue drains faster. Past that point prefill and decode really do
-# compete for one chip: Chapter 12 gives them *different* chips (disaggregated serving).
+# At 4 requests/s nobody waits for a slot and section 4's trade-off holds: small chunks give the smoothest
+# gaps, 512 the quickest long prompts. At 16 requests/s the load is past what 32 slots can serve: almost all
+# of a request's TTFT is queueing for a slot, which no chunk length removes. There the smallest chunks win on
+# every measure: riding free under the ridge, they let the chip finish more work per second, so the queue
+# drains faster. Past that point prefill and decode really compete for one chip: Chapter 12 gives them
+# *different* chips (disaggregated serving).
 
 # %% [markdown]
 # ## What to remember

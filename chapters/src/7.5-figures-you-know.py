@@ -52,7 +52,7 @@ def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
             legend.update({t.get_text(): h for h, t in zip(old.legend_handles, old.get_texts())})
             old.remove()
     fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
-    plt.tight_layout(rect=(0, 0.9 / (height * rows), 1, 1))
+    plt.tight_layout(rect=(0, 0.35 / (height * rows), 1, 1))
 
 # %% [markdown]
 # ## 1. Anyscale: "How continuous batching enables 23x throughput in LLM inference"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from ..clock import HardwarePreset, ModeledClock
 from ..requests import Work
-from ..trace import Trace
+from ..trace import StepRecord, Trace
 
 
 # ------------------------------------------------------------------------------------------------ steps
@@ -90,6 +90,10 @@ def e2el_ms(trace: Trace, request_id: str) -> float | None:
     return trace.request_dict(trace.request(request_id))["e2el_ms"]
 
 
-def peak_step_tokens(trace: Trace) -> int:
-    """The most tokens any step of the trace computed (decodes, chunks, padding)."""
-    return max((s.tokens for s in trace.steps), default=0)
+def worst_gap_step(trace: Trace, ids: str | Iterable[str] | None = None) -> StepRecord | None:
+    """The step whose end gave the named request(s) (or any) the token after their longest wait; None if no gap."""
+    gaps = [(b - a, b) for r in _requests(trace, ids) for a, b in zip(r.token_times, r.token_times[1:])]
+    if not gaps:
+        return None
+    end = max(gaps)[1]  # a token is produced at the end of the step that computed it
+    return min(trace.steps, key=lambda s: abs(s.start_s + s.duration_s - end))
