@@ -17,7 +17,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
-from tinyserve.analysis.prefill import achieved_flops, decode_works, intensity, ridge_tokens, weight_stream_s
+from tinyserve.analysis.prefill import (achieved_flops, decode_works, intensity, ridge_tokens,
+                                        weight_stream_s)
 from tinyserve.clock import ModeledClock
 from tinyserve.requests import Request
 from tinyserve.tokenizer import decode, encode
@@ -66,7 +67,8 @@ p_wide
 # %%
 def decode_step_ms(batch: int, new_tokens: int = 24) -> float:
     """Median wall time (ms) of the engine's decode steps with `batch` sequences in flight."""
-    reqs = [Request(f"s{i}", make_prompt(64, seed=i), new_tokens, ignore_eos=True) for i in range(batch)]
+    reqs = [Request(f"s{i}", make_prompt(64, seed=i), new_tokens, ignore_eos=True)
+            for i in range(batch)]
     tr = engine.run(reqs, "continuous", batch_size=batch, clock="wall", progress=False)
     decodes = [s.measured_s for s in tr.steps if all(w.phase == "decode" for w in s.works)]
     return 1e3 * float(np.median(decodes))
@@ -81,7 +83,8 @@ measured = {b: decode_step_ms(b) for b in batches}
 # (wall clock: your machine, your numbers)
 t1 = measured[1]
 for b, ms in measured.items():
-    print(f"B={b:3d}: {ms:6.2f} ms per step = {ms / t1:5.2f}× a 1-wide step, {ms / b:6.3f} ms per token")
+    print(f"B={b:3d}: {ms:6.2f} ms per step = {ms / t1:5.2f}× a 1-wide step, "
+          f"{ms / b:6.3f} ms per token")
 print()
 print(p_wide.reveal(round(measured[32] / t1, 2)))
 
@@ -93,7 +96,8 @@ ax[0].plot(batches, [measured[b] for b in batches], "o-", color=BLUE)
 ax[0].set(xscale="log", xlabel="sequences in the step (B)", ylabel="ms per decode step",
           title="measured here: time per step", ylim=(0, None))
 ax[1].plot(batches, [measured[b] / b for b in batches], "s-", color=ORANGE)
-ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)", ylabel="ms per generated token",
+ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)",
+          ylabel="ms per generated token",
           title="measured here: time per token")
 plt.tight_layout()
 
@@ -126,20 +130,24 @@ plt.tight_layout()
 clock = ModeledClock("h200-70b-fp8")
 hw = clock.hardware
 print(hw.description)
-print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  bandwidth {hw.bandwidth_Bps / 1e12:.2f} TB/s;  "
-      f"arithmetic {hw.peak_flops / 1e12:,.0f} TFLOP/s;  overhead {hw.overhead_s * 1e3:.1f} ms per step")
+print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  "
+      f"bandwidth {hw.bandwidth_Bps / 1e12:.2f} TB/s;  "
+      f"arithmetic {hw.peak_flops / 1e12:,.0f} TFLOP/s;  "
+      f"overhead {hw.overhead_s * 1e3:.1f} ms per step")
 print("sources (all of them, with the assumptions: appendix 7.6):")
 for s in hw.sources[:2]:
-    print(textwrap.fill(s, 110, initial_indent=" - ", subsequent_indent="   ", break_long_words=False,
-                        break_on_hyphens=False))
-print(f"one decode step for a single sequence (512 tokens of context): {1e3 * clock.decode_step_time(1, 512):.1f} ms")
+    print(textwrap.fill(s, 110, initial_indent=" - ", subsequent_indent="   ",
+                        break_long_words=False, break_on_hyphens=False))  # URLs kept whole
+print(f"one decode step for a single sequence (512 tokens of context): "
+      f"{1e3 * clock.decode_step_time(1, 512):.1f} ms")
 
 # %% [markdown]
 # **Predict.** One sequence's decode step takes the time printed on the last line. How wide can the batch
 # get before the step takes twice as long?
 
 # %%
-p_knee = Predict("At what batch size does the modeled step first take twice as long as B=1?", unit="sequences", lo=1)
+p_knee = Predict("At what batch size does the modeled step first take twice as long as B=1?",
+                 unit="sequences", lo=1)
 p_knee
 
 # %%
@@ -156,11 +164,15 @@ one = step_ms[1]
 for b in (1, 8, 32, 64, 128, 256, 512):
     print(f"B={b:3d}: {step_ms[b]:6.1f} ms per step ({step_ms[b] / one:4.2f}× B=1), "
           f"{step_ms[b] / b:6.3f} ms per token, {bound[b]}-bound")
-knee = next(b for b in range(1, 4097) if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
-print("\nthe chapter: one decode step streams all the weights, so it can serve many sequences for nearly the price of one")
-print(f"the engine:  64 sequences share one step for {step_ms[64] / one:.2f}× the time of one; "
+knee = next(b for b in range(1, 4097)
+            if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
+print("\nthe chapter: one decode step streams all the weights, "
+      "so it can serve many sequences for nearly the price of one")
+print(f"the engine:  64 sequences share one step for {step_ms[64] / one:.2f}× "
+      f"the time of one; "
       f"each of their tokens costs {one / (step_ms[64] / 64):.0f}× less")
-print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ms of weight streaming holds the arithmetic of {ridge:.0f} tokens; "
+print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ms of weight streaming holds the arithmetic of "
+      f"{ridge:.0f} tokens; "
       f"the step is memory-bound up to B={knee - 1}, compute-bound from B={knee}")
 doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
 print(f"the step first takes twice as long as B=1 at B={doubled}")
@@ -173,7 +185,8 @@ ts = [1e3 * clock.decode_step_time(int(b), CONTEXT) for b in xs]
 ax[0].plot(xs, ts, color=BLUE)
 ax[0].axvline(ridge, ls="--", color=GREY)
 ax[0].text(ridge * 1.1, max(ts) * 0.85, f"ridge\n{ridge:.0f} tokens", fontsize=8)
-ax[0].set(xscale="log", xlabel="sequences in the step (B)", ylabel="ms per decode step (modeled)",
+ax[0].set(xscale="log", xlabel="sequences in the step (B)",
+          ylabel="ms per decode step (modeled)",
           title="70B on H200: time per step", ylim=(0, None))
 # the roofline: useful arithmetic rate of the linear layers against tokens per step (flops per weight byte)
 tflops = [achieved_flops(clock, int(b)) / 1e12 for b in xs]
@@ -184,9 +197,10 @@ ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label="arithmetic
 ax[1].axvline(ridge, ls="--", color=GREY)
 for b in (1, 8, 64, 512):
     ax[1].plot(b, achieved_flops(clock, b) / 1e12, "o", color="k", ms=4)
-    ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points", xytext=(4, -11),
-                   fontsize=8)
-ax[1].set(xscale="log", yscale="log", ylim=(1, 5000), xlabel="tokens in the step (∝ flops per weight byte)",
+    ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points",
+                   xytext=(4, -11), fontsize=8)
+ax[1].set(xscale="log", yscale="log", ylim=(1, 5000),
+          xlabel="tokens in the step (∝ flops per weight byte)",
           ylabel="useful TFLOP/s (modeled)", title="the roofline of the linear layers")
 ax[1].legend(fontsize=7, loc="lower right", frameon=False)
 plt.tight_layout()
@@ -210,14 +224,16 @@ plt.tight_layout()
 model64 = tinyserve.shared_engine(dtype="float64").model
 prompts = [make_prompt(n, seed=n) for n in (12, 40, 7, 25)]
 alone = [model64.generate(p, max_new_tokens=16, stop_at_eos=False) for p in prompts]
-together = tinyserve.run([Request(f"p{i}", p, 16, ignore_eos=True) for i, p in enumerate(prompts)],
+batched = [Request(f"p{i}", p, 16, ignore_eos=True) for i, p in enumerate(prompts)]
+together = tinyserve.run(batched,
                          "continuous", dtype="float64", progress=False)
 
 # %%
 # NBVAL_CHECK_OUTPUT
 same = [together.request(f"p{i}").output == alone[i] for i in range(4)]
 print(f"tokens identical alone vs batched: {same}")
-print(f"steps shared by the batch: {len(together.steps)} (one prefill step, then 15 decode steps)")
+print(f"steps shared by the batch: {len(together.steps)} "
+      "(one prefill step, then 15 decode steps)")
 
 # %% [markdown]
 # ## 5. "Batch" is a decision, taken every step
@@ -238,7 +254,8 @@ while not run.done:
     st = run.step()
     if st is None:
         continue  # nothing to do until the next arrival: the clock jumps ahead
-    what = ", ".join(f"{w.request_id} {w.phase}" + (f"×{w.tokens}" if w.tokens > 1 else "") for w in st.works)
+    what = ", ".join(f"{w.request_id} {w.phase}" + (f"×{w.tokens}" if w.tokens > 1 else "")
+                     for w in st.works)
     print(f"step {st.index:2d} at {st.start_s * 1e3:6.1f} ms: {what}")
 
 # %% [markdown]

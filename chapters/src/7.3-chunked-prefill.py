@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 
 import tinyserve
 import tinyserve_widgets as tw
-from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms, weight_stream_s,
-                                        worst_gap_ms, worst_gap_step)
+from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms,
+                                        weight_stream_s, worst_gap_ms, worst_gap_step)
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
 from tinyserve.sweeps import median_queue_s
@@ -56,7 +56,8 @@ print(f"a decode step of the thirty takes {step_ms:.1f} ms (modeled, {alone.hard
 # the thirty's worst gap, in ms?
 
 # %%
-p_gap = Predict("Worst gap between two tokens of the thirty under prefill-first?", unit="ms", lo=0)
+p_gap = Predict("Worst gap between two tokens of the thirty under prefill-first?",
+                unit="ms", lo=0)
 p_gap
 
 # %%
@@ -70,7 +71,8 @@ policies = {
 
 def run(kw, eng=dry, **more):
     kw = dict(kw, **more)
-    return eng.run(scenario, kw.pop("policy"), batch_size=32, dry_run=eng is dry, progress=False, **kw)
+    policy = kw.pop("policy")
+    return eng.run(scenario, policy, batch_size=32, dry_run=eng is dry, progress=False, **kw)
 
 
 traces = {name: run(kw) for name, kw in policies.items()}
@@ -81,7 +83,8 @@ print(f"{'policy':40s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
 for name, tr in traces.items():
     print(f"{name:40s} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
 pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked, 512-token chunks"))
-print("\nthe chapter: the whole prefill beside the decodes delays them; holding it back delays the newcomer")
+print("\nthe chapter: the whole prefill beside the decodes delays them; "
+      "holding it back delays the newcomer")
 print(f"the engine:  prefill-first stalls the thirty for {worst_gap_ms(pf, inflight):.0f} ms; "
       f"decode-first makes the newcomer wait {ttft_ms(df, 'long') / 1e3:.1f} s")
 print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
@@ -99,12 +102,13 @@ print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 
 # %%
 first_chunk = next(s.index for s in ch.steps if any(w.request_id == "long" for w in s.works))
-tw.show(ch, k=first_chunk, views=("composition",))  # the live view, at the newcomer's first chunk
+tw.show(ch, k=first_chunk, views=("composition",))  # live, at the newcomer's first chunk
 
 # %%
 arrival = next(s.index for s in pf.steps if any(w.request_id == "long" for w in s.works))
 fig, ax = plt.subplots(3, 2, figsize=(9, 8.4))
-for row, name in zip(ax, ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")):
+shown = ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")
+for row, name in zip(ax, shown):
     tr = traces[name]
     first = next(s.index for s in tr.steps if any(w.request_id == "long" for w in s.works))
     plot_composition(row[0], row[1], tr, first)  # cursor at the newcomer's first computed step
@@ -113,10 +117,12 @@ for row, name in zip(ax, ("prefill-first", "decode-first, forced in after 20 ste
     row[0].set_title(f"{name}: tokens per step", fontsize=9)
 legend = {}  # one legend under the figure, not one over each panel's bars
 for a in ax.flat:
-    legend.update({lbl.rstrip("0123456789 "): h for h, lbl in zip(*a.get_legend_handles_labels())})  # "token budget 544"
+    for h, lbl in zip(*a.get_legend_handles_labels()):
+        legend[lbl.rstrip("0123456789 ")] = h  # "token budget 544" -> "token budget"
     if a.get_legend():
         a.get_legend().remove()
-fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8,
+           frameon=False)
 plt.tight_layout(rect=(0, 0.06, 1, 1))
 
 # %% [markdown]
@@ -130,7 +136,8 @@ plt.tight_layout(rect=(0, 0.06, 1, 1))
 # **Predict.** How many chunk tokens fit beside the thirty decodes before the step gets longer?
 
 # %%
-p_ridge = Predict("Chunk tokens that fit beside thirty decodes before the step gets longer?", unit="tokens", lo=0)
+p_ridge = Predict("Chunk tokens that fit beside thirty decodes before the step gets longer?",
+                  unit="tokens", lo=0)
 p_ridge
 
 # %%
@@ -142,17 +149,22 @@ ridge = ridge_tokens(hw)
 # NBVAL_CHECK_OUTPUT
 print(f"weight stream: {hw.weight_bytes / 1e9:.1f} GB ÷ {hw.bandwidth_Bps / 1e12:.2f} TB/s = "
       f"{weight_stream_s(hw) * 1e3:.1f} ms per step")
-print(f"arithmetic: 2 × {hw.nonembed_params / 1e9:.1f}e9 parameters ÷ {hw.peak_flops / 1e12:,.0f} TFLOP/s = "
+print(f"arithmetic: 2 × {hw.nonembed_params / 1e9:.1f}e9 parameters "
+      f"÷ {hw.peak_flops / 1e12:,.0f} TFLOP/s = "
       f"{compute_s_per_token(hw) * 1e3:.3f} ms per token")
-print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ÷ {compute_s_per_token(hw) * 1e3:.3f} = {ridge:.0f} tokens per step; "
-      f"beside {len(inflight)} decodes a chunk of up to {math.floor(ridge) - len(inflight)} tokens rides free\n")
-print(f"{'chunk':>6} {'tokens in the worst step':>25} {'arithmetic past the ridge':>26} {'worst gap':>10} {'× a plain step':>15}")
+fits = math.floor(ridge) - len(inflight)
+print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ÷ {compute_s_per_token(hw) * 1e3:.3f} = "
+      f"{ridge:.0f} tokens per step; beside {len(inflight)} decodes a chunk of up to {fits} "
+      "tokens rides free\n")
+print(f"{'chunk':>6} {'tokens in the worst step':>25} {'arithmetic past the ridge':>26} "
+      f"{'worst gap':>10} {'× a plain step':>15}")
 for c, tr in sweep.items():
-    n, gap = worst_gap_step(tr, inflight).tokens, worst_gap_ms(tr, inflight)  # the step that made the thirty wait longest
+    n = worst_gap_step(tr, inflight).tokens  # the step the thirty waited longest for
+    gap = worst_gap_ms(tr, inflight)
     extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
     print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
 print(f"(a plain step of the thirty: {step_ms:.1f} ms)")
-print(p_ridge.reveal(math.floor(ridge) - len(inflight)))
+print(p_ridge.reveal(fits))
 
 # %% [markdown]
 # Left, one forward pass each: the weights stream once (top bar) while the decodes' and the chunk's arithmetic
@@ -164,16 +176,22 @@ stream, per_tok, D = weight_stream_s(hw) * 1e3, compute_s_per_token(hw) * 1e3, l
 cases = [("30 decodes", 0), ("+ 128-token chunk", 128), ("+ 512-token chunk", 512)]
 for i, (label, c) in enumerate(cases):
     y = 3 * (len(cases) - 1 - i)
-    ax[0].barh(y + 1, stream, color=SKY, height=0.8, label="stream the weights once" if i == 0 else None)
-    ax[0].barh(y, D * per_tok, color=BLUE, height=0.8, label="decodes' arithmetic" if i == 0 else None)
+    first = i == 0  # label each kind of bar once
+    ax[0].barh(y + 1, stream, color=SKY, height=0.8,
+               label="stream the weights once" if first else None)
+    ax[0].barh(y, D * per_tok, color=BLUE, height=0.8,
+               label="decodes' arithmetic" if first else None)
     ax[0].barh(y, c * per_tok, left=D * per_tok, color=ORANGE, hatch="//", height=0.8,
-               label="chunk's arithmetic" if i == 0 else None)
-    ax[0].text(max(stream, (D + c) * per_tok) + 1, y + 0.5, f"{max(stream, (D + c) * per_tok):.0f} ms", va="center",
-               fontsize=8)
+               label="chunk's arithmetic" if first else None)
+    longer = max(stream, (D + c) * per_tok)  # the step lasts as long as the longer bar
+    ax[0].text(longer + 1, y + 0.5, f"{longer:.0f} ms", va="center", fontsize=8)
 ax[0].axvline(stream, color="k", lw=0.8, ls=":")
-ax[0].set_yticks([3 * (len(cases) - 1 - i) + 0.5 for i in range(len(cases))], [lbl for lbl, _ in cases], fontsize=8)
-ax[0].set(xlabel="ms of one step's linear layers (modeled)", xlim=(0, 75), title="one forward pass, weights streamed once")
-fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+ax[0].set_yticks([3 * (len(cases) - 1 - i) + 0.5 for i in range(len(cases))],
+                 [lbl for lbl, _ in cases], fontsize=8)
+ax[0].set(xlabel="ms of one step's linear layers (modeled)", xlim=(0, 75),
+          title="one forward pass, weights streamed once")
+fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8,
+           frameon=False)
 ns = np.unique(np.geomspace(1, 4096, 200).astype(int))
 ax[1].plot(ns, [linear_s(clock, int(n)) * 1e3 for n in ns], color=BLUE)
 ax[1].axvline(ridge, ls="--", color=GREY)
@@ -181,8 +199,8 @@ ax[1].text(ridge * 1.1, 10, f"ridge: {ridge:.0f} tokens", fontsize=8)
 for label, c in cases + [("+ 2,048", 2048)]:
     n = D + c
     ax[1].plot(n, linear_s(clock, n) * 1e3, "o", color=ORANGE if c else BLUE)
-    ax[1].annotate(label.replace("-token chunk", ""), (n, linear_s(clock, n) * 1e3), textcoords="offset points",
-                   xytext=(-6, 7), fontsize=7, ha="right")
+    ax[1].annotate(label.replace("-token chunk", ""), (n, linear_s(clock, n) * 1e3),
+                   textcoords="offset points", xytext=(-6, 7), fontsize=7, ha="right")
 ax[1].set(xscale="log", yscale="log", xlabel="tokens in the step", ylabel="ms (modeled)",
           title="the roofline as time", ylim=(8, 700))
 plt.tight_layout(rect=(0, 0.07, 1, 1))
@@ -199,15 +217,18 @@ plt.tight_layout(rect=(0, 0.07, 1, 1))
 # **Predict.** Which chunk length gives the newcomer its first token *soonest*: 64, 512, or 4,096 tokens?
 
 # %%
-p_chunk = Predict("Which chunk length gives the newcomer its first token soonest: 64, 512 or 4096?", unit="tokens", lo=1)
+p_chunk = Predict("Which chunk length gives the newcomer its first token soonest: 64, 512 or 4096?",
+                  unit="tokens", lo=1)
 p_chunk
 
 # %%
 # NBVAL_CHECK_OUTPUT
-bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in (0, 5, 20, 50, 100, 200, math.inf)}
+waits = (0, 5, 20, 50, 100, 200, math.inf)
+bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
 print(f"{'chunk':>6s} {'steps with a chunk':>19s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
 for c, tr in sweep.items():
-    k = sum(any(w.request_id == "long" and w.phase == "prefill" for w in s.works) for s in tr.steps)
+    k = sum(any(w.request_id == "long" and w.phase == "prefill" for w in s.works)
+            for s in tr.steps)
     print(f"{c:6d} {k:19d} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
 best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
 print(f"soonest first token with {best}-token chunks")
@@ -215,20 +236,20 @@ print(p_chunk.reveal(best))
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
-ax.plot([ttft_ms(t, "long") for t in sweep.values()], [worst_gap_ms(t, inflight) for t in sweep.values()], "o-",
-        color=BLUE, label="chunked prefill (chunk length)")
-for c, tr in sweep.items():
-    ax.annotate(str(c), (ttft_ms(tr, "long"), worst_gap_ms(tr, inflight)), textcoords="offset points",
-                xytext=(4, 4), fontsize=8)
-ax.plot([ttft_ms(t, "long") for t in bounded.values()], [worst_gap_ms(t, inflight) for t in bounded.values()], "s--",
-        color=GREY, label="whole prefill, after waiting N steps")
-for n, tr in bounded.items():
-    ax.annotate("∞" if n == math.inf else str(n), (ttft_ms(tr, "long"), worst_gap_ms(tr, inflight)),
-                textcoords="offset points", xytext=(4, -10), fontsize=8, color=GREY)
+point = {c: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for c, t in sweep.items()}
+held = {n: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for n, t in bounded.items()}
+ax.plot(*zip(*point.values()), "o-", color=BLUE, label="chunked prefill (chunk length)")
+for c, xy in point.items():
+    ax.annotate(str(c), xy, textcoords="offset points", xytext=(4, 4), fontsize=8)
+ax.plot(*zip(*held.values()), "s--", color=GREY, label="whole prefill, after waiting N steps")
+for n, xy in held.items():
+    ax.annotate("∞" if n == math.inf else str(n), xy, textcoords="offset points",
+                xytext=(4, -10), fontsize=8, color=GREY)
 ax.axhline(step_ms, ls=":", color="k", lw=0.8)
 ax.text(1800, step_ms * 1.05, "a plain decode step", fontsize=7)
 ax.set(xscale="log", yscale="log", xlabel="newcomer's time to first token (ms, modeled)",
-       ylabel="the thirty's worst gap (ms, modeled)", title="the trade-off: lower-left is better")
+       ylabel="the thirty's worst gap (ms, modeled)",
+       title="the trade-off: lower-left is better")
 ax.minorticks_off()
 ax.set_xticks([500, 1000, 2000, 5000], ["500", "1,000", "2,000", "5,000"])
 ax.set_yticks([20, 50, 100, 200, 500], ["20", "50", "100", "200", "500"])
@@ -244,19 +265,23 @@ ax.legend(fontsize=8, loc="center right", frameon=False);
 
 # %%
 tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=("composition",),
-            controls=("policy", "chunk_size", "max_batch_tokens", "order", "max_waiting_steps"), real_button=True)
+            controls=("policy", "chunk_size", "max_batch_tokens", "order", "max_waiting_steps"),
+            real_button=True)
 
 # %% [markdown]
 # ## 5. The same schedule on the real model
 
 # %%
-check = ["chunked, 512-token chunks"] + (["prefill-first", "decode-first"] if CHAPTER_SCALE else [])
+check = ["chunked, 512-token chunks"]
+if CHAPTER_SCALE:
+    check += ["prefill-first", "decode-first"]
 real = {name: run(policies[name], eng=engine) for name in check}
 
 # %%
 # NBVAL_CHECK_OUTPUT
 def composition(tr):
-    return [[(w.slot, w.request_id, w.phase, w.start, w.tokens) for w in s.works] for s in tr.steps]
+    return [[(w.slot, w.request_id, w.phase, w.start, w.tokens) for w in s.works]
+            for s in tr.steps]
 
 
 for name, tr in real.items():
@@ -272,14 +297,15 @@ for name, tr in real.items():
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'load':>7s} {'chunk':>6s} {'p99 gap':>8s} {'TTFT p50':>9s} {'TTFT p99':>9s} {'wait for a slot':>16s}")
+print(f"{'load':>7s} {'chunk':>6s} {'p99 gap':>8s} {'TTFT p50':>9s} {'TTFT p99':>9s} "
+      f"{'wait for a slot':>16s}")
 for rate in (4, 16):
     load = get_workload("chapter-7.2-longtail", rate=rate, n=150)
     for c in (128, 512, 2048):
         tr = dry.run(load, "chunked", batch_size=32, chunk_size=c, dry_run=True, progress=False)
-        m = tr.metrics()
-        print(f"{rate:5d}/s {c:6d} {m['itl_ms']['p99']:5.0f} ms {m['ttft_ms']['p50'] / 1e3:7.2f} s "
-              f"{m['ttft_ms']['p99'] / 1e3:7.2f} s {median_queue_s(tr):14.2f} s")
+        gap, ttft = tr.metrics()["itl_ms"], tr.metrics()["ttft_ms"]
+        print(f"{rate:5d}/s {c:6d} {gap['p99']:5.0f} ms {ttft['p50'] / 1e3:7.2f} s "
+              f"{ttft['p99'] / 1e3:7.2f} s {median_queue_s(tr):14.2f} s")
 
 # %% [markdown]
 # At 4 requests/s nobody waits for a slot and section 4's trade-off holds: small chunks give the smoothest

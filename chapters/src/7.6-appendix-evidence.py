@@ -44,7 +44,8 @@ def wrapped(text: str) -> str:
 for name in list_presets():
     hw = get_preset(name)
     print(f"{name}: {hw.description}")
-    print(f"   weights {hw.weight_bytes / 1e6:,.1f} MB at {hw.bandwidth_Bps / 1e12:,.2f} TB/s = "
+    size = f"{hw.weight_bytes / 1e9:,.2f} GB" if hw.weight_bytes >= 1e9 else f"{hw.weight_bytes / 1e6:.1f} MB"
+    print(f"   weights {size} at {hw.bandwidth_Bps / 1e12:,.2f} TB/s = "
           f"{weight_stream_s(hw) * 1e3:.4g} ms a step; {hw.peak_flops / 1e12:,.4g} TFLOP/s = "
           f"{compute_s_per_token(hw) * 1e3:.4g} ms of arithmetic a token; ridge {ridge_tokens(hw):.4g} tokens")
 
