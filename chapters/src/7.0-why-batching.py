@@ -34,8 +34,8 @@ CHAPTER_SCALE = False
 engine = tinyserve.shared_engine()  # loads the shipped checkpoint once
 model = engine.model
 cfg = model.config
-print(f"tiny GPT: {model.num_params():,} parameters, {cfg.n_layer} layers, width {cfg.n_embd}, "
-      f"context {cfg.n_positions} tokens, byte-level vocabulary of {cfg.vocab_size}")
+print(f"tiny GPT: {model.num_params():,} parameters, {cfg.n_layer} layers, width {cfg.n_embd},")
+print(f"context {cfg.n_positions} tokens, byte-level vocabulary of {cfg.vocab_size}")
 
 # %% [markdown]
 # ## 1. One token per forward pass
@@ -132,11 +132,11 @@ hw = clock.hardware
 print(hw.description)
 print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  "
       f"bandwidth {hw.bandwidth_Bps / 1e12:.2f} TB/s;  "
-      f"arithmetic {hw.peak_flops / 1e12:,.0f} TFLOP/s;  "
-      f"overhead {hw.overhead_s * 1e3:.1f} ms per step")
+      f"arithmetic {hw.peak_flops / 1e12:,.0f} TFLOP/s;")
+print(f"overhead {hw.overhead_s * 1e3:.1f} ms per step")
 print("sources (all of them, with the assumptions: appendix 7.6):")
 for s in hw.sources[:2]:
-    print(textwrap.fill(s, 110, initial_indent=" - ", subsequent_indent="   ",
+    print(textwrap.fill(s, 92, initial_indent=" - ", subsequent_indent="   ",
                         break_long_words=False, break_on_hyphens=False))  # URLs kept whole
 print(f"one decode step for a single sequence (512 tokens of context): "
       f"{1e3 * clock.decode_step_time(1, 512):.1f} ms")
@@ -166,14 +166,12 @@ for b in (1, 8, 32, 64, 128, 256, 512):
           f"{step_ms[b] / b:6.3f} ms per token, {bound[b]}-bound")
 knee = next(b for b in range(1, 4097)
             if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
-print("\nthe chapter: one decode step streams all the weights, "
-      "so it can serve many sequences for nearly the price of one")
+print("\nthe chapter: one step can serve many sequences for nearly the price of one")
 print(f"the engine:  64 sequences share one step for {step_ms[64] / one:.2f}× "
-      f"the time of one; "
-      f"each of their tokens costs {one / (step_ms[64] / 64):.0f}× less")
+      f"the time of one; each token costs {one / (step_ms[64] / 64):.0f}× less")
 print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ms of weight streaming holds the arithmetic of "
-      f"{ridge:.0f} tokens; "
-      f"the step is memory-bound up to B={knee - 1}, compute-bound from B={knee}")
+      f"{ridge:.0f} tokens;")
+print(f"       the step is memory-bound up to B={knee - 1}, compute-bound from B={knee}")
 doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
 print(f"the step first takes twice as long as B=1 at B={doubled}")
 print(p_knee.reveal(doubled))

@@ -83,10 +83,9 @@ print(f"{'policy':40s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
 for name, tr in traces.items():
     print(f"{name:40s} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
 pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked, 512-token chunks"))
-print("\nthe chapter: the whole prefill beside the decodes delays them; "
-      "holding it back delays the newcomer")
+print("\nthe chapter: the whole prefill now delays the decodes; holding it back delays the newcomer")
 print(f"the engine:  prefill-first stalls the thirty for {worst_gap_ms(pf, inflight):.0f} ms; "
-      f"decode-first makes the newcomer wait {ttft_ms(df, 'long') / 1e3:.1f} s")
+      f"decode-first delays the newcomer {ttft_ms(df, 'long') / 1e3:.1f} s")
 print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 
 # %% [markdown]
@@ -154,8 +153,8 @@ print(f"arithmetic: 2 × {hw.nonembed_params / 1e9:.1f}e9 parameters "
       f"{compute_s_per_token(hw) * 1e3:.3f} ms per token")
 fits = math.floor(ridge) - len(inflight)
 print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ÷ {compute_s_per_token(hw) * 1e3:.3f} = "
-      f"{ridge:.0f} tokens per step; beside {len(inflight)} decodes a chunk of up to {fits} "
-      "tokens rides free\n")
+      f"{ridge:.0f} tokens per step")
+print(f"beside {len(inflight)} decodes, a chunk of up to {fits} tokens rides free\n")
 print(f"{'chunk':>6} {'tokens in the worst step':>25} {'arithmetic past the ridge':>26} "
       f"{'worst gap':>10} {'× a plain step':>15}")
 for c, tr in sweep.items():

@@ -26,7 +26,7 @@ from tinyserve.workloads import get_workload
 
 def wrapped(text: str) -> str:
     """A source line wrapped for reading, its URLs kept whole."""
-    return textwrap.fill(text, 110, initial_indent=" - ", subsequent_indent="   ", break_long_words=False,
+    return textwrap.fill(text, 92, initial_indent=" - ", subsequent_indent="   ", break_long_words=False,
                          break_on_hyphens=False)
 
 # %% [markdown]
@@ -43,11 +43,13 @@ def wrapped(text: str) -> str:
 # NBVAL_CHECK_OUTPUT
 for name in list_presets():
     hw = get_preset(name)
-    print(f"{name}: {hw.description}")
+    print(f"{name}:")
+    print(wrapped(hw.description))
     size = f"{hw.weight_bytes / 1e9:,.2f} GB" if hw.weight_bytes >= 1e9 else f"{hw.weight_bytes / 1e6:.1f} MB"
     print(f"   weights {size} at {hw.bandwidth_Bps / 1e12:,.2f} TB/s = "
-          f"{weight_stream_s(hw) * 1e3:.4g} ms a step; {hw.peak_flops / 1e12:,.4g} TFLOP/s = "
-          f"{compute_s_per_token(hw) * 1e3:.4g} ms of arithmetic a token; ridge {ridge_tokens(hw):.4g} tokens")
+          f"{weight_stream_s(hw) * 1e3:.4g} ms a step")
+    print(f"   {hw.peak_flops / 1e12:,.4g} TFLOP/s = {compute_s_per_token(hw) * 1e3:.4g} ms of arithmetic "
+          f"a token; ridge {ridge_tokens(hw):.4g} tokens")
 
 # %% [markdown]
 # The CPU's ridge is below one token: the tiny GPT's weights stay in the CPU's cache (the fit gives their
@@ -73,8 +75,8 @@ print(wrapped(hw.details["kv_memory"]))
 # (a saved measurement: re-take it on your machine with python benchmarks/costmodel.py)
 saved = load_table()
 ok = goals_met(saved["rows"])
-print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread, torch {saved['torch']}); "
-      f"total time within 10%: {ok['total_within_10pct']} of {ok['runs']} runs, "
+print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread, torch {saved['torch']})")
+print(f"total time within 10%: {ok['total_within_10pct']} of {ok['runs']} runs; "
       f"per-step median error within 15%: {ok['step_median_within_15pct']} of {ok['runs']}")
 Markdown(format_table(saved["rows"]))
 
