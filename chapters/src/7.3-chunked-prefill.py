@@ -205,9 +205,9 @@ ax[1].set(xscale="log", yscale="log", xlabel="tokens in the step", ylabel="ms (m
 plt.tight_layout(rect=(0, 0.07, 1, 1))
 
 # %% [markdown]
-# Below the ridge (64, 128) the thirty barely notice the chunk (what remains is its attention and KV writes);
-# past it the slowdown grows with the chunk. Chunking is nearly free only near the ridge; beyond, it trades
-# the thirty's gaps for the newcomer's wait.
+# Below the ridge (64, 128) the thirty barely notice the chunk (what remains: its attention, and storing
+# its keys and values); past it the slowdown grows with the chunk. Chunking is nearly free only near the
+# ridge; beyond, it trades the thirty's gaps for the newcomer's wait.
 #
 # ## 4. The chunk length is a knob
 #
@@ -311,7 +311,7 @@ for rate in (4, 16):
 # gaps, 512 the quickest long prompts. At 16 requests/s the load is past what 32 slots can serve: almost all
 # of a request's TTFT is queueing for a slot, which no chunk length removes. There the smallest chunks win on
 # every measure: riding free under the ridge, they let the chip finish more work per second, so the queue
-# drains faster. Past that point prefill and decode really compete for one chip: Chapter 12 gives them
+# drains faster. Past that point prefill and decode compete for one chip: Chapter 12 gives them
 # *different* chips (disaggregated serving).
 
 # %% [markdown]
