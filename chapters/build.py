@@ -1,6 +1,6 @@
-"""Build the chapter notebooks 7.0-7.4 from their sources in chapters/src/, execute them, commit-ready.
+"""Build the notebooks (7.0-7.4, the gallery 7.5, the evidence appendix 7.6) from chapters/src/, executed.
 
-    OMP_NUM_THREADS=1 python chapters/build.py            # all notebooks
+    OMP_NUM_THREADS=1 python chapters/build.py            # all notebooks: every src/7.*.py
     OMP_NUM_THREADS=1 python chapters/build.py 7.1 7.3    # some
     python chapters/build.py --no-exec 7.2                # write without running (outputs empty)
 

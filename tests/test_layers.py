@@ -185,3 +185,14 @@ def test_python_m_with_an_old_module_path_runs_the_moved_module():
                        env={"PYTHONPATH": str(ROOT / "lib"), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "chapter-7.1-padding" in p.stdout
+
+
+def test_the_package_itself_imports_moved_modules_by_their_new_paths():
+    # the old paths are for notebooks and students; inside the package an old path would hide an edge from the
+    # graph above (it resolves only when imported)
+    from tinyserve._moved import MOVED
+
+    bad = [f"{p.relative_to(PKG)} imports {imp}" for p in sorted(PKG.rglob("*.py")) if p.name != "_moved.py"
+           for imp in sorted(imports_of(p))
+           if imp.startswith("tinyserve.") and imp.split(".")[1] in MOVED]
+    assert bad == []

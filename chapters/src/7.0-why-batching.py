@@ -1,32 +1,32 @@
 # %% [markdown]
 # # 7.0 Why batching
 #
-# **What you will see in this notebook**
+# **What you will see**: a tiny language model writing text one token per step; what a step costs when it
+# serves 1 … 64 sequences at once, measured on *your* machine; the same question for a 70-billion-parameter
+# model on an NVIDIA H200, with the picture that explains the answer (the *roofline*); and a scheduler that
+# decides *again at every step* who is in the batch.
 #
-# 1. A real (tiny) language model writing text, one token per forward pass.
-# 2. On *your* machine: how the time of one decode step changes when the step makes a token for 1, 2, 4 … 64
-#    sequences instead of one.
-# 3. The same question for a 70-billion-parameter model on an NVIDIA H200, answered by a cost model: the step
-#    time hardly moves until the batch is in the hundreds.
-# 4. A scheduler that decides *again at every step* who is in the batch — the idea the rest of the chapter
-#    builds on.
-#
-# Every number is produced by the engine `tinyserve` running here. Cells marked *modeled* use a stated cost
-# model of real serving hardware (so they print the same numbers on every computer); cells marked *measured*
-# use your clock and will differ from the numbers saved in this file.
+# Every number comes from the engine `tinyserve` running here. *Modeled* cells use a stated cost model of
+# real hardware and print the same numbers everywhere; *measured* cells use your clock.
 
 # %%
+
+import textwrap
 
 import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+from tinyserve.analysis.prefill import (achieved_flops, decode_works, intensity, ridge_tokens,
+                                        weight_stream_s)
 from tinyserve.clock import ModeledClock
-from tinyserve.requests import Request, Work
+from tinyserve.requests import Request
 from tinyserve.tokenizer import decode, encode
 from tinyserve.workloads import make_prompt
 from tinyserve_widgets.predict import Predict
 
+# colours that stay apart for red-green colour-blind readers (Okabe & Ito)
+BLUE, ORANGE, VERMILLION, GREY = "#0072B2", "#E69F00", "#D55E00", "#999999"
 
 # ▶ CHAPTER_SCALE: False keeps every cell to a few seconds on a laptop; True measures larger batches.
 CHAPTER_SCALE = False
@@ -34,16 +34,15 @@ CHAPTER_SCALE = False
 engine = tinyserve.shared_engine()  # loads the shipped checkpoint once
 model = engine.model
 cfg = model.config
-print(f"tiny GPT: {model.num_params():,} parameters, {cfg.n_layer} layers, width {cfg.n_embd}, "
-      f"context {cfg.n_positions} tokens, byte-level vocabulary of {cfg.vocab_size}")
+print(f"tiny GPT: {model.num_params():,} parameters, {cfg.n_layer} layers, width {cfg.n_embd},")
+print(f"context {cfg.n_positions} tokens, byte-level vocabulary of {cfg.vocab_size}")
 
 # %% [markdown]
 # ## 1. One token per forward pass
 #
-# The model was trained on Python source code. Give it the start of a function and it continues, greedily
-# picking the most likely next byte each time. Each new token costs one full pass through all the weights —
-# that pass is a **decode step**. (Processing the prompt itself, all of its tokens in one pass, is the
-# **prefill**.)
+# The model was trained on Python code; it continues a function greedily, byte by byte. Reading the prompt,
+# all of its tokens in one pass, is the **prefill**. Each new token then costs one more pass through all the
+# weights: a **decode step**.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -55,12 +54,11 @@ print(decode(prompt) + decode(out))
 # %% [markdown]
 # ## 2. What does a wider step cost? — measured here
 #
-# Now let the engine decode `B` sequences side by side: every step feeds one token of each of the `B`
-# sequences through the model *in the same forward pass*. We time the decode steps on the wall clock (after a
-# warm-up run) for B = 1 … 64.
+# Now the engine decodes `B` sequences side by side, one token of each *in the same forward pass*, timed on
+# the wall clock.
 #
-# **Predict first.** If one sequence takes *t* milliseconds per decode step, how many milliseconds will a step
-# that serves 32 sequences take — about 32·t, or much less? Write your guess as a multiple of *t*.
+# **Predict first.** If a step for one sequence takes *t* ms, how long does a step for 32 sequences take:
+# about 32·*t*, or much less? Give a multiple of *t*.
 
 # %%
 p_wide = Predict("A 32-wide decode step costs how many times a 1-wide step?", unit="×", lo=0)
@@ -69,7 +67,8 @@ p_wide
 # %%
 def decode_step_ms(batch: int, new_tokens: int = 24) -> float:
     """Median wall time (ms) of the engine's decode steps with `batch` sequences in flight."""
-    reqs = [Request(f"s{i}", make_prompt(64, seed=i), new_tokens, ignore_eos=True) for i in range(batch)]
+    reqs = [Request(f"s{i}", make_prompt(64, seed=i), new_tokens, ignore_eos=True)
+            for i in range(batch)]
     tr = engine.run(reqs, "continuous", batch_size=batch, clock="wall", progress=False)
     decodes = [s.measured_s for s in tr.steps if all(w.phase == "decode" for w in s.works)]
     return 1e3 * float(np.median(decodes))
@@ -84,172 +83,161 @@ measured = {b: decode_step_ms(b) for b in batches}
 # (wall clock: your machine, your numbers)
 t1 = measured[1]
 for b, ms in measured.items():
-    print(f"B={b:3d}: {ms:6.2f} ms per step = {ms / t1:5.2f}× a 1-wide step, {ms / b:6.3f} ms per token")
+    print(f"B={b:3d}: {ms:6.2f} ms per step = {ms / t1:5.2f}× a 1-wide step, "
+          f"{ms / b:6.3f} ms per token")
 print()
 print(p_wide.reveal(round(measured[32] / t1, 2)))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # (a picture of the measured numbers)
-fig, ax = plt.subplots(1, 2, figsize=(10, 3.2))
-ax[0].plot(batches, [measured[b] for b in batches], "o-")
+fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
+ax[0].plot(batches, [measured[b] for b in batches], "o-", color=BLUE)
 ax[0].set(xscale="log", xlabel="sequences in the step (B)", ylabel="ms per decode step",
-          title="measured on this machine: time per step", ylim=(0, None))
-ax[1].plot(batches, [measured[b] / b for b in batches], "o-", color="C2")
-ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)", ylabel="ms per generated token",
-          title="measured: time per token")
+          title="measured here: time per step", ylim=(0, None))
+ax[1].plot(batches, [measured[b] / b for b in batches], "s-", color=ORANGE)
+ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)",
+          ylabel="ms per generated token",
+          title="measured here: time per token")
 plt.tight_layout()
 
 # %% [markdown]
-# On a CPU the step time does grow with B; the cost per token falls for a while, then stops falling once the
-# CPU's arithmetic is busy. (Your numbers will differ from the saved ones, which were taken on a machine shared
-# with other jobs.) Why it grows on a CPU, and why it hardly grows on a GPU serving a big model, is section 4.
+# On a CPU the step time grows with B; the cost per token falls for a while, then stops falling. Section 3
+# shows why a GPU serving a big model behaves differently.
 
 # %% [markdown]
-# ## 3. Can a cost model stand in for a GPU?
+# ## 3. The same question for a 70B model on an H200 — modeled
 #
-# No H200 is attached to this notebook, so the next section *models* one. Before trusting such a model, check
-# the same kind of model where we can measure: fitted to a CPU (`tinyserve calibrate`), does it predict the
-# real engine's step times on the chapter's workloads? The project's benchmark (`benchmarks/costmodel.py`) ran
-# every policy on every workload and compared; here is its saved table, measured on a quiet 2-core machine.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# (a saved measurement: re-take it on your machine with python benchmarks/costmodel.py)
-from IPython.display import Markdown
-from tinyserve.validation import format_table, goals_met, load_table
-
-saved = load_table()
-ok = goals_met(saved["rows"])
-print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread, torch {saved['torch']}); "
-      f"total time within 10%: {ok['total_within_10pct']} of {ok['runs']} runs, "
-      f"per-step median error within 15%: {ok['step_median_within_15pct']} of {ok['runs']}")
-Markdown(format_table(saved["rows"]))
-
-# %% [markdown]
-# Read it honestly. Every run lands within a tenth of its measured total and the typical step within 15%, in
-# this measurement and in a second one taken apart from the calibration; the margins are a few percent, not
-# more. This CPU's speed drifts by several percent over minutes, and the few steps just after a 4,000-token
-# prefill find its caches flushed and run up to twice their usual time, which no price of a single step can
-# know. That is plenty for this chapter, whose effects are factors (static vs continuous batching: several
-# times), not percents. Exact milliseconds for real hardware would need a calibration on it
-# (`tinyserve calibrate` runs on a GPU too).
-
-# %% [markdown]
-# ## 4. The same question for a 70B model on an H200 — modeled
+# A Llama-3-70B-class model with 8-bit weights on one H200 streams all ~70 GB of weights from memory into
+# the compute units at every step, whatever the batch. The cost model prices a step's parts:
 #
-# A data-centre model is a different beast. Take a Llama-3-70B-class model with 8-bit (FP8) weights on one
-# NVIDIA H200. Every decode step has to stream all ~70 GB of weights from the GPU's memory (HBM) into its
-# compute units, whatever the batch. The cost model below prices the parts of a step the way a GPU runs them:
+# * **linear layers**: the longer of *streaming the weights once* (bytes ÷ memory bandwidth) and *the
+#   arithmetic* (2 flops per parameter per token ÷ arithmetic rate);
+# * **attention**: each sequence reads its own **KV cache** — the keys and values the model stored for every
+#   earlier token of that sequence, so that a decode step looks them up instead of recomputing them;
+# * a fixed **overhead** per step.
 #
-# * **linear layers**: the longer of *weight bytes ÷ memory bandwidth* (streaming the weights once) and
-#   *2 flops per parameter per token ÷ arithmetic rate*;
-# * **attention**: each sequence reads its own KV cache (bytes ÷ bandwidth), or computes it for a prompt;
-# * a fixed **overhead** per step (scheduling, launches, sampling).
+# A **roofline** compares the two times of the linear layers: moving the bytes, and doing the arithmetic. While
+# moving bytes takes longer, the step is *memory-bound* and extra tokens ride along in its shadow; past the
+# **ridge**, where the two are equal, it is *compute-bound* and every extra token adds time.
 #
-# Its rates come from the published H200 datasheet with stated efficiency assumptions (printed below). A step
-# is *memory-bound* while moving bytes takes longer than the arithmetic, *compute-bound* after that.
+# **Why trust modeled numbers?** The rates come from NVIDIA's published datasheet and the model's published
+# shape, with every efficiency assumption stated. The same kind of model, fitted to this CPU, predicts the real
+# engine's total time within 10% on every chapter workload. The sources, that check and more evidence are in
+# the appendix, [7.6 Evidence](7.6-appendix-evidence.ipynb).
 
 # %%
 clock = ModeledClock("h200-70b-fp8")
 hw = clock.hardware
 print(hw.description)
-print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  bandwidth {hw.bandwidth_Bps / 1e12:.2f} TB/s;  "
-      f"arithmetic {hw.peak_flops / 1e12:.0f} TFLOP/s;  overhead {hw.overhead_s * 1e3:.1f} ms per step")
-for s in hw.sources:
-    print(" -", s[:160] + ("…" if len(s) > 160 else ""))
-print(f"one decode step for a single sequence (512 tokens of context): {1e3 * clock.decode_step_time(1, 512):.1f} ms")
+print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  "
+      f"bandwidth {hw.bandwidth_Bps / 1e12:.2f} TB/s;  "
+      f"arithmetic {hw.peak_flops / 1e12:,.0f} TFLOP/s;")
+print(f"overhead {hw.overhead_s * 1e3:.1f} ms per step")
+print("sources (all of them, with the assumptions: appendix 7.6):")
+for s in hw.sources[:2]:
+    print(textwrap.fill(s, 92, initial_indent=" - ", subsequent_indent="   ",
+                        break_long_words=False, break_on_hyphens=False))  # URLs kept whole
+print(f"one decode step for a single sequence (512 tokens of context): "
+      f"{1e3 * clock.decode_step_time(1, 512):.1f} ms")
 
 # %% [markdown]
-# **Predict.** On this model one sequence's decode step takes the time printed on the last line above. How wide
-# can the batch get before the step takes twice as long?
+# **Predict.** One sequence's decode step takes the time printed on the last line. How wide can the batch
+# get before the step takes twice as long?
 
 # %%
-p_knee = Predict("At what batch size does the modeled step first take twice as long as B=1?", unit="sequences", lo=1)
+p_knee = Predict("At what batch size does the modeled step first take twice as long as B=1?",
+                 unit="sequences", lo=1)
 p_knee
 
 # %%
 CONTEXT = 512  # every sequence attends to 512 earlier tokens
-
-
-def decode_works(batch: int) -> list:
-    """The works of one decode step: `batch` sequences, each one token at position CONTEXT-1."""
-    return [Work(i, None, "decode", CONTEXT - 1, 1) for i in range(batch)]
-
-
 model_batches = [1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024]
-step_ms = {b: 1e3 * clock.decode_step_time(b, CONTEXT) for b in model_batches}
-bound = {b: clock.cost(decode_works(b))["bound"] for b in model_batches}
+step_ms = {b: 1e3 * clock.step_time(decode_works([CONTEXT] * b)) for b in model_batches}
+bound = {b: clock.cost(decode_works([CONTEXT] * b))["bound"] for b in model_batches}
+ridge = ridge_tokens(hw)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-# (F1, modeled: the same on every machine)
+# (modeled: the same on every machine)
 one = step_ms[1]
 for b in (1, 8, 32, 64, 128, 256, 512):
     print(f"B={b:3d}: {step_ms[b]:6.1f} ms per step ({step_ms[b] / one:4.2f}× B=1), "
           f"{step_ms[b] / b:6.3f} ms per token, {bound[b]}-bound")
-knee = next(b for b in range(1, 4097) if clock.cost(decode_works(b))["bound"] == "compute")
-print(f"\nF1: 64 sequences share one step for {step_ms[64] / one:.2f}× the time of one sequence, "
-      f"so each token costs {one / (step_ms[64] / 64):.0f}× less")
-print(f"the step stays memory-bound (streaming weights) up to B={knee - 1}; from B={knee} arithmetic dominates")
-doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * clock.decode_step_time(1, CONTEXT))
+knee = next(b for b in range(1, 4097)
+            if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
+print("\nthe chapter: one step can serve many sequences for nearly the price of one")
+print(f"the engine:  64 sequences share one step for {step_ms[64] / one:.2f}× "
+      f"the time of one; each token costs {one / (step_ms[64] / 64):.0f}× less")
+print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ms of weight streaming holds the arithmetic of "
+      f"{ridge:.0f} tokens;")
+print(f"       the step is memory-bound up to B={knee - 1}, compute-bound from B={knee}")
+doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
 print(f"the step first takes twice as long as B=1 at B={doubled}")
 print(p_knee.reveal(doubled))
 
 # %%
-fig, ax = plt.subplots(1, 2, figsize=(10, 3.4))
-xs = list(range(1, 1025))
-ts = [1e3 * clock.decode_step_time(b, CONTEXT) for b in xs]
-ax[0].plot(xs, ts)
-ax[0].axvline(knee, ls="--", color="grey")
-ax[0].text(knee * 1.05, max(ts) * 0.8, f"compute-bound\nfrom B={knee}", fontsize=8)
-ax[0].set(xscale="log", xlabel="sequences in the step (B)", ylabel="ms per decode step (modeled)",
+fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
+xs = np.arange(1, 1025)
+ts = [1e3 * clock.decode_step_time(int(b), CONTEXT) for b in xs]
+ax[0].plot(xs, ts, color=BLUE)
+ax[0].axvline(ridge, ls="--", color=GREY)
+ax[0].text(ridge * 1.1, max(ts) * 0.85, f"ridge\n{ridge:.0f} tokens", fontsize=8)
+ax[0].set(xscale="log", xlabel="sequences in the step (B)",
+          ylabel="ms per decode step (modeled)",
           title="70B on H200: time per step", ylim=(0, None))
-ax[1].plot(xs, [t / b for t, b in zip(ts, xs)], color="C2")
-ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)", ylabel="ms per token (modeled)",
-          title="70B on H200: time per generated token")
+# the roofline: useful arithmetic rate of the linear layers against tokens per step (flops per weight byte)
+tflops = [achieved_flops(clock, int(b)) / 1e12 for b in xs]
+ax[1].plot(xs, tflops, color=BLUE, lw=2, label="what a step reaches")
+ax[1].plot(xs, hw.bandwidth_Bps * intensity(hw, xs) / 1e12, ":", color=ORANGE,
+           label="memory roof (bandwidth)")
+ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label="arithmetic roof")
+ax[1].axvline(ridge, ls="--", color=GREY)
+for b in (1, 8, 64, 512):
+    ax[1].plot(b, achieved_flops(clock, b) / 1e12, "o", color="k", ms=4)
+    ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points",
+                   xytext=(4, -11), fontsize=8)
+ax[1].set(xscale="log", yscale="log", ylim=(1, 5000),
+          xlabel="tokens in the step (∝ flops per weight byte)",
+          ylabel="useful TFLOP/s (modeled)", title="the roofline of the linear layers")
+ax[1].legend(fontsize=7, loc="lower right", frameon=False)
 plt.tight_layout()
 
 # %% [markdown]
-# The left curve is flat while the weights dominate: the GPU is waiting for memory, and extra sequences ride
-# along almost for free. Past the knee the step becomes **compute-bound** and grows with B. The right curve is
-# what the operator pays per token: it falls more than a hundredfold between B = 1 and the knee.
+# Left: the step time is flat while the weights dominate. Right, as a roofline: a narrow step reaches a
+# sliver of the GPU's arithmetic because it waits for the weights (the sloped roof); each extra sequence raises
+# the useful rate for free until the ridge, where it meets the flat roof. Per token, the cost falls more than a
+# hundredfold between B = 1 and the ridge: the economic case for batching.
 #
-# That is the whole economic case for batching: without it, a 70B model on this GPU makes a few dozen tokens
-# per second *in total*; with a few hundred sequences per step it makes thousands for the same hardware.
-#
-# Why did your CPU's curve rise sooner? The tiny GPT's weights are about 5 MB and stay in the CPU's caches,
-# so there is little memory streaming to share, and a CPU has far less arithmetic to spare than a GPU: each
-# extra sequence adds its own arithmetic almost at once.
-# Batching pays most exactly where decoding is starved for memory bandwidth.
+# Your CPU's curve rose sooner: the tiny GPT's 5 MB of weights stay in the CPU's caches, so there is little
+# streaming to share, and a CPU has little spare arithmetic.
 
 # %% [markdown]
-# ## 5. Batching gives the same answer
+# ## 4. Batching gives the same answer
 #
-# Sharing a step must not change what any sequence generates. The engine checks this in its tests; here is
-# the check on four prompts in 64-bit floating point: each one generated alone, then all four together in
-# one batch.
+# Sharing a step must not change what any sequence generates. Four prompts in 64-bit floating point, each
+# alone, then all four in one batch:
 
 # %%
 model64 = tinyserve.shared_engine(dtype="float64").model
 prompts = [make_prompt(n, seed=n) for n in (12, 40, 7, 25)]
 alone = [model64.generate(p, max_new_tokens=16, stop_at_eos=False) for p in prompts]
-together = tinyserve.run([Request(f"p{i}", p, 16, ignore_eos=True) for i, p in enumerate(prompts)],
+batched = [Request(f"p{i}", p, 16, ignore_eos=True) for i, p in enumerate(prompts)]
+together = tinyserve.run(batched,
                          "continuous", dtype="float64", progress=False)
 
 # %%
 # NBVAL_CHECK_OUTPUT
 same = [together.request(f"p{i}").output == alone[i] for i in range(4)]
 print(f"tokens identical alone vs batched: {same}")
-print(f"steps shared by the batch: {len(together.steps)} (one prefill step, then 15 decode steps)")
+print(f"steps shared by the batch: {len(together.steps)} "
+      "(one prefill step, then 15 decode steps)")
 
 # %% [markdown]
-# ## 6. "Batch" is a decision, taken every step
+# ## 5. "Batch" is a decision, taken every step
 #
-# A naive server forms a batch once and keeps it until everyone is done. The engine can do something else:
-# before *every* step, look at who is waiting and who is running, and decide again. Below, three requests
-# arrive at different (modeled) times; watch the composition of each step change as they come and go.
-# (`Engine.start` + `run.step()` advance the engine one step at a time.)
+# A naive server forms a batch once and keeps it until everyone is done. The engine can decide again before
+# *every* step (`run.step()` advances it one step). Three requests arrive at different (modeled) times:
 
 # %%
 reqs = [Request("A", make_prompt(20, seed=1), 4, arrival_s=0.00, ignore_eos=True),
@@ -264,20 +252,21 @@ while not run.done:
     st = run.step()
     if st is None:
         continue  # nothing to do until the next arrival: the clock jumps ahead
-    what = ", ".join(f"{w.request_id} {w.phase}" + (f"×{w.tokens}" if w.tokens > 1 else "") for w in st.works)
+    what = ", ".join(f"{w.request_id} {w.phase}" + (f"×{w.tokens}" if w.tokens > 1 else "")
+                     for w in st.works)
     print(f"step {st.index:2d} at {st.start_s * 1e3:6.1f} ms: {what}")
 
 # %% [markdown]
-# Step by step, requests join (a prefill, then decodes) and leave (when they have their tokens) without the
-# others waiting for them. Notebook 7.1 shows what happens when the batch is *not* re-decided; 7.2 shows the
-# re-deciding scheduler at full size.
+# Requests join and leave without the others waiting for them. 7.1 shows what happens when the batch is *not*
+# re-decided; 7.2 shows the re-deciding scheduler at full size.
 
 # %% [markdown]
 # ## What to remember
 #
-# * A decode step makes one token per sequence and must read all the weights to do it. On a GPU serving a big
-#   model that read dominates, so one step can serve many sequences for nearly the price of one (**F1**).
-# * The per-token cost falls with the batch size until the step becomes compute-bound.
+# * A decode step makes one token per sequence and must stream all the weights to do it. On a GPU serving a
+#   big model that streaming dominates, so one step serves many sequences for nearly the price of one.
+# * The roofline: a step is memory-bound until its tokens' arithmetic outlasts the weight stream (the ridge,
+#   ~160 tokens here); below it extra tokens are nearly free, past it each one adds time.
 # * Batching never changes the tokens each sequence gets.
 # * Batching is a decision the scheduler can retake before every step.
 #

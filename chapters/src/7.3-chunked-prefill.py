@@ -1,31 +1,32 @@
 # %% [markdown]
 # # 7.3 Chunked prefill: prefill and decode on one chip
 #
-# **What you will see in this notebook**
+# **What you will see**: thirty users receiving tokens when a 4,000-token prompt arrives. Its whole prefill at
+# once stalls the thirty; holding it back stalls the newcomer. Cut into *chunks* riding along with the decodes,
+# it keeps both waits short, and you will see how far a chunk rides for free: up to the *ridge* of the GPU's
+# roofline. Then the chunk length as a knob, and what is left for Chapter 12.
 #
-# 1. Thirty users receiving tokens steadily, then a 4,000-token prompt arrives. Its prefill is a big,
-#    compute-heavy step; their decodes are small, memory-heavy steps. Who waits?
-# 2. *Prefill-first* stalls the thirty; *decode-first* stalls the newcomer (F8).
-# 3. *Chunked prefill* cuts the prompt into pieces that ride along with the decodes, step after step: both
-#    waits shrink.
-# 4. A chunk-length knob that traces the trade-off curve, and what is left over for Chapter 12.
-#
-# Times are modeled for a 70B-class model on one H200 (the same numbers on every machine); the schedule is
-# made by the real engine.
+# Times are modeled for a 70B-class model on one H200; the schedule is made by the real engine.
 
 # %%
 import math
-
 
 import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+import tinyserve_widgets as tw
+from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms,
+                                        weight_stream_s, worst_gap_ms, worst_gap_step)
+from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
+from tinyserve.sweeps import median_queue_s
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.static import plot_composition
 from tinyserve_widgets.predict import Predict
 
+# colours that stay apart for red-green colour-blind readers (Okabe & Ito)
+BLUE, ORANGE, SKY, GREY = "#0072B2", "#E69F00", "#56B4E9", "#999999"
 
 # ▶ CHAPTER_SCALE: False checks the real model on one policy (seconds); True runs all three policies on it.
 CHAPTER_SCALE = False
@@ -34,38 +35,32 @@ engine = tinyserve.shared_engine()
 dry = Engine()
 scenario = get_workload("chapter-7.3-long-prompt")
 newcomer = next(r for r in scenario if r.id == "long")
-print(f"{len(scenario) - 1} requests decoding ({scenario[0].max_new_tokens} tokens each); "
+inflight = [r.id for r in scenario if r.id != "long"]
+alone = dry.run(scenario[:-1], "continuous", batch_size=32, dry_run=True, progress=False)
+step_ms = 1e3 * alone.steps[10].duration_s
+clock = ModeledClock(alone.hardware)
+hw = clock.hardware
+print(f"{len(inflight)} requests decoding ({scenario[0].max_new_tokens} tokens each); "
       f"'long' ({newcomer.prompt_len:,}-token prompt) arrives at {newcomer.arrival_s} s")
-step_ms = 1e3 * dry.run(scenario[:-1], "continuous", batch_size=32, dry_run=True, progress=False).steps[10].duration_s
-print(f"a decode step of the thirty takes {step_ms:.1f} ms (modeled)")
+print(f"a decode step of the thirty takes {step_ms:.1f} ms (modeled, {alone.hardware})")
 
 # %% [markdown]
 # ## 1. Two bad choices
 #
-# Two things we measure for every policy, both on the modeled clock:
+# Two numbers per policy, on the modeled clock:
 #
-# * **worst gap**: the longest wait between two consecutive tokens of any of the thirty in-flight users (what
-#   an existing user feels as a stutter), and
-# * **newcomer TTFT**: how long the 4,000-token request waits for its first token.
+# * **worst gap**: the longest wait between two consecutive tokens of any of the thirty (a stutter they feel);
+# * **newcomer TTFT** (*time to first token*): from the 4,000-token request's arrival to its first token.
 #
-# **Predict.** With *prefill-first* (the whole prompt in the next step, beside the thirty decodes), how long
-# will the thirty users' worst gap be, in milliseconds? (A plain decode step of the thirty is printed above.)
+# **Predict.** With *prefill-first* (the whole prompt in the next step, beside the thirty decodes), how long is
+# the thirty's worst gap, in ms?
 
 # %%
-p_gap = Predict("Worst gap between two tokens of the thirty under prefill-first?", unit="ms", lo=0)
+p_gap = Predict("Worst gap between two tokens of the thirty under prefill-first?",
+                unit="ms", lo=0)
 p_gap
 
 # %%
-def worst_gap_ms(trace):
-    """Longest time between two consecutive tokens of any in-flight request (all but 'long')."""
-    return 1e3 * max(float(np.max(np.diff(r.token_times))) for r in trace.requests if r.id != "long")
-
-
-def ttft_ms(trace):
-    r = trace.request("long")
-    return 1e3 * (r.first_token_s - r.arrival_s)
-
-
 policies = {
     "prefill-first": dict(policy="continuous", max_waiting_steps=0),
     "decode-first": dict(policy="continuous", max_waiting_steps=math.inf),
@@ -76,7 +71,8 @@ policies = {
 
 def run(kw, eng=dry, **more):
     kw = dict(kw, **more)
-    return eng.run(scenario, kw.pop("policy"), batch_size=32, dry_run=eng is dry, progress=False, **kw)
+    policy = kw.pop("policy")
+    return eng.run(scenario, policy, batch_size=32, dry_run=eng is dry, progress=False, **kw)
 
 
 traces = {name: run(kw) for name, kw in policies.items()}
@@ -85,138 +81,206 @@ traces = {name: run(kw) for name, kw in policies.items()}
 # NBVAL_CHECK_OUTPUT
 print(f"{'policy':40s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
 for name, tr in traces.items():
-    print(f"{name:40s} {worst_gap_ms(tr):8.1f} ms {ttft_ms(tr):11.1f} ms")
+    print(f"{name:40s} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
 pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked, 512-token chunks"))
-print(f"\nF8: prefill-first stalls the thirty for {worst_gap_ms(pf):.0f} ms; "
-      f"decode-first makes the newcomer wait {ttft_ms(df) / 1e3:.1f} s;")
-print(f"    512-token chunks: worst gap {worst_gap_ms(ch):.0f} ms and newcomer TTFT {ttft_ms(ch):.0f} ms")
-print(p_gap.reveal(round(worst_gap_ms(pf), 1)))
+print("\nthe chapter: the whole prefill now delays the decodes; holding it back delays the newcomer")
+print(f"the engine:  prefill-first stalls the thirty for {worst_gap_ms(pf, inflight):.0f} ms; "
+      f"decode-first delays the newcomer {ttft_ms(df, 'long') / 1e3:.1f} s")
+print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 
 # %% [markdown]
-# Prefill-first gives the newcomer its first token fast, but every one of the thirty users sees a stall of
-# about half a second. Decode-first keeps them smooth but parks the newcomer until the others are done —
-# seconds. Forcing the newcomer in after a bounded wait (as TGI's router does) only moves the stall: the thirty
-# still wait for one huge step, just later.
-
-# %% [markdown]
+# Forcing the newcomer in after a bounded wait (TGI's rule) only moves the stall. Chunking keeps both numbers
+# far lower, but its worst gap is still 3.5× a plain step: section 3 says why.
+#
 # ## 2. What the steps look like
 #
-# In the tokens-per-step panel each bar is one step: green = decode tokens, blue = prefill tokens, the dashed line the token budget
-# (chunked only). In the waiting panel, what the users feel: the longest wait between two tokens of an in-flight request at
-# that step (black line) and the newcomer's time to its first token (diamond), in modeled milliseconds. The
-# vertical line is the cursor: below, the step where the newcomer is first computed.
+# Left, each step's tokens and (chunked only) the **token budget**, the most tokens a step may carry: by
+# default the chunk length + 32, a decode for each of the 32 slots plus one full chunk, so no decode is ever
+# skipped. Right, the longest gap (line) and the newcomer's TTFT (diamond). The vertical line: the
+# newcomer's first step.
+
+# %%
+first_chunk = next(s.index for s in ch.steps if any(w.request_id == "long" for w in s.works))
+tw.show(ch, k=first_chunk, views=("composition",))  # live, at the newcomer's first chunk
 
 # %%
 arrival = next(s.index for s in pf.steps if any(w.request_id == "long" for w in s.works))
-first_chunk = next(s.index for s in ch.steps if any(w.request_id == "long" for w in s.works))
-import tinyserve_widgets as tw
-
-tw.show(ch, k=first_chunk, views=("composition",))  # the live view, at the newcomer's first chunk
-
-# %%
-fig, ax = plt.subplots(3, 2, figsize=(11, 9))
-for row, name in zip(ax, ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")):
+fig, ax = plt.subplots(3, 2, figsize=(9, 8.4))
+shown = ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")
+for row, name in zip(ax, shown):
     tr = traces[name]
     first = next(s.index for s in tr.steps if any(w.request_id == "long" for w in s.works))
     plot_composition(row[0], row[1], tr, first)  # cursor at the newcomer's first computed step
     for a in row:
         a.set_xlim(max(0, arrival - 5), arrival + 40)
-    row[0].set_title(f"{name}: tokens per step", fontsize=10)
-plt.tight_layout()
+    row[0].set_title(f"{name}: tokens per step", fontsize=9)
+legend = {}  # one legend under the figure, not one over each panel's bars
+for a in ax.flat:
+    for h, lbl in zip(*a.get_legend_handles_labels()):
+        legend[lbl.rstrip("0123456789 ")] = h  # "token budget 544" -> "token budget"
+    if a.get_legend():
+        a.get_legend().remove()
+fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8,
+           frameon=False)
+plt.tight_layout(rect=(0, 0.06, 1, 1))
 
 # %% [markdown]
-# Under chunked prefill the prompt enters as eight 512-token pieces in eight consecutive steps. Each of those
-# steps is heavier than a plain decode step, but none is anywhere near the single 4,000-token step. The
-# decodes keep coming, a little slower for eight steps.
+# ## 3. How far does a chunk ride for free? The ridge
 #
-# Why this is nearly free on a GPU: a decode step is memory-bound — it streams all the weights to make one
-# token per sequence, leaving the arithmetic units mostly idle. A prefill chunk is arithmetic-heavy. Put into
-# the same step, the chunk uses the idle arithmetic while the weights stream past once for both.
-
-# %% [markdown]
-# ## 3. The chunk length is a knob
+# Every step streams all the weights once, a fixed time; each token also needs a fixed amount of arithmetic.
+# The step's layers take the *longer* of the two (7.0's roofline). Thirty decodes need far less arithmetic
+# than the stream takes, so a chunk's arithmetic fills the difference for free, up to the **ridge**, where
+# both take equally long. Past it, every chunk token adds time the thirty wait for.
 #
-# Small chunks: tiny stalls, but the prompt needs many steps. Large chunks: fewer steps, bigger stalls. The
-# extremes are the two bad choices of section 1. Sweep it.
-#
-# **Predict.** Which chunk length gives the newcomer its first token *soonest*: 64, 512, or 4,096 tokens?
+# **Predict.** How many chunk tokens fit beside the thirty decodes before the step gets longer?
 
 # %%
-p_chunk = Predict("Which chunk length gives the newcomer its first token soonest: 64, 512 or 4096?", unit="tokens", lo=1)
-p_chunk
+p_ridge = Predict("Chunk tokens that fit beside thirty decodes before the step gets longer?",
+                  unit="tokens", lo=0)
+p_ridge
 
 # %%
 chunks = [64, 128, 256, 512, 1024, 2048, 4096]
 sweep = {c: run(policies["chunked, 512-token chunks"], chunk_size=c) for c in chunks}
-bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in (0, 5, 20, 50, 100, 200, math.inf)}
+ridge = ridge_tokens(hw)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'chunk':>6s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
+print(f"weight stream: {hw.weight_bytes / 1e9:.1f} GB ÷ {hw.bandwidth_Bps / 1e12:.2f} TB/s = "
+      f"{weight_stream_s(hw) * 1e3:.1f} ms per step")
+print(f"arithmetic: 2 × {hw.nonembed_params / 1e9:.1f}e9 parameters "
+      f"÷ {hw.peak_flops / 1e12:,.0f} TFLOP/s = "
+      f"{compute_s_per_token(hw) * 1e3:.3f} ms per token")
+fits = math.floor(ridge) - len(inflight)
+print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ÷ {compute_s_per_token(hw) * 1e3:.3f} = "
+      f"{ridge:.0f} tokens per step")
+print(f"beside {len(inflight)} decodes, a chunk of up to {fits} tokens rides free\n")
+print(f"{'chunk':>6} {'tokens in the worst step':>25} {'arithmetic past the ridge':>26} "
+      f"{'worst gap':>10} {'× a plain step':>15}")
 for c, tr in sweep.items():
-    print(f"{c:6d} {worst_gap_ms(tr):8.1f} ms {ttft_ms(tr):11.1f} ms")
-best = min(sweep, key=lambda c: ttft_ms(sweep[c]))
+    n = worst_gap_step(tr, inflight).tokens  # the step the thirty waited longest for
+    gap = worst_gap_ms(tr, inflight)
+    extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
+    print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
+print(f"(a plain step of the thirty: {step_ms:.1f} ms)")
+print(p_ridge.reveal(fits))
+
+# %% [markdown]
+# Left, one forward pass each: the weights stream once (top bar) while the decodes' and the chunk's arithmetic
+# runs (bottom bar); the step lasts as long as the longer bar. Right, the roofline as time.
+
+# %%
+fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.25, 1]})
+stream, per_tok, D = weight_stream_s(hw) * 1e3, compute_s_per_token(hw) * 1e3, len(inflight)
+cases = [("30 decodes", 0), ("+ 128-token chunk", 128), ("+ 512-token chunk", 512)]
+for i, (label, c) in enumerate(cases):
+    y = 3 * (len(cases) - 1 - i)
+    first = i == 0  # label each kind of bar once
+    ax[0].barh(y + 1, stream, color=SKY, height=0.8,
+               label="stream the weights once" if first else None)
+    ax[0].barh(y, D * per_tok, color=BLUE, height=0.8,
+               label="decodes' arithmetic" if first else None)
+    ax[0].barh(y, c * per_tok, left=D * per_tok, color=ORANGE, hatch="//", height=0.8,
+               label="chunk's arithmetic" if first else None)
+    longer = max(stream, (D + c) * per_tok)  # the step lasts as long as the longer bar
+    ax[0].text(longer + 1, y + 0.5, f"{longer:.0f} ms", va="center", fontsize=8)
+ax[0].axvline(stream, color="k", lw=0.8, ls=":")
+ax[0].set_yticks([3 * (len(cases) - 1 - i) + 0.5 for i in range(len(cases))],
+                 [lbl for lbl, _ in cases], fontsize=8)
+ax[0].set(xlabel="ms of one step's linear layers (modeled)", xlim=(0, 75),
+          title="one forward pass, weights streamed once")
+fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8,
+           frameon=False)
+ns = np.unique(np.geomspace(1, 4096, 200).astype(int))
+ax[1].plot(ns, [linear_s(clock, int(n)) * 1e3 for n in ns], color=BLUE)
+ax[1].axvline(ridge, ls="--", color=GREY)
+ax[1].text(ridge * 1.1, 10, f"ridge: {ridge:.0f} tokens", fontsize=8)
+for label, c in cases + [("+ 2,048", 2048)]:
+    n = D + c
+    ax[1].plot(n, linear_s(clock, n) * 1e3, "o", color=ORANGE if c else BLUE)
+    ax[1].annotate(label.replace("-token chunk", ""), (n, linear_s(clock, n) * 1e3),
+                   textcoords="offset points", xytext=(-6, 7), fontsize=7, ha="right")
+ax[1].set(xscale="log", yscale="log", xlabel="tokens in the step", ylabel="ms (modeled)",
+          title="the roofline as time", ylim=(8, 700))
+plt.tight_layout(rect=(0, 0.07, 1, 1))
+
+# %% [markdown]
+# Below the ridge (64, 128) the thirty barely notice the chunk (what remains: its attention, and storing
+# its keys and values); past it the slowdown grows with the chunk. Chunking is nearly free only near the
+# ridge; beyond, it trades the thirty's gaps for the newcomer's wait.
+#
+# ## 4. The chunk length is a knob
+#
+# Small chunks: short gaps, but the prompt needs many steps. Large chunks: fewer steps, longer gaps.
+#
+# **Predict.** Which chunk length gives the newcomer its first token *soonest*: 64, 512, or 4,096 tokens?
+
+# %%
+p_chunk = Predict("Which chunk length gives the newcomer its first token soonest: 64, 512 or 4096?",
+                  unit="tokens", lo=1)
+p_chunk
+
+# %%
+# NBVAL_CHECK_OUTPUT
+waits = (0, 5, 20, 50, 100, 200, math.inf)
+bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
+print(f"{'chunk':>6s} {'steps with a chunk':>19s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
+for c, tr in sweep.items():
+    k = sum(any(w.request_id == "long" and w.phase == "prefill" for w in s.works)
+            for s in tr.steps)
+    print(f"{c:6d} {k:19d} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
+best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
 print(f"soonest first token with {best}-token chunks")
 print(p_chunk.reveal(best))
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
-ax.plot([ttft_ms(t) for t in sweep.values()], [worst_gap_ms(t) for t in sweep.values()], "o-",
-        label="chunked prefill (chunk length)")
-for c, tr in sweep.items():
-    ax.annotate(str(c), (ttft_ms(tr), worst_gap_ms(tr)), textcoords="offset points", xytext=(4, 4), fontsize=8)
-ax.plot([ttft_ms(t) for t in bounded.values()], [worst_gap_ms(t) for t in bounded.values()], "s--",
-        color="grey", label="whole prefill, after waiting N steps")
-for n, tr in bounded.items():
-    ax.annotate("∞" if n == math.inf else str(n), (ttft_ms(tr), worst_gap_ms(tr)), textcoords="offset points",
-                xytext=(4, -10), fontsize=8, color="grey")
+point = {c: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for c, t in sweep.items()}
+held = {n: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for n, t in bounded.items()}
+ax.plot(*zip(*point.values()), "o-", color=BLUE, label="chunked prefill (chunk length)")
+for c, xy in point.items():
+    ax.annotate(str(c), xy, textcoords="offset points", xytext=(4, 4), fontsize=8)
+ax.plot(*zip(*held.values()), "s--", color=GREY, label="whole prefill, after waiting N steps")
+for n, xy in held.items():
+    ax.annotate("∞" if n == math.inf else str(n), xy, textcoords="offset points",
+                xytext=(4, -10), fontsize=8, color=GREY)
+ax.axhline(step_ms, ls=":", color="k", lw=0.8)
+ax.text(1800, step_ms * 1.05, "a plain decode step", fontsize=7)
 ax.set(xscale="log", yscale="log", xlabel="newcomer's time to first token (ms, modeled)",
-       ylabel="in-flight users' worst gap (ms, modeled)", title="the trade-off: lower-left is better")
-ax.legend(fontsize=8);
+       ylabel="the thirty's worst gap (ms, modeled)",
+       title="the trade-off: lower-left is better")
+ax.minorticks_off()
+ax.set_xticks([500, 1000, 2000, 5000], ["500", "1,000", "2,000", "5,000"])
+ax.set_yticks([20, 50, 100, 200, 500], ["20", "50", "100", "200", "500"])
+ax.legend(fontsize=8, loc="center right", frameon=False);
 
 # %% [markdown]
-# **Try it.** Move the chunk length and the token budget (or switch to `continuous` and choose prefill- or
-# decode-first) and watch each step's composition, the in-flight users' gaps and the newcomer's wait.
+# Without chunking (grey), waiting only postpones the stall; never interrupting (∞) makes the newcomer wait
+# seconds. Chunking (blue) opens the lower left. The newcomer is fastest in one big step, as every extra step
+# pays the weight stream again; chunks near the ridge cost it a few hundred ms and the thirty almost nothing.
+#
+# **Try it.** Move the chunk length and budget, or try `continuous`. *Run on the real model* runs your settings
+# on the tiny GPT here (seconds; wall-clock times of this machine).
 
 # %%
 tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=("composition",),
-            controls=("policy", "chunk_size", "max_batch_tokens", "order", "max_waiting_steps"), real_button=False)
+            controls=("policy", "chunk_size", "max_batch_tokens", "order", "max_waiting_steps"),
+            real_button=True)
 
 # %% [markdown]
-# Without chunking (grey), waiting N steps only postpones the same big stall: every finite N stalls the thirty
-# just as long *and* makes the newcomer wait longer; only never interrupting them (∞) spares the thirty, and
-# then the newcomer waits seconds. Chunking (blue) opens up the lower left: for moderate chunk lengths both
-# numbers are small at once. The newcomer always gets its first token soonest in
-# one big step — every extra step pays the weight stream and the fixed overhead again — so the smallest chunks
-# make it wait longest: the knob trades its wait against everybody else's.
-#
-# Under chunked prefill every in-flight request decodes in every step, so each gap between two of its tokens is
-# exactly one step — and no step can carry more than the token budget. The worst stall is therefore bounded by
-# the time of one full-budget step at the deepest context, whatever arrives (in this engine admitting a
-# newcomer costs no extra step). The project's tests check this bound on random workloads
-# (`tests/test_stall_bound.py`); here it is for each chunk length of the sweep:
+# ## 5. The same schedule on the real model
 
 # %%
-# NBVAL_CHECK_OUTPUT
-from tinyserve.sweeps import stall_bound_s
-
-deepest = max(r.prompt_len + r.max_new_tokens for r in scenario)
-for c, tr in sweep.items():
-    bound = 1e3 * stall_bound_s(tr.knobs["max_batch_tokens"], deepest, batch_size=32)
-    print(f"chunk {c:4d} (budget {tr.knobs['max_batch_tokens']:4d} tokens): worst gap {worst_gap_ms(tr):6.1f} ms "
-          f"<= bound {bound:6.1f} ms: {worst_gap_ms(tr) <= bound}")
-
-# %% [markdown]
-# ## 4. The same schedule on the real model
-
-# %%
-check = ["chunked, 512-token chunks"] + (["prefill-first", "decode-first"] if CHAPTER_SCALE else [])
+check = ["chunked, 512-token chunks"]
+if CHAPTER_SCALE:
+    check += ["prefill-first", "decode-first"]
 real = {name: run(policies[name], eng=engine) for name in check}
 
 # %%
 # NBVAL_CHECK_OUTPUT
 def composition(tr):
-    return [[(w.slot, w.request_id, w.phase, w.start, w.tokens) for w in s.works] for s in tr.steps]
+    return [[(w.slot, w.request_id, w.phase, w.start, w.tokens) for w in s.works]
+            for s in tr.steps]
 
 
 for name, tr in real.items():
@@ -224,45 +288,46 @@ for name, tr in real.items():
           f"{composition(tr) == composition(traces[name])}")
 
 # %% [markdown]
-# ## 5. What chunking cannot fix
+# ## 6. What chunking cannot fix
 #
-# Chunking spreads prefill work thin, but the work is still there. When many long prompts arrive at once, every
-# step carries a full chunk and the decodes slow down for as long as the prompts keep coming; lowering the
-# budget protects the decodes and lengthens every newcomer's wait. Past that point the two phases really do
-# compete for one chip — which is why Chapter 12 runs them on *different* chips (disaggregated serving).
-#
-# The long-tail traffic of 7.2 (150 requests, a fifth with 800–2,500-token prompts) at a moderate and a heavy
-# arrival rate, under chunked prefill with three chunk lengths:
+# 7.2's long-tail traffic (150 requests, a fifth with 800–2,500-token prompts), chunked, at a moderate and a
+# heavy load. *p50* is the median request, *p99* the one slower than 99% of them; *wait for a slot* is the
+# median time a request queues before one of the 32 slots takes it.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'rate':>7s} {'chunk':>6s} {'p99 gap':>9s} {'TTFT p50':>9s} {'TTFT p99':>9s}")
+print(f"{'load':>7s} {'chunk':>6s} {'p99 gap':>8s} {'TTFT p50':>9s} {'TTFT p99':>9s} "
+      f"{'wait for a slot':>16s}")
 for rate in (4, 16):
-    heavy = get_workload("chapter-7.2-longtail", rate=rate, n=150)
+    load = get_workload("chapter-7.2-longtail", rate=rate, n=150)
     for c in (128, 512, 2048):
-        m = dry.run(heavy, "chunked", batch_size=32, chunk_size=c, dry_run=True, progress=False).metrics()
-        print(f"{rate:5d}/s {c:6d} {m['itl_ms']['p99']:6.0f} ms {m['ttft_ms']['p50'] / 1e3:7.2f} s "
-              f"{m['ttft_ms']['p99'] / 1e3:7.2f} s")
+        tr = dry.run(load, "chunked", batch_size=32, chunk_size=c, dry_run=True, progress=False)
+        gap, ttft = tr.metrics()["itl_ms"], tr.metrics()["ttft_ms"]
+        print(f"{rate:5d}/s {c:6d} {gap['p99']:5.0f} ms {ttft['p50'] / 1e3:7.2f} s "
+              f"{ttft['p99'] / 1e3:7.2f} s {median_queue_s(tr):14.2f} s")
 
 # %% [markdown]
-# At 4 requests/s a 512-token chunk keeps both the gaps and the waits short. At 16 requests/s no chunk length
-# does: small chunks keep the decodes smooth while newcomers queue for seconds, large chunks make everyone
-# stutter and the queue is still long. The chip simply has more prefill *and* decode work than one schedule
-# can hide.
+# At 4 requests/s nobody waits for a slot and section 4's trade-off holds: small chunks give the smoothest
+# gaps, 512 the quickest long prompts. At 16 requests/s the load is past what 32 slots can serve: almost all
+# of a request's TTFT is queueing for a slot, which no chunk length removes. There the smallest chunks win on
+# every measure: riding free under the ridge, they let the chip finish more work per second, so the queue
+# drains faster. Past that point prefill and decode compete for one chip: Chapter 12 gives them
+# *different* chips (disaggregated serving).
 
 # %% [markdown]
 # ## What to remember
 #
-# * A newcomer's prefill and the in-flight decodes pull in opposite directions: run the whole prefill now and
-#   the decodes stall; wait and the newcomer stalls (**F8**).
-# * Chunked prefill splits the prompt into pieces that share steps with the decodes, so both waits stay short.
-# * The chunk length (token budget) is the knob: it bounds the worst stall and sets how fast a prompt gets in.
-# * When prefill traffic is heavy enough, the phases still compete: the reason for disaggregated serving.
+# * A newcomer's prefill and the in-flight decodes pull in opposite directions: run it all now and the decodes
+#   stall; wait and the newcomer stalls.
+# * A chunk rides free beside the decodes while the step's arithmetic fits inside the weight stream (the
+#   ridge, ~160 tokens a step here); past it, every chunk token adds time the decodes wait for.
+# * The chunk length walks the trade-off between the in-flight users' gaps and the newcomer's wait.
+# * Under overload the queue for slots dominates: the opening of disaggregated serving.
 #
 # ## Questions
 #
 # 1. Why is a prefill step compute-bound and a decode step memory-bound?
 # 2. Under prefill-first, who pays for a 4,000-token prompt, and how?
 # 3. Why does bounding decode-first's wait not remove the stall?
-# 4. What limits how small a useful chunk can be?
+# 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step 3.5× longer?
 # 5. In one sentence: what does a chunked step share between the prefill and the decodes?

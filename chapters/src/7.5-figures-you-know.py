@@ -16,6 +16,7 @@
 import matplotlib.pyplot as plt
 
 import tinyserve_widgets as tw
+from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
 from tinyserve.engine import Engine
 from tinyserve.figures import frames, iterations, story, token_iterations, waiting
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
@@ -31,6 +32,27 @@ tw.set_static_fallback(False)  # each section draws its own static picture below
 def run(name, policy, **knobs):
     """A gallery workload (chapters/workloads/NAME.jsonl) under a policy, as a dry run."""
     return dry.run(f"workloads/gallery-{name}.jsonl", policy, dry_run=True, progress=False, **knobs)
+
+
+def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
+    """Slot timelines side by side under their titles, one legend below them all; steps counted as the
+    figures count iterations, from 1."""
+    rows = -(-len(runs) // ncols)
+    fig, axes = plt.subplots(rows, ncols, figsize=(9.5, height * rows), squeeze=False)
+    legend = {}
+    for ax, (name, tr) in zip(axes.flat, runs.items()):
+        tw.static.plot_timeline(ax, tr, x=x)
+        ax.set_title(name, fontsize=10)
+        if x == "steps":
+            ticks = range(0, len(tr.steps), max(1, len(tr.steps) // 12))
+            ax.set_xticks(list(ticks), [str(k + 1) for k in ticks])
+            ax.set_xlabel("iteration")
+        old = ax.get_legend()
+        if old is not None:
+            legend.update({t.get_text(): h for h, t in zip(old.legend_handles, old.get_texts())})
+            old.remove()
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    plt.tight_layout(rect=(0, 0.35 / (height * rows), 1, 1))
 
 # %% [markdown]
 # ## 1. Anyscale: "How continuous batching enables 23x throughput in LLM inference"
@@ -83,7 +105,8 @@ print(f"continuous: {cont.metrics()['wasted_decode_tokens']} wasted, done in {le
 # the same grid, while our iteration 1 computes each whole prompt in one pass, padded to the longest under
 # static batching (`+pad`).
 #
-# Step through both runs with the cursor (Play, or drag the step slider):
+# Step through both runs with the cursor (Play, or drag the step slider; the widgets count steps from 0, so
+# iteration *n* is step *n* − 1). The pictures below them number iterations from 1, as the text does.
 
 # %%
 tw.show(static, k=2, views=("timeline", "waste", "requests"))
@@ -92,12 +115,7 @@ tw.show(static, k=2, views=("timeline", "waste", "requests"))
 tw.show(cont, k=2, views=("timeline", "waste", "requests"))
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 2.6))
-tw.static.plot_timeline(axes[0], static)
-tw.static.plot_timeline(axes[1], cont)
-axes[0].set_title("static, 4 slots")
-axes[1].set_title("continuous, 4 slots")
-plt.tight_layout()
+timelines({"static, 4 slots": static, "continuous, 4 slots": cont}, height=2.8)
 
 # %% [markdown]
 # ## 2. Orca, Figure 3: a finished request is still computed
@@ -136,11 +154,7 @@ print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
 tw.show(static, k=2, views=("timeline", "waste"))
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 1.8))
-for ax, (name, tr) in zip(axes, (("request-level (static)", static), ("iteration-level (continuous)", cont))):
-    tw.static.plot_timeline(ax, tr)
-    ax.set_title(name)
-plt.tight_layout()
+timelines({"request-level (static)": static, "iteration-level (continuous)": cont}, height=2.2)
 
 # %% [markdown]
 # ## 3. TensorRT-LLM: "Tuning Max Batch Size and Max Num Tokens"
@@ -194,11 +208,7 @@ print(p_trt.reveal(whole.steps[1].tokens))
 tw.show(chunk, k=0, views=("composition", "requests"))
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 2.2))
-for ax, (name, tr) in zip(axes, (("whole prompts only", whole), ("context chunking", chunk))):
-    tw.static.plot_timeline(ax, tr)
-    ax.set_title(name)
-plt.tight_layout()
+timelines({"whole prompts only": whole, "context chunking": chunk}, height=2.6)
 
 # %% [markdown]
 # ## 4. Sarathi-Serve, Figure 7: generation stalls under four schedulers
@@ -240,20 +250,13 @@ panels = {
 }
 
 
-def worst_gap_ms(trace, rid):
-    tt = trace.request(rid).token_times
-    return 1e3 * max(b - a for a, b in zip(tt, tt[1:]))
-
-
 print("figure: vLLM and Orca stall A and B while C and D prefill; FasterTransformer keeps A and B going but holds C"
       " and D back; Sarathi-Serve does neither")
 decode_ms = 1e3 * panels["Orca"].steps[1].duration_s  # iteration 2: A and B decoding alone
 print(f"engine: a decode-only iteration takes {decode_ms:.1f} ms\n")
 for name, t in panels.items():
-    c = t.request("C")
     print(f"{name}:\n{story(t, first=1, last=7)}")
-    print(f"  A's longest gap {worst_gap_ms(t, 'A'):.1f} ms; C's first token {1e3 * (c.first_token_s - c.arrival_s):.1f} ms"
-          " after it arrived\n")
+    print(f"  A's longest gap {worst_gap_ms(t, 'A'):.1f} ms; C's first token {ttft_ms(t, 'C'):.1f} ms after it arrived\n")
 print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
 
 # %% [markdown]
@@ -270,11 +273,7 @@ print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
 tw.show(panels["Sarathi-Serve"], k=2, views=("timeline", "composition"))
 
 # %%
-fig, axes = plt.subplots(1, 4, figsize=(14, 2.4), sharey=True)
-for ax, (name, t) in zip(axes, panels.items()):
-    tw.static.plot_timeline(ax, t, x="time")
-    ax.set_title(name)
-plt.tight_layout()
+timelines(panels, height=2.4, x="time")
 
 # %% [markdown]
 # ## 5. vLLM, Figures 2 and 3: memory reserved for tokens that never come

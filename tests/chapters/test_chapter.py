@@ -97,3 +97,37 @@ def test_dry_run_equals_the_real_model_run_on_a_chapter_workload(engine):
     assert sum(w.request_id == "long" for s in real.steps for w in s.works if w.phase == "prefill") == 8
     assert real.metrics() == dry.metrics()
     assert [s.works for s in real.steps] == [s.works for s in dry.steps]
+
+
+def test_a_chunk_rides_free_below_the_ridge_and_costs_the_decodes_past_it(engine):
+    # h200-70b-fp8 by hand: 70.55e9 B / 3.84e12 B/s = 18.37 ms of weight streaming a step; 2 x 68.45e9 flops a
+    # token / 1.1874e15 flop/s = 0.1153 ms of arithmetic a token; ridge 18.37 / 0.1153 = 159.4 tokens a step
+    plain = engine.run(get_workload("chapter-7.3-long-prompt")[:-1], "continuous", batch_size=32,
+                       dry_run=True).steps[10].duration_s
+    stall = {c: _worst_stall(engine.run("chapter-7.3-long-prompt", "chunked", chunk_size=c, dry_run=True))
+             for c in (128, 512)}
+    # 30 decodes + a 128-token chunk = 158 tokens, under the ridge: the thirty barely notice (attention, KV writes)
+    assert stall[128] < 1.15 * plain
+    # 30 + 512 = 542 tokens: at least (542 - 159.4) x 0.1153 ms = 44.1 ms of arithmetic more than a plain step
+    assert stall[512] - plain >= 0.0441
+
+
+def test_learner_notebooks_read_in_fifteen_minutes_and_print_no_claim_ids():
+    import json
+    import re
+    from pathlib import Path
+
+    chapters = Path(__file__).resolve().parents[1] / "chapters"
+    for name in ("7.0-why-batching", "7.3-chunked-prefill"):
+        src = (chapters / "src" / f"{name}.py").read_text(encoding="utf-8")
+        prose, md = [], False
+        for line in src.splitlines():
+            if line.startswith("# %%"):
+                md = "[markdown]" in line
+            elif md:
+                prose.append(line[2:])
+        assert len(" ".join(prose).split()) <= 900, name  # ~15 minutes of reading beside the cells
+    for name in ("7.0-why-batching", "7.3-chunked-prefill", "7.5-figures-you-know", "7.6-appendix-evidence"):
+        nb = json.loads((chapters / f"{name}.ipynb").read_text(encoding="utf-8"))
+        text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+        assert text and not re.search(r"\bF[1-9]:", text), name  # the outline's claim ids mean nothing to a learner

@@ -139,15 +139,14 @@ def stall_bound_s(max_batch_tokens: int, max_context: int, batch_size: int | Non
     each of its inter-token gaps is one step: no gap can exceed this bound (tests/analysis/test_stall_bound.py).
     """
     from ..cost.clock import make_clock
-    from ..core.request import Work
+    from .prefill import decode_works, mixed_works
 
     clock = make_clock("modeled", hardware)
     t, ctx = max_batch_tokens, max_context
     b = min(batch_size or t, t)
     chunk = min(t - (b - 1), ctx)
-    shapes = [[Work(i, None, "decode", ctx - 1, 1) for i in range(t)],
-              [Work(0, None, "prefill", ctx - min(t, ctx), min(t, ctx))],
-              [Work(i, None, "decode", ctx - 1, 1) for i in range(b - 1)] + [Work(b, None, "prefill", ctx - chunk, chunk)]]
+    lone = min(t, ctx)
+    shapes = [decode_works([ctx] * t), mixed_works(0, ctx, lone, ctx - lone), mixed_works(b - 1, ctx, chunk, ctx - chunk)]
     return max(clock.step_time(w) for w in shapes)
 
 
