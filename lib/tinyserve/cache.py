@@ -101,5 +101,5 @@ class SlotPool:
         heapq.heappush(self._free, slot)
 
     def reserved_bytes(self) -> int:
-        """Bytes held by claimed slabs."""
-        return (self.num_slots - len(self._free)) * self.slab_bytes
+        """Bytes of every slot's slab: a slab server reserves them all when it starts, busy or not."""
+        return self.num_slots * self.slab_bytes

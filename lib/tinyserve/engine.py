@@ -130,12 +130,26 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
                                  "(set ignore_eos, or output_len_hint from an earlier real run)")
 
 
+SLAB_RULES = ("max_model_len", "longest")
+
+
+def slab_rule(slab: str, max_model_len: int | None, hw) -> str:
+    """What sizes every slot's slab, in words the trace keeps (Trace.slab_rule)."""
+    if slab == "longest":
+        return "longest: the run's longest request (a what-if: no server knows it in advance)"
+    if max_model_len is not None:
+        return "max_model_len: given to the run"
+    if hw is not None:
+        return (f"max_model_len: the preset {hw.name}'s" if hw.max_model_len else "max_model_len: the model's context")
+    return "longest: the real model's tensors, sized to the run's longest request"
+
+
 class Run:
     """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
 
     def __init__(self, model: TinyGPT | None, cfg: GPTConfig, requests: list[Request], policy: Policy, clock,
                  workload_name: str, dtype: torch.dtype | str, device: torch.device | str, kv_budget: int | None,
-                 max_model_len: int | None, dry_run: bool):
+                 max_model_len: int | None, dry_run: bool, slab: str = "max_model_len"):
         self.model, self.policy, self.clock, self.dry_run = model, policy, clock, dry_run
         self.requests = requests
         self.device = device
@@ -145,6 +159,8 @@ class Run:
         self.steps: list[StepRecord] = []
         self.forward_s = 0.0  # wall time inside build_step + forward + sampling
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
+        if slab not in SLAB_RULES:
+            raise TinyserveError(f"slab: must be one of {', '.join(SLAB_RULES)}, got {slab!r}")
         limit = cfg.n_positions
         if max_model_len is not None:
             if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or not 1 <= max_model_len <= limit:
@@ -163,20 +179,24 @@ class Run:
         caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
                 if c is not None]
         self.kv_capacity, cap_name = min(caps) if caps else (None, None)
-        for r in requests:  # a sequence whose own slab can never fit is rejected alone
+        server_len = None if slab == "longest" else max_model_len or ((hw.max_model_len or cfg.n_positions) if hw else None)
+        for r in requests:  # a sequence whose slab can never fit is rejected alone
             if r.status != REJECTED:
-                reason = too_big_for(max_model_len or r.prompt_len + r.max_new_tokens, bpt, self.kv_capacity, cap_name)
+                reason = too_big_for(server_len or r.prompt_len + r.max_new_tokens, bpt, self.kv_capacity, cap_name)
                 if reason:
                     r.status, r.finish_reason = REJECTED, reason
         accepted = [r for r in requests if r.status != REJECTED]
-        slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-        self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab * bpt), slab, bpt)
+        longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+        self.slab_rule = slab_rule(slab, max_model_len, hw)
+        slab_tokens = server_len or longest
+        self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab_tokens * bpt), slab_tokens, bpt)
         if dry_run or not accepted:
-            self.kv = None
-        else:
-            from .model import KVCache
+            self.kv, self.kv_tensor_positions = None, None
+        else:  # the real model's tensors: max_model_len if given, else the run's longest (a 4,096-position slab per
+            from .model import KVCache  # slot in float64 would not fit Binder's memory); the modeled bytes are apart
 
-            self.kv = KVCache(cfg, self.pool.num_slots, slab, dtype, device)
+            self.kv_tensor_positions = max_model_len or longest
+            self.kv = KVCache(cfg, self.pool.num_slots, self.kv_tensor_positions, dtype, device)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         policy.bind(self.pool)
@@ -306,7 +326,9 @@ class Run:
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
                      dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests),
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
-                     kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes)
+                     kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
+                     slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
+                     kv_tensor_positions=self.kv_tensor_positions)
 
 
 class Engine:
@@ -338,11 +360,13 @@ class Engine:
               prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
               clock: str = "modeled", hardware: str | None = None,
               kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
-              seed: int = 0, workload_knobs: dict | None = None) -> Run:
+              seed: int = 0, workload_knobs: dict | None = None, slab: str = "max_model_len") -> Run:
         """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
 
         workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
-        seed: its randomness, and that of a JSONL file's synthetic prompts. Under the wall clock the model
+        seed: its randomness, and that of a JSONL file's synthetic prompts. slab: "max_model_len" (a slab server:
+        every slot reserves the maximum length from step 0) or "longest" (a what-if: slabs of the run's longest
+        request, which no server knows in advance). Under the wall clock the model
         first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
         """
         knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
@@ -369,7 +393,7 @@ class Engine:
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
         return Run(None if dry_run else self.model, cfg, requests, policy, clk, name, dt, dev, kv_budget,
-                   max_model_len, dry_run)
+                   max_model_len, dry_run, slab)
 
     def _warm_up(self, model: TinyGPT) -> None:
         """Once per engine, an unmeasured step (two prefills, then two decodes) on scratch KV: the first forward in
