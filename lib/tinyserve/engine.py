@@ -199,6 +199,7 @@ class Run:
             self.kv = KVCache(cfg, self.pool.num_slots, self.kv_tensor_positions, dtype, device)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
+        self.workload_knobs: dict = {}  # a named workload's knobs (Engine.start sets them), named in the trace
         policy.bind(self.pool)
 
     @property
@@ -328,7 +329,7 @@ class Run:
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
                      kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
                      slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
-                     kv_tensor_positions=self.kv_tensor_positions)
+                     kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs))
 
 
 class Engine:
@@ -392,8 +393,10 @@ class Engine:
             cfg, dt, dev = m.config, m.dtype, m.device
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
-        return Run(None if dry_run else self.model, cfg, requests, policy, clk, name, dt, dev, kv_budget,
-                   max_model_len, dry_run, slab)
+        run = Run(None if dry_run else self.model, cfg, requests, policy, clk, name, dt, dev, kv_budget,
+                  max_model_len, dry_run, slab)
+        run.workload_knobs = dict(workload_knobs or {})
+        return run
 
     def _warm_up(self, model: TinyGPT) -> None:
         """Once per engine, an unmeasured step (two prefills, then two decodes) on scratch KV: the first forward in

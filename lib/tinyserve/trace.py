@@ -72,9 +72,15 @@ class Trace:
     slab_tokens: int = 0  # positions every slot's slab reserves from step 0
     slab_rule: str = ""  # what sized the slab: "max_model_len: ..." (a slab server) or "longest: ..." (a what-if)
     kv_tensor_positions: int | None = None  # positions per slot of the real model's KV tensors (None: dry run)
+    workload_knobs: dict = field(default_factory=dict)  # a named workload's knobs, e.g. {"rate": 2.0}
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ---- views -------------------------------------------------------------------------------------------
+    def workload_label(self) -> str:
+        """The workload's name with the knobs it ran with, e.g. 'chapter-7.2-longtail (rate=2)'."""
+        knobs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.workload_knobs.items())
+        return f"{self.workload} ({knobs})" if knobs else self.workload
+
     def request(self, request_id: str) -> Request:
         """The request with this id."""
         for r in self.requests:
@@ -239,7 +245,8 @@ class Trace:
 
     def summary(self, tokens: bool = False) -> dict:
         """The `tinyserve run --json` document."""
-        return {"policy": self.policy, "workload": self.workload, "clock": self.clock, "hardware": self.hardware,
+        return {"policy": self.policy, "workload": self.workload, "workload_knobs": self.workload_knobs,
+                "clock": self.clock, "hardware": self.hardware,
                 "num_slots": self.num_slots, "knobs": self.knobs, "dry_run": self.dry_run, "kv_units": self.kv_units,
                 "kv": {"units": self.kv_units, "dtype": self.kv_dtype, "bytes_per_token": self.kv_bytes_per_token,
                        "capacity_bytes": self.kv_capacity_bytes, "slab_bytes": self.slab_bytes,
@@ -354,7 +361,7 @@ class Trace:
                    kv_dtype=kv.get("dtype"), kv_bytes_per_token=kv.get("bytes_per_token", 0),
                    kv_capacity_bytes=kv.get("capacity_bytes"), slab_bytes=kv.get("slab_bytes", 0),
                    slab_tokens=kv.get("slab_tokens", 0), slab_rule=kv.get("slab_rule", ""),
-                   kv_tensor_positions=kv.get("tensor_positions"))
+                   kv_tensor_positions=kv.get("tensor_positions"), workload_knobs=dict(d.get("workload_knobs", {})))
 
 
 def _stats(xs: list[float]) -> dict:

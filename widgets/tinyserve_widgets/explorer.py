@@ -52,12 +52,12 @@ def _opts(base: list, value) -> list[tuple[str, object]]:
     return named + [(f"{v:g}" if isinstance(v, float) else str(v), v) for v in plain]
 
 
-def _slider(key: str, base: list, value) -> W.SelectionSlider:
+def _slider(key: str, base: list, value, width: str = "300px") -> W.SelectionSlider:
     if value is None:
         value = next(o[1] for o in base if isinstance(o, tuple) and o[1] in NONE)
     return W.SelectionSlider(options=_opts(base, value), value=value, description=t(f"knob.{key}"),
                              continuous_update=False, style={"description_width": "initial"},
-                             layout=W.Layout(width="300px"))
+                             layout=W.Layout(width=width))
 
 
 class Explorer:
@@ -69,8 +69,13 @@ class Explorer:
                  n: int | None = None, rate: float | None = None, hardware: str = DEFAULT_HARDWARE,
                  kv_budget: int | None = None, x: str = "steps", seed: int = 0, views: tuple[str, ...] = VIEWS,
                  controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
-                 width: int = BOARD_WIDTH_PX):
+                 width: int = BOARD_WIDTH_PX, policies: tuple[str, ...] | None = None,
+                 real_knobs: dict | None = None, workload_knobs: dict | None = None):
+        """policies: the policy buttons offered (default: all); real_knobs: workload knobs the real-model run
+        uses instead (a scaled-down copy, e.g. {"n": 16}: said in the widget); workload_knobs: fixed knobs of
+        a named workload that are not controls (e.g. {"long_output": 400})."""
         self.engine = Engine()  # dry runs never load the model
+        self.real_knobs, self.fixed_knobs = dict(real_knobs or {}), dict(workload_knobs or {})
         self.seed, self._hold, self.on_trace = seed, False, []
         self.custom = None if isinstance(workload, str) else list(workload)
         names = list(WORKLOADS) + ([workload] if isinstance(workload, str) and workload not in WORKLOADS else []) + (
@@ -78,14 +83,14 @@ class Explorer:
         wl = workload if isinstance(workload, str) else "custom"
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
         k = self.knobs = {
-            "policy": W.ToggleButtons(options=list(POLICIES), value=policy, description=t("knob.policy"),
-                                      style={"button_width": "85px"}),
+            "policy": W.ToggleButtons(options=list(policies or POLICIES), value=policy, description=t("knob.policy"),
+                                      style={"button_width": "auto"}),
             "batch_size": _slider("batch_size", BATCH, batch_size),
             "chunk_size": _slider("chunk_size", CHUNKS, chunk_size),
-            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens),
+            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens, "400px"),
             "timeout": _slider("timeout", TIMEOUTS, timeout),
             "order": W.ToggleButtons(options=[(t("knob.prefill_first"), True), (t("knob.decode_first"), False)],
-                                     value=prefill_first, description=t("knob.order"), style={"button_width": "95px"}),
+                                     value=prefill_first, description=t("knob.order"), style={"button_width": "auto"}),
             "max_waiting_steps": _slider("max_waiting_steps", WAITS, max_waiting_steps),
             "workload": W.Dropdown(options=names, value=wl, description=t("knob.workload"),
                                    layout=W.Layout(width="320px")),
@@ -96,7 +101,7 @@ class Explorer:
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
             "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
             "x": W.ToggleButtons(options=[(t("knob.x.steps"), "steps"), (t("knob.x.time"), "time")], value=x,
-                                 description=t("knob.x"), style={"button_width": "60px"}),
+                                 description=t("knob.x"), style={"button_width": "auto"}),
         }
         self.controls = tuple(controls)
         for name in self.controls:
@@ -156,7 +161,7 @@ class Explorer:
                 knobs["max_waiting_steps"] = k["max_waiting_steps"]
         wl = k["workload"]
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
-        wl_knobs = {key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}
+        wl_knobs = {**self.fixed_knobs, **{key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}}
         return (self.custom if wl == "custom" else wl), wl_knobs, pol, knobs
 
     def _run(self, engine, wl, wl_knobs: dict, policy: str, **knobs) -> Trace:
@@ -220,7 +225,7 @@ class Explorer:
             return None
         ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         self.message.value = ""
-        self.status.value = _small(t("explorer.ok", policy=pol, workload=trace.workload, steps=len(trace.steps),
+        self.status.value = _small(t("explorer.ok", policy=pol, workload=trace.workload_label(), steps=len(trace.steps),
                                      slots=trace.num_slots, ms=ms))
         t1, c1 = time.perf_counter(), time.process_time()
         if draw:
@@ -244,6 +249,9 @@ class Explorer:
 
         wl, wl_knobs, pol, knobs = self.settings()
         knobs.pop("hardware", None)  # the wall clock measures this machine
+        scaled = isinstance(wl, str) and bool(self.real_knobs)
+        if scaled:  # a smaller copy, so the real run takes seconds on a laptop's CPU
+            wl_knobs = {**wl_knobs, **self.real_knobs}
         try:
             reqs = [r.fresh() for r in self._requests(wl, wl_knobs)]
         except TinyserveError as e:
@@ -278,8 +286,13 @@ class Explorer:
             self.progress.layout.visibility = "hidden"
         trace = run.trace()
         trace.workload = wl if isinstance(wl, str) else "custom"
+        if isinstance(wl, str):
+            trace.workload_knobs = dict(wl_knobs)
         self.message.value = ""
-        self.status.value = _small(t("explorer.real.done", steps=len(trace.steps), s=run.loop_s))
+        done = t("explorer.real.done", steps=len(trace.steps), s=run.loop_s)
+        if scaled:
+            done += " " + t("explorer.real.scaled", knobs=", ".join(f"{a}={b}" for a, b in self.real_knobs.items()))
+        self.status.value = _small(done)
         self._set_trace(trace)
         return trace
 
@@ -356,7 +369,7 @@ def _esc(s: str) -> str:
 
 
 def _box(text: str) -> str:
-    return (f'<div class="tinyserve-message" style="border-left:4px solid #e45756;background:#fdecea;'
+    return (f'<div class="tinyserve-message" style="border-left:4px solid #D55E00;background:#fdf0e6;'
             f'padding:6px 10px;margin:4px 0">{text}</div>')
 
 

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
+from .palette import HATCH, PALETTE, SERIES
 from .words import t
 
 STATIC_FALLBACK = {"on": True}  # displayed TraceView/Explorer outputs also carry a PNG (GitHub shows it)
@@ -52,7 +53,7 @@ def plot_timeline(ax, trace: Trace, k: int | None = None, x: str = "steps", max_
     ax.set_ylim(trace.num_slots - 0.5, -0.5)
     ax.set_xlabel(d.x_label)
     ax.set_ylabel(t("axis.slot"))
-    ax.set_title(t("title.timeline", policy=trace.policy, workload=trace.workload), fontsize=10)
+    ax.set_title(t("title.timeline", policy=trace.policy, workload=trace.workload_label()), fontsize=10)
     if k is not None and trace.steps:
         x0, x1 = D.cursor_span(d, D.clamp_step(trace, k))
         ax.axvspan(x0, x1, color="k", alpha=0.15, lw=1.5)
@@ -71,7 +72,8 @@ def plot_waste(ax, trace: Trace, k: int):
     w = D.waste_at(trace, k)
     left = 0.0
     for key in WASTE_KEYS:
-        ax.barh([0], [w[key]], left=left, color=WASTE_COLORS[key], label=t(f"waste.{key}"))
+        ax.barh([0], [w[key]], left=left, color=WASTE_COLORS[key], hatch=HATCH.get(key, ""), edgecolor="white",
+                lw=0, label=t(f"waste.{key}"))
         left += w[key]
     ax.set_xlim(0, trace.num_slots * max(1, len(trace.steps)))
     ax.set_yticks([])
@@ -79,7 +81,12 @@ def plot_waste(ax, trace: Trace, k: int):
     ax.set_xlabel(t("axis.slot_steps") + "\n" + _wrap(D.waste_sentence(trace, k) if trace.steps
                                                       else t("note.no_steps"), 70), fontsize=8)
     ax.set_title(t("title.waste", k=D.clamp_step(trace, k)), fontsize=10)
-    ax.legend(fontsize=7, ncol=4, loc="upper right", frameon=False)
+    _legend_beside(ax)
+
+
+def _legend_beside(ax, **kw) -> None:
+    """A legend right of the axes, never over the data (a patch drawn on a bar of its own colour vanishes)."""
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False, **kw)
 
 
 def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
@@ -98,29 +105,29 @@ def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
     ax_series.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax_series.set_ylabel(t("axis.tokens"))
     ax_series.set_title(t("title.composition"), fontsize=10)
-    ax_series.legend(fontsize=7, ncol=2, loc="upper right", frameon=False)  # fits a half-width panel too
+    _legend_beside(ax_series)
     ax_gaps.step(steps, sa.max_itl_s * 1e3, where="post", color="#333", lw=1, label=t("comp.itl"))
     has = ~np.isnan(sa.max_ttft_s)
-    ax_gaps.plot(steps[has], sa.max_ttft_s[has] * 1e3, "D", color="#e45756", ms=4, label=t("comp.ttft"))
+    ax_gaps.plot(steps[has], sa.max_ttft_s[has] * 1e3, "D", color=PALETTE["newcomer"], ms=4, label=t("comp.ttft"))
     ax_gaps.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax_gaps.set_xlabel(t("axis.step") + "\n" + _wrap(D.composition_sentence(trace, k)), fontsize=8)
     ax_gaps.set_ylabel(t("axis.gap_ms"))
     ax_gaps.set_title(t("title.gaps"), fontsize=10)
-    ax_gaps.legend(fontsize=7, loc="upper right", frameon=False)
+    _legend_beside(ax_gaps)
 
 
 def plot_kv(ax, trace: Trace, k: int):
     """Reserved vs used KV per step, cursor at k."""
     res, used, unit = D.kv_series(trace)
     steps = np.arange(len(res))
-    ax.fill_between(steps, res, step="post", color="#9ecae9", label=t("kv.reserved"))
-    ax.fill_between(steps, used, step="post", color="#4c78a8", label=t("kv.used"))
+    ax.fill_between(steps, res, step="post", color=PALETTE["kv_reserved"], label=t("kv.reserved"))
+    ax.fill_between(steps, used, step="post", color=PALETTE["kv_used"], label=t("kv.used"))
     if len(res):
         ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), 70), fontsize=8)
     ax.set_ylabel(t("axis.kv", unit=unit))
     ax.set_title(t("title.kv"), fontsize=10)
-    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    _legend_beside(ax)
 
 
 def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
@@ -132,7 +139,8 @@ def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
             v = lat[key]
             if not len(v):
                 continue
-            line, = ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label)
+            line, = ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label,
+                            color=SERIES[i % len(SERIES)])
             p50, p99 = D.percentiles(v)
             ax.plot([p50, p99], [0.5, 0.99], "o", color=line.get_color(), ms=4)
             ax.annotate(f"{t('lat.p50')} {p50:.0f}", (p50, 0.5), fontsize=7, xytext=(4, -8), textcoords="offset points")

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
+from .palette import PALETTE, PATTERN, SERIES
 from .words import t
 
 CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
@@ -231,7 +232,7 @@ class SlotTimeline(View):
         h.text = d.text
         h.hovertemplate = t("hover.template")
         self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
-        self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload)
+        self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload_label())
         self.xaxis().title.text = d.x_label
 
     def _cursor(self, k: int) -> None:
@@ -246,7 +247,7 @@ class SlotTimeline(View):
 
 WASTE_KEYS = ("useful", "padding", "wasted", "idle")
 WASTE_COLORS = {"useful": D.COLORS[D.DECODE], "padding": D.COLORS[D.PADDING], "wasted": D.COLORS[D.WASTED],
-                "idle": "#bdbdbd"}
+                "idle": PALETTE["idle_bar"]}
 
 
 class WasteMeter(View):
@@ -257,6 +258,7 @@ class WasteMeter(View):
     def _build(self) -> None:
         for key in WASTE_KEYS:
             self._add(go.Bar(x=[0], y=[""], orientation="h", name=t(f"waste.{key}"), marker_color=WASTE_COLORS[key],
+                             marker_pattern_shape=PATTERN.get(key, ""),
                              hovertemplate="%{x:,.1f} " + t(f"waste.{key}") + "<extra></extra>"))
         self.fig.update_layout(barmode="stack")
         self._title()
@@ -301,7 +303,7 @@ class StepComposition(View):
         self._add(go.Scatter(x=[], y=[], name=t("comp.itl"), mode="lines", line=dict(color="#333", width=1.2,
                                                                                         shape="hv")), 2)
         self._add(go.Scatter(x=[], y=[], name=t("comp.ttft"), mode="markers",
-                             marker=dict(color="#e45756", size=7, symbol="diamond")), 2)
+                             marker=dict(color=PALETTE["newcomer"], size=7, symbol="diamond")), 2)
         for p in (0, 2):  # cursor lines in the two step-indexed panels
             self._add_shape(p, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
         self._add_shape(0, x_domain=True, y_domain=False, type="line", x0=0, x1=1, y0=0, y1=0,
@@ -366,9 +368,9 @@ class KVView(View):
 
     def _build(self) -> None:
         self._add(go.Scatter(x=[], y=[], name=t("kv.reserved"), fill="tozeroy", mode="lines",
-                             line=dict(color="#9ecae9", width=1, shape="hv")))
+                             line=dict(color=PALETTE["kv_reserved"], width=1, shape="hv")))
         self._add(go.Scatter(x=[], y=[], name=t("kv.used"), fill="tozeroy", mode="lines",
-                             line=dict(color="#4c78a8", width=1, shape="hv")))
+                             line=dict(color=PALETTE["kv_used"], width=1, shape="hv")))
         self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
                              marker=dict(color="#222", size=8)))
         self._title()
@@ -399,7 +401,7 @@ class LatencyView(View):
     n_panels = 2
     heights = (0.5, 0.5)
     height = 460
-    PALETTE = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518", "#72b7b2")
+    PALETTE = tuple(SERIES)  # one line per compared run, the palette's colour-blind-safe order
 
     def __init__(self, traces: Trace | dict[str, Trace], k: int = 0, host: tuple | None = None):
         self.traces = traces if isinstance(traces, dict) else {traces.policy: traces}

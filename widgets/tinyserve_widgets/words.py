@@ -102,7 +102,7 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "knob.policy": "policy",
     "knob.batch_size": "batch size",
     "knob.chunk_size": "chunk length",
-    "knob.max_batch_tokens": "token budget",
+    "knob.max_batch_tokens": "token budget (auto: chunk + batch)",
     "knob.timeout": "timeout (s)",
     "knob.order": "newcomers",
     "knob.prefill_first": "prefill-first",
@@ -114,7 +114,7 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "knob.hardware": "hardware (modeled clock)",
     "knob.kv_budget": "KV budget",
     "knob.x": "x axis",
-    "opt.auto": "auto (chunk + batch)",
+    "opt.auto": "auto",
     "opt.full_batch": "full batch",
     "opt.unbounded": "∞ (until no decode runs)",
     "opt.no_cap": "no cap",
@@ -128,6 +128,8 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "explorer.real.running": "Running the real tiny GPT: {done} of {total} requests, step {steps}. "
                              "Interrupt the kernel (■) to stop.",
     "explorer.real.done": "Real run finished: {steps} steps, wall clock measured on this machine ({s:.1f} s).",
+    "explorer.real.scaled": "Scaled down for the real run ({knobs}) so it takes seconds; the dry run above "
+                            "used the full workload.",
     "explorer.real.interrupted": "Real run interrupted after {steps} steps; the previous figures stay.",
     "explorer.real.too_big": "This workload is too long for a real run here ({tokens:,} tokens; limit {limit:,}). "
                              "Lower the request count.",
