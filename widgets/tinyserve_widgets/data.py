@@ -228,7 +228,7 @@ def kv_sentence(trace: Trace, k: int) -> str:
     k = clamp_step(trace, k)
     res, used, unit = kv_series(trace)
     return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
-             pct=100 * used[k] / res[k] if res[k] else 0.0)
+             pct=100 * used[k] / res[k] if res[k] else 0.0, slots=trace.num_slots, slab=trace.slab_tokens)
 
 
 # ------------------------------------------------------------------------------------------------ latency

@@ -31,12 +31,13 @@ TIMEOUTS = [("opt.full_batch", "full"), 0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 WAITS = [1, 5, 20, 100, ("opt.unbounded", math.inf)]
 KV_BUDGETS = [("opt.no_cap", "none")] + [(f"{gb:g} GB", int(gb * 10**9)) for gb in (0.1, 1, 4, 16, 64)]
 RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+SLABS = [("opt.preset_len", "preset"), 256, 512, 1024, 2048, 3072, 4096]  # max_model_len: every slot's slab
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
 CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
-            "workload", "n", "rate", "hardware", "kv_budget", "x")
+            "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "x")
 
 
-NONE = {"auto": None, "full": None, "none": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
+NONE = {"auto": None, "full": None, "none": None, "preset": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
 
 
 def _unset(v):
@@ -70,7 +71,8 @@ class Explorer:
                  kv_budget: int | None = None, x: str = "steps", seed: int = 0, views: tuple[str, ...] = VIEWS,
                  controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
                  width: int = BOARD_WIDTH_PX, policies: tuple[str, ...] | None = None,
-                 real_knobs: dict | None = None, workload_knobs: dict | None = None):
+                 real_knobs: dict | None = None, workload_knobs: dict | None = None,
+                 max_model_len: int | None = None):
         """policies: the policy buttons offered (default: all); real_knobs: workload knobs the real-model run
         uses instead (a scaled-down copy, e.g. {"n": 16}: said in the widget); workload_knobs: fixed knobs of
         a named workload that are not controls (e.g. {"long_output": 400})."""
@@ -100,6 +102,7 @@ class Explorer:
             "hardware": W.Dropdown(options=list_presets(), value=hardware, description=t("knob.hardware"),
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
             "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
+            "max_model_len": _slider("max_model_len", SLABS, max_model_len, "360px"),
             "x": W.ToggleButtons(options=[(t("knob.x.steps"), "steps"), (t("knob.x.time"), "time")], value=x,
                                  description=t("knob.x"), style={"button_width": "auto"}),
         }
@@ -123,7 +126,7 @@ class Explorer:
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
-                            "max_waiting_steps"), ("workload", "n", "rate"), ("hardware", "kv_budget"))]
+                            "max_waiting_steps", "max_model_len"), ("workload", "n", "rate"), ("hardware", "kv_budget"))]
         real = [W.HBox([self.real, self.progress])] if real_button else []
         self.widget = W.VBox(rows + real + [self.message, self.status, self.board.widget],
                              layout=W.Layout(width="100%"))
@@ -148,6 +151,8 @@ class Explorer:
         knobs = {"batch_size": k["batch_size"], "hardware": k["hardware"]}
         if k["kv_budget"] is not None:
             knobs["kv_budget"] = int(k["kv_budget"])
+        if k["max_model_len"] is not None and "max_model_len" in self.controls:
+            knobs["max_model_len"] = int(k["max_model_len"])
         if "chunk_size" in takes:
             knobs["chunk_size"] = k["chunk_size"]
             if k["max_batch_tokens"] is not None:
@@ -225,8 +230,12 @@ class Explorer:
             return None
         ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         self.message.value = ""
-        self.status.value = _small(t("explorer.ok", policy=pol, workload=trace.workload_label(), steps=len(trace.steps),
-                                     slots=trace.num_slots, ms=ms))
+        ok = t("explorer.ok", policy=pol, workload=trace.workload_label(), steps=len(trace.steps),
+               slots=trace.num_slots, ms=ms)
+        rejected = [r.finish_reason for r in trace.requests if r.status == REJECTED]
+        if rejected:
+            ok += " " + t("explorer.rejected", n=len(rejected), total=len(trace.requests), first=_esc(rejected[0])) + "."
+        self.status.value = _small(ok)
         t1, c1 = time.perf_counter(), time.process_time()
         if draw:
             self._set_trace(trace)
@@ -249,6 +258,9 @@ class Explorer:
 
         wl, wl_knobs, pol, knobs = self.settings()
         knobs.pop("hardware", None)  # the wall clock measures this machine
+        # the tiny GPT's real tensors are sized to the run's longest request: 32 slots x 4,096 positions would
+        # take half a GB of a Binder's 1-2 GB; the modeled slab accounting is the dry run's
+        sized = knobs.pop("max_model_len", None) is not None
         scaled = isinstance(wl, str) and bool(self.real_knobs)
         if scaled:  # a smaller copy, so the real run takes seconds on a laptop's CPU
             wl_knobs = {**wl_knobs, **self.real_knobs}
@@ -292,6 +304,8 @@ class Explorer:
         done = t("explorer.real.done", steps=len(trace.steps), s=run.loop_s)
         if scaled:
             done += " " + t("explorer.real.scaled", knobs=", ".join(f"{a}={b}" for a, b in self.real_knobs.items()))
+        if sized:
+            done += " " + t("explorer.real.tensors", slab=trace.slab_tokens)
         self.status.value = _small(done)
         self._set_trace(trace)
         return trace
