@@ -179,7 +179,9 @@ class Run:
         caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
                 if c is not None]
         self.kv_capacity, cap_name = min(caps) if caps else (None, None)
-        server_len = None if slab == "longest" else max_model_len or ((hw.max_model_len or cfg.n_positions) if hw else None)
+        # a server admits at most its model's context: the preset's maximum length is capped by the model run
+        server_len = (None if slab == "longest" else
+                      max_model_len or (min(hw.max_model_len or cfg.n_positions, cfg.n_positions) if hw else None))
         for r in requests:  # a sequence whose slab can never fit is rejected alone
             if r.status != REJECTED:
                 reason = too_big_for(server_len or r.prompt_len + r.max_new_tokens, bpt, self.kv_capacity, cap_name)
