@@ -133,14 +133,15 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
 SLAB_RULES = ("max_model_len", "longest")
 
 
-def slab_rule(slab: str, max_model_len: int | None, hw) -> str:
+def slab_rule(slab: str, max_model_len: int | None, hw, server_len: int | None) -> str:
     """What sizes every slot's slab, in words the trace keeps (Trace.slab_rule)."""
     if slab == "longest":
         return "longest: the run's longest request (a what-if: no server knows it in advance)"
     if max_model_len is not None:
         return "max_model_len: given to the run"
     if hw is not None:
-        return (f"max_model_len: the preset {hw.name}'s" if hw.max_model_len else "max_model_len: the model's context")
+        return (f"max_model_len: the preset {hw.name}'s" if hw.max_model_len == server_len
+                else "max_model_len: the model's context")
     return "longest: the real model's tensors, sized to the run's longest request"
 
 
@@ -189,7 +190,7 @@ class Run:
                     r.status, r.finish_reason = REJECTED, reason
         accepted = [r for r in requests if r.status != REJECTED]
         longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-        self.slab_rule = slab_rule(slab, max_model_len, hw)
+        self.slab_rule = slab_rule(slab, max_model_len, hw, server_len)
         slab_tokens = server_len or longest
         self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab_tokens * bpt), slab_tokens, bpt)
         if dry_run or not accepted:
