@@ -100,11 +100,11 @@ print(p_swap.reveal(len(changes[20])))
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
-plot_timeline(ax, cont, k=20)
+plot_timeline(ax, cont, k=20, max_columns=len(cont.steps))  # one column per step: nothing binned
 ax.set_xlim(14.5, 25.5)
-for s, a, b in changes[20][:6]:
-    ax.annotate(f"{a} → {b}", (20, s), xytext=(21.2, s), fontsize=7, va="center",
-                arrowprops=dict(arrowstyle="-", color=PALETTE["ink"], lw=0.6))
+for s, a, b in changes[20][:4]:
+    ax.annotate(f"slot {s}: {a} → {b}", (20, s), xytext=(22.5, s + 3), fontsize=7, va="center",
+                bbox=dict(boxstyle="round", fc="white", lw=0.4), arrowprops=dict(arrowstyle="-", lw=0.6))
 ax.set_title("zoom on steps 15–25: in step 20 a new request prefills in 31 freed slots", fontsize=10, loc="left");
 
 # %% [markdown]
