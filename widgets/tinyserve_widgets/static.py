@@ -86,7 +86,8 @@ def plot_waste(ax, trace: Trace, k: int):
 
 def _legend_beside(ax, **kw) -> None:
     """A legend right of the axes, never over the data (a patch drawn on a bar of its own colour vanishes)."""
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False, **kw)
+    if ax.get_legend_handles_labels()[0]:  # a trace without steps draws nothing to name
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False, **kw)
 
 
 def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
