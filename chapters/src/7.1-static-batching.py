@@ -56,8 +56,8 @@ short, long_ = sorted(padded.requests, key=lambda r: r.prompt_len)
 # NBVAL_CHECK_OUTPUT
 print(f"short prompt: {short.prompt_len} tokens, computed {short.prefill_computed_tokens} prefill tokens "
       f"({short.prefill_computed_tokens - short.prompt_len} of them padding)")
-print(f"the chapter: a 50-token prompt beside a 4,000-token one pays for 80x the prefill it needs; "
-      f"the engine: {short.prefill_computed_tokens / short.prompt_len:.1f}x")
+print("the chapter: a 50-token prompt beside a 4,000-token one pays for 80x the prefill it needs")
+print(f"the engine:  it computed {short.prefill_computed_tokens / short.prompt_len:.1f}x its own prefill")
 print(p_pad.reveal(short.prefill_computed_tokens))
 alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
 print(f"modeled: its prefill alone would take {alone_ms:.1f} ms; the padded group's prefill step took {padded_ms:.1f} ms")
@@ -122,8 +122,8 @@ print(f"the first group runs {group_steps} steps: 1 prefill + {group_steps - 1} 
 print(f"slot 7: {n_dec} decode steps, {n_dec - n_wasted} useful, {n_wasted} wasted")
 print(p_slot7.reveal(n_wasted))
 wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
-print(f"the chapter: 31 of 32 slots spend 99% of the time making tokens that are thrown away; "
-      f"the engine: {len(shorts)} slots, at least {min(wasted_shares):.1%} of their decode steps")
+print("the chapter: 31 of 32 slots spend 99% of the time making tokens that are thrown away")
+print(f"the engine:  {len(shorts)} slots spend at least {min(wasted_shares):.1%} of their decode steps on them")
 
 # %% [markdown]
 # Step through the real-model run (long answer of `LONG` tokens) with the cursor: every slot's phase, and the
@@ -135,7 +135,7 @@ tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.2), layout="constrained")
 plot_timeline(ax, static)
-ax.set_title("static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)", fontsize=10, loc="left");
+ax.set_title("static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)", fontsize=10);
 
 # %% [markdown]
 # Vermillion is work thrown away; the thin green stripes at the left are the useful steps of the short requests,
@@ -174,9 +174,9 @@ without = e2e[(rs.output_len <= 50) & (longest < 300)]
 # NBVAL_CHECK_OUTPUT
 print(f"traffic asks for {asked:.1f} output tokens/s; the server delivers {m['output_throughput']:.1f} tokens/s")
 print(f"end-to-end latency p50 {m['e2el_ms']['p50'] / 1e3:.1f} s, p99 {m['e2el_ms']['p99'] / 1e3:.1f} s (modeled)")
-print(f"the chapter: the tail belongs to whichever long request shares the group; the engine: short answers "
-      f"(<= 50 tokens) grouped with a >= 300-token answer p50 {np.median(with_long):.1f} s, without one "
-      f"{np.median(without):.1f} s")
+print("the chapter: the tail belongs to whichever long request happened to share the group")
+print(f"the engine:  short answers (<= 50 tokens) grouped with a >= 300-token answer: p50 {np.median(with_long):.1f} s;"
+      f" without one: {np.median(without):.1f} s")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
@@ -224,8 +224,8 @@ for name, tr in runs.items():
     print(f"{name:16s} {ab.queue_wait_s(tr):10.2f}s {tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s "
           f"{ab.wasted_share(tr):18.1%}")
 full, quick = runs["full groups"], runs["timeout 0.5 s"]
-print(f"the chapter: dynamic batching waits less, yet decoding keeps the fastest-finisher waste; the engine: "
-      f"median wait {ab.queue_wait_s(full):.1f} s -> {ab.queue_wait_s(quick):.1f} s, waste "
+print("the chapter: dynamic batching waits less, yet once decoding starts it keeps the fastest-finisher waste")
+print(f"the engine:  median wait {ab.queue_wait_s(full):.1f} s -> {ab.queue_wait_s(quick):.1f} s, waste "
       f"{ab.wasted_share(full):.0%} -> {ab.wasted_share(quick):.0%}")
 print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
 
@@ -258,14 +258,14 @@ ax[1].set(xlabel="wasted share of decode work (%), 0.5 requests/s", title="waste
 # The timeout decides when a group *starts*. Groups get smaller, so a little less is wasted, but every group
 # still decodes until its slowest member is done and seats nobody new meanwhile. Notebook 7.2 fixes that.
 #
-# **Try it.** Static or dynamic, batch size, timeout, arrival rate: each move re-runs the engine's dry run
-# (modeled clock). "Run on the real model" runs 16 of the requests on the tiny GPT (a few seconds; said so
-# under the button).
+# **Try it.** Static or dynamic, batch size, timeout, arrival rate, on 100 requests of this traffic: each move
+# re-runs the engine's dry run (modeled clock). "Run on the real model" runs 16 of them on the tiny GPT (a few
+# seconds; said so under the button).
 
 # %%
 tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, policies=("static", "dynamic"),
             views=("timeline", "waste"), controls=("policy", "batch_size", "timeout", "rate"),
-            real_knobs={"n": 16})
+            workload_knobs={"n": 100}, real_knobs={"n": 16}, k=-1)
 
 # %% [markdown]
 # ## What to remember

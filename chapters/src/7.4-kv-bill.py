@@ -13,7 +13,6 @@
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
-from matplotlib.patches import Rectangle
 
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
@@ -23,6 +22,7 @@ from tinyserve.engine import Engine
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
+from tinyserve_widgets.static import plot_slabs_and_pages
 
 dry = Engine()
 hw = get_preset("h200-70b-fp8")
@@ -106,8 +106,9 @@ fit = sequences_that_fit(hw, lengths, max_len=trace.slab_tokens)
 print(p.reveal(fit.slabs))
 print(f"one slab = {fit.slab_tokens:,} positions = {fit.slab_tokens * fit.bytes_per_token / 1e9:.2f} GB")
 print(f"mean sequence of this traffic: {fit.mean_tokens:.0f} tokens = {fit.mean_tokens * fit.bytes_per_token / 1e9:.3f} GB")
-print(f"the chapter: one slab per slot gives back much of the batching win; the engine: slabs fit {fit.slabs} "
-      f"sequences, allocating exactly what each uses would fit {fit.exact} ({fit.gain:.1f}x as many)")
+print("the chapter: the naive one-slab-per-slot layout gives back much of the batching win")
+print(f"the engine:  slabs fit {fit.slabs} sequences; allocating exactly what each uses would fit {fit.exact} "
+      f"({fit.gain:.1f}x as many)")
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 2), layout="constrained")
@@ -128,7 +129,7 @@ ax.set(xlabel="sequences that fit in the KV memory", title="70B on one H200: con
 
 # %%
 tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("kv", "timeline"),
-            controls=("batch_size", "max_model_len"), real_knobs={"n": 16})
+            controls=("batch_size", "max_model_len"), real_knobs={"n": 16}, k=800)
 
 # %% [markdown]
 # ## 4. What paging will fix
@@ -137,33 +138,11 @@ tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("kv", "timeline"
 # sequence a *page table* from its token positions to whichever blocks it was given, and hand out blocks as
 # the sequence grows. A sequence then wastes at most part of its last block, and a freed block serves any other
 # sequence at once. Below, four slots of the run at one step, laid out both ways (blocks drawn 256 positions
-# long to be visible; real ones hold about 16).
+# long to be visible; real ones hold about 16). Each colour is one sequence.
 
 # %%
-k = len(trace.steps) // 2
-g = trace.phase_grid()
-held = {s: int(g.start[s, k] + g.tokens[s, k]) for s in range(4) if g.request[s, k] >= 0}
-BLOCK, POOL = 256, 64  # drawing only: 64 blocks of 256 positions = the four slabs' memory
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained", width_ratios=[1.2, 1])
-for row, (s, n) in enumerate(held.items()):
-    a1.add_patch(Rectangle((0, row), trace.slab_tokens, 0.7, color=PALETTE["kv_reserved"]))
-    a1.add_patch(Rectangle((0, row), n, 0.7, color=PALETTE["kv_used"]))
-    a1.text(trace.slab_tokens + 60, row + 0.35, f"slot {s}: {n:,} of {trace.slab_tokens:,}", va="center", fontsize=8)
-a1.set(xlim=(0, trace.slab_tokens * 1.45), ylim=(len(held), -0.3), yticks=[], xlabel="positions",
-       title="slabs: one per slot, all reserved")
-free, table = iter(np.random.default_rng(0).permutation(POOL)), {}
-owner = np.full(POOL, -1)
-for row, (s, n) in enumerate(held.items()):
-    table[s] = [int(next(free)) for _ in range(-(-n // BLOCK))]
-    owner[table[s]] = row
-for b in range(POOL):
-    color = PALETTE["kv_used"] if owner[b] >= 0 else "#f2f2f2"
-    a2.add_patch(Rectangle((b % 16, b // 16), 0.9, 0.9, color=color))
-    if owner[b] >= 0:
-        a2.text(b % 16 + 0.45, b // 16 + 0.5, list(held)[owner[b]], ha="center", va="center", color="white", fontsize=7)
-a2.set(xlim=(0, 16), ylim=(4, -1.8), xticks=[], yticks=[], title="blocks: handed out as sequences grow")
-for row, (s, blocks) in enumerate(table.items()):
-    a2.text(0, -1.6 + 0.4 * row, f"page table, slot {s}: blocks {blocks}", fontsize=7, va="top");
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained", width_ratios=[1.2, 1])
+plot_slabs_and_pages(a1, a2, trace, k=len(trace.steps) // 2, block=256);
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -72,10 +72,11 @@ class Explorer:
                  controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
                  width: int = BOARD_WIDTH_PX, policies: tuple[str, ...] | None = None,
                  real_knobs: dict | None = None, workload_knobs: dict | None = None,
-                 max_model_len: int | None = None):
+                 max_model_len: int | None = None, k: int = 0):
         """policies: the policy buttons offered (default: all); real_knobs: workload knobs the real-model run
         uses instead (a scaled-down copy, e.g. {"n": 16}: said in the widget); workload_knobs: fixed knobs of
-        a named workload that are not controls (e.g. {"long_output": 400})."""
+        a named workload that are not controls (e.g. {"long_output": 400}); k: the cursor's first step (negative:
+        from the end)."""
         self.engine = Engine()  # dry runs never load the model
         self.real_knobs, self.fixed_knobs = dict(real_knobs or {}), dict(workload_knobs or {})
         self.seed, self._hold, self.on_trace = seed, False, []
@@ -122,7 +123,7 @@ class Explorer:
         first = self.simulate(draw=False)
         if first is None:  # the starting settings themselves are bad: say so, draw an empty run
             first = Trace(policy, wl, "modeled", hardware, 1, {}, True)
-        self.board = TraceView(first, 0, x, views, cursor=cursor, width=width)
+        self.board = TraceView(first, k if k >= 0 else len(first.steps) + k, x, views, cursor=cursor, width=width)
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",

@@ -7,6 +7,7 @@ import io
 import numpy as np
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from tinyserve.trace import GRID_PHASES, Trace
 
@@ -212,3 +213,43 @@ def board_figure(trace: Trace, k: int = 0, views: tuple[str, ...] = ("timeline",
                 plot_latency(axes[-2], axes[-1], compare or {trace.policy: trace})
     return fig
 
+
+
+def plot_slabs_and_pages(ax_slabs, ax_blocks, trace: Trace, k: int, slots: int = 4, block: int = 256,
+                         pool: int = 64, seed: int = 0):
+    """The first `slots` busy slots at step k laid out two ways: one slab per slot (all reserved), and blocks of
+    `block` positions handed out from a shared pool of `pool` blocks, with each sequence's page table."""
+    g = trace.phase_grid()
+    k = D.clamp_step(trace, k)
+    held = {s: int(g.start[s, k] + g.tokens[s, k]) for s in range(trace.num_slots) if g.request[s, k] >= 0}
+    held = dict(list(held.items())[:slots])
+    colors = [PALETTE[c] for c in ("kv_used", "accent", "useful", "other")]
+    slab = trace.slab_tokens
+    for row, (s, n) in enumerate(held.items()):
+        ax_slabs.add_patch(Rectangle((0, row), slab, 0.7, color=PALETTE["kv_reserved"], alpha=0.45, lw=0))
+        ax_slabs.add_patch(Rectangle((0, row), n, 0.7, color=colors[row % len(colors)], lw=0))
+        ax_slabs.text(slab * 1.02, row + 0.35, t("pages.slab_row", slot=s, n=n, slab=slab), va="center", fontsize=8)
+    ax_slabs.set(xlim=(0, slab * 1.5), ylim=(len(held), -0.3), yticks=[], xlabel=t("pages.positions"))
+    ax_slabs.set_title(t("pages.slabs"), fontsize=10)
+    free = iter(np.random.default_rng(seed).permutation(pool))  # any free block will do: that is the point
+    owner = np.full(pool, -1)
+    table = {}
+    for row, (s, n) in enumerate(held.items()):
+        table[s] = [int(next(free)) for _ in range(-(-n // block))]
+        owner[table[s]] = row
+    cols = 16
+    for b in range(pool):
+        o = owner[b]
+        ax_blocks.add_patch(Rectangle((b % cols, b // cols), 0.9, 0.9, lw=0,
+                                      color=colors[o % len(colors)] if o >= 0 else "#eeeeee"))
+        if o >= 0:
+            ax_blocks.text(b % cols + 0.45, b // cols + 0.5, str(list(held)[o]), ha="center", va="center",
+                           fontsize=7, color="white")
+    rows = -(-pool // cols)
+    top = -0.45 * len(table) - 0.3
+    for row, (s, blocks) in enumerate(table.items()):
+        ax_blocks.text(0, top + 0.45 * row, t("pages.table_row", slot=s, blocks=", ".join(map(str, blocks))),
+                       fontsize=7, va="top", color=colors[row % len(colors)])
+    ax_blocks.set(xlim=(0, cols), ylim=(rows, top - 0.2), xticks=[], yticks=[])
+    ax_blocks.set_title(t("pages.blocks", block=block), fontsize=10)
+    return held, table

@@ -29,7 +29,7 @@ TEMPLATE = {"layout": {"paper_bgcolor": "white", "plot_bgcolor": "white", "font"
                        "xaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"},
                        "yaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"}}}
 MAX_SERIES = 6  # traces a LatencyView compares at most
-VIEW_WIDTH_PX = 900  # a view shown alone (autosize gave ~550 px in JupyterLab)
+VIEW_WIDTH_PX = 810  # a view shown alone (autosize gave ~550 px in JupyterLab): BOARD_WIDTH_PX
 
 
 # After every update from Python, plotly's widget code in the browser diffs every trace of the figure against

@@ -72,6 +72,12 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "kv.used": "used",
     "kv.sentence": "Step {k}: {used:.1f} of {reserved:.1f} {unit} reserved are used ({pct:.0f}%); "
                    "{slots} slots × a slab of {slab:,} positions, reserved from step 0.",
+    # slabs vs pages (7.4)
+    "pages.slabs": "slabs: one per slot, all reserved",
+    "pages.blocks": "blocks of {block} positions, handed out as sequences grow",
+    "pages.positions": "positions",
+    "pages.slab_row": "slot {slot}: {n:,} of {slab:,}",
+    "pages.table_row": "page table of slot {slot}: blocks {blocks}",
     # latency
     "lat.ttft": "time to first token",
     "lat.e2e": "end-to-end",
