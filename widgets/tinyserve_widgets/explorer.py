@@ -79,6 +79,7 @@ class Explorer:
         from the end)."""
         self.engine = Engine()  # dry runs never load the model
         self.real_knobs, self.fixed_knobs = dict(real_knobs or {}), dict(workload_knobs or {})
+        first_k = k  # the name k is the knobs' below
         self.seed, self._hold, self.on_trace = seed, False, []
         self.custom = None if isinstance(workload, str) else list(workload)
         names = list(WORKLOADS) + ([workload] if isinstance(workload, str) and workload not in WORKLOADS else []) + (
@@ -123,7 +124,8 @@ class Explorer:
         first = self.simulate(draw=False)
         if first is None:  # the starting settings themselves are bad: say so, draw an empty run
             first = Trace(policy, wl, "modeled", hardware, 1, {}, True)
-        self.board = TraceView(first, k if k >= 0 else len(first.steps) + k, x, views, cursor=cursor, width=width)
+        self.board = TraceView(first, first_k if first_k >= 0 else len(first.steps) + first_k, x, views, cursor=cursor,
+                               width=width)
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
