@@ -137,8 +137,9 @@ class View:
     # ---- parts of the figure ---------------------------------------------------------------------------------
     def _add(self, trace, panel: int = 0) -> None:
         trace.xaxis, trace.yaxis = self.panels[panel]
-        if trace.showlegend is not False:
-            trace.legend = self.legend
+        # every trace to its view's legend, hidden entries too: one with a legendgroup left on the first legend
+        # made plotly stack that legend's (another view's) entries vertically
+        trace.legend = self.legend
         self.fig.add_trace(trace)
         self._traces.append(len(self.fig.data) - 1)
 
@@ -165,7 +166,8 @@ class View:
         return self.fig.layout.annotations[self._notes[i]]
 
     def _title(self, panel: int = 0) -> None:
-        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", font=dict(size=13))
+        # a line above the legend's (which sits on the panel's top edge): a long title never runs into it
+        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", yshift=22, font=dict(size=13))
 
     def xaxis(self, panel: int = 0):
         return self.fig.layout[_axis_name(self.panels[panel][0])]
