@@ -249,7 +249,7 @@ def test_an_abort_frees_its_slot_and_changes_no_one_elses_tokens(model, seed, sp
     expected = {r.id: greedy_alone(model, r) for r in reqs}
     kv_budget, slab = budget_for(reqs, slabs, 0.5)
     policy, knobs = policy_args(name, b, timeout, chunk, extra)
-    run = Engine(model).start(reqs, policy, kv_budget=kv_budget, **knobs)
+    run = Engine(model).start(reqs, policy, kv_budget=kv_budget, slab="longest", **knobs)  # budgets in such slabs
     while len(run.steps) < at and not run.done:
         run.step()
     assume(not run.done)
