@@ -259,13 +259,13 @@ ax[1].set(xlabel="wasted share of decode work (%), 0.5 requests/s", title="waste
 # still decodes until its slowest member is done and seats nobody new meanwhile. Notebook 7.2 fixes that.
 #
 # **Try it.** Static or dynamic, batch size, timeout, arrival rate, on 100 requests of this traffic: each move
-# re-runs the engine's dry run (modeled clock). "Run on the real model" runs 16 of them on the tiny GPT (a few
+# re-runs the engine's dry run (modeled clock). "Run on the real model" runs 12 of them on the tiny GPT (a few
 # seconds; said so under the button).
 
 # %%
 tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, policies=("static", "dynamic"),
             views=("timeline", "waste"), controls=("policy", "batch_size", "timeout", "rate"),
-            workload_knobs={"n": 100}, real_knobs={"n": 16}, k=-1)
+            workload_knobs={"n": 100}, real_knobs={"n": 12}, k=-1)
 
 # %% [markdown]
 # ## What to remember
