@@ -416,7 +416,7 @@ class LatencyView(View):
                 self._add(go.Scatter(x=[], y=[], mode="lines", line=dict(color=color, shape="hv"), name="",
                                      legendgroup=str(i), showlegend=p == 0, visible=False), p)
                 self._add(go.Scatter(x=[], y=[], mode="markers+text", text=[t("lat.p50"), t("lat.p99")],
-                                     textposition="middle right", marker=dict(color=color, size=8),
+                                     textposition="middle right", marker=dict(color=color, size=8), cliponaxis=False,
                                      showlegend=False, legendgroup=str(i), visible=False), p)
         for p, key in ((0, "lat.ttft"), (1, "lat.e2e")):
             self._title(p)
