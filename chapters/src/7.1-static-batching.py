@@ -186,8 +186,8 @@ ax.set(xscale="log", xlabel="the request's own answer length (tokens)", ylabel="
        title="a short answer's latency depends on who shared its group");
 
 # %% [markdown]
-# Averaged over the run the server keeps up, so a throughput dashboard looks healthy. Per request it does not:
-# a 20-token answer's latency is set by the longest answer in its group (yellow dots high on the left).
+# Averaged over the run the server keeps up; per request it does not: a 20-token answer's latency is set by the
+# longest answer in its group (yellow dots high on the left).
 #
 # ## 4. Dynamic batching: a timeout for waiting, not for waste
 #
@@ -255,8 +255,8 @@ ax[1].barh(names, [100 * ab.wasted_share(runs[n]) for n in names], color=PALETTE
 ax[1].set(xlabel="wasted share of decode work (%), 0.5 requests/s", title="waste: still there");
 
 # %% [markdown]
-# The timeout decides when a group *starts*. Groups get smaller, so a little less is wasted, but every group
-# still decodes until its slowest member is done and seats nobody new meanwhile. Notebook 7.2 fixes that.
+# The timeout decides when a group *starts*. Smaller groups waste a little less, but each still decodes until
+# its slowest member is done and seats nobody new meanwhile. Notebook 7.2 fixes that.
 #
 # **Try it.** Static or dynamic, batch size, timeout, arrival rate, on 100 requests of this traffic: each move
 # re-runs the engine's dry run (modeled clock). "Run on the real model" runs 12 of them on the tiny GPT (a few
