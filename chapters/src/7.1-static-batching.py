@@ -1,29 +1,28 @@
 # %% [markdown]
 # # 7.1 Static batching and the fastest finisher
 #
-# **What you will see in this notebook**
+# **What you will see.** The batching everyone writes first: gather requests into a group, compute their
+# prompts together, then decode until *every* member is done. You will watch it waste work twice — on padding,
+# and on slots whose request has already finished — and see what a timeout does and does not change.
 #
-# 1. The simplest batching anyone writes: collect requests into a group, run the group's prompts together
-#    (padded to the longest), then decode until *every* member is done.
-# 2. **Padding**: a short prompt grouped with a long one pays for the long one's prefill (F2).
-# 3. **The fastest finisher**: one long answer keeps 31 finished requests' slots computing tokens nobody will
-#    read (F3), and the requests queued behind the group wait for it (F4).
-# 4. **Dynamic batching**: a timeout shortens the wait to *start* a group, but not the waste once it runs (F5).
-#
-# The runs use the real tiny GPT. Counts (tokens, steps, slots) are the same on every machine; times are
-# *modeled* for a 70B-class model on an NVIDIA H200 (see 7.0), so they are the same everywhere too.
+# Words used below. A **slot** is one place in the batch: one sequence per slot. **Prefill** computes a
+# request's whole prompt in one step; **decode** then makes one new token per step. Counts (tokens, steps) come
+# from the real tiny GPT or its step-for-step replay; times are *modeled* for a 70B-class model on one NVIDIA
+# H200 (notebook 7.0), so every number here is the same on every machine.
 
 # %%
-
 import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+import tinyserve_widgets as tw
+from tinyserve.analysis import batching as ab
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
-from tinyserve_widgets.static import plot_timeline
+from tinyserve.workloads import get_workload
+from tinyserve_widgets.palette import HATCH, PALETTE
 from tinyserve_widgets.predict import Predict
-
+from tinyserve_widgets.static import plot_timeline
 
 # ▶ CHAPTER_SCALE: False runs the fastest-finisher scenario on the real model with a 400-token long answer
 #   (seconds); True runs the chapter's 2,000 tokens on the real model too (about 4× longer).
@@ -38,14 +37,15 @@ print(clock.hardware.description)
 # %% [markdown]
 # ## 1. Padding
 #
-# A static batch computes its prompts as one rectangle: every prompt is padded to the longest one in the
-# group, and the padding goes through every layer like real tokens. The workload `chapter-7.1-padding` holds
-# a 50-token prompt and a 4,000-token prompt that arrive together.
+# A static group computes its prompts as one rectangle: each prompt is padded to the longest, and the padding
+# runs through every layer like real tokens. `chapter-7.1-padding` sends a 50-token and a 4,000-token prompt
+# together.
 #
 # **Predict.** How many prompt tokens will the engine compute on behalf of the 50-token request?
 
 # %%
-p_pad = Predict("How many prompt tokens will the engine compute for the 50-token request?", unit="tokens", lo=0)
+p_pad = Predict("How many prompt tokens will the engine compute for the 50-token request?", unit="tokens",
+                lo=0, hi=1e6)
 p_pad
 
 # %%
@@ -56,51 +56,42 @@ short, long_ = sorted(padded.requests, key=lambda r: r.prompt_len)
 # NBVAL_CHECK_OUTPUT
 print(f"short prompt: {short.prompt_len} tokens, computed {short.prefill_computed_tokens} prefill tokens "
       f"({short.prefill_computed_tokens - short.prompt_len} of them padding)")
-print(f"F2: the short prompt computed {short.prefill_computed_tokens / short.prompt_len:.1f}× its own prefill")
-print(f"padding tokens in the run: {padded.metrics()['padding_tokens']}")
+print("the chapter: a 50-token prompt beside a 4,000-token one pays for 80x the prefill it needs")
+print(f"the engine:  it computed {short.prefill_computed_tokens / short.prompt_len:.1f}x its own prefill")
 print(p_pad.reveal(short.prefill_computed_tokens))
 alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
-print(f"modeled: its prefill alone would take {alone_ms:.1f} ms; the padded batch's prefill step took {padded_ms:.1f} ms")
+print(f"modeled: its prefill alone would take {alone_ms:.1f} ms; the padded group's prefill step took {padded_ms:.1f} ms")
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 1.8))
+fig, ax = plt.subplots(figsize=(8, 1.8), layout="constrained")
 for i, r in enumerate((short, long_)):
-    ax.barh(i, r.prompt_len, color="#4c78a8", label="own prompt" if i == 0 else None)
-    ax.barh(i, r.prefill_computed_tokens - r.prompt_len, left=r.prompt_len, color="#bab0ac",
-            label="padding" if i == 0 else None)
+    ax.barh(i, r.prompt_len, color=PALETTE["prefill"], label="its own prompt" if i == 0 else None)
+    ax.barh(i, r.prefill_computed_tokens - r.prompt_len, left=r.prompt_len, color=PALETTE["padding"],
+            hatch=HATCH["padding"], edgecolor="#8a7d00", lw=0, label="padding" if i == 0 else None)
 ax.set(yticks=[0, 1], yticklabels=[f"{short.prompt_len}-token prompt", f"{long_.prompt_len}-token prompt"],
-       xlabel="prompt tokens computed in the batch's prefill")
-ax.legend(loc="lower right", fontsize=8)
-ax.set_title("padding: the short prompt is computed as if it were as long as the longest", fontsize=10);
-
-# %% [markdown]
-# The padding is real work: 3,950 positions that run through the whole network and are then thrown away. On
-# a GPU the long prompt's prefill is compute-bound, so the padded rows cost nearly as much as real ones.
+       xlabel="prompt tokens computed in the group's prefill")
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+ax.set_title("the short prompt is computed as if it were as long as the longest", fontsize=10);
 
 # %% [markdown]
 # ## 2. The fastest finisher
 #
-# The workload `chapter-7.1-finisher` sends 63 requests at once to an engine with 32 slots: one request wants
-# a 2,000-token answer, all the others want 20 tokens. Static batching takes the first 32 as a group. The
-# group ends only when its *last* member is done, and the engine cannot hand a finished member's slot to
-# anybody: the slot keeps running decode steps whose tokens are discarded (marked **wasted**).
+# `chapter-7.1-finisher` sends 63 requests at once to 32 slots: one wants a 2,000-token answer, the others 20
+# tokens. The first group of 32 ends only when its *last* member is done. A finished member's slot cannot be
+# handed to anybody, so it keeps computing decode tokens that are thrown away (**wasted**).
 #
-# **Predict.** Slot 7 holds a 20-token request in the first group. Of the decode steps its slot runs before the
-# group ends, how many are wasted?
+# **Predict.** Slot 7 holds a 20-token request in the first group. How many of its decode steps are wasted?
 
 # %%
-p_slot7 = Predict("How many of slot 7's decode steps are wasted?", unit="steps", lo=0)
+p_slot7 = Predict("How many of slot 7's decode steps are wasted?", unit="steps", lo=0, hi=1e5)
 p_slot7
 
 # %%
-from tinyserve.workloads import get_workload
-
 LONG = 2000 if CHAPTER_SCALE else 400
-
-real = engine.run(get_workload("chapter-7.1-finisher", long_output=LONG), "static", batch_size=32,
-                  progress=False)  # the real model
-replay = dry.run(get_workload("chapter-7.1-finisher", long_output=LONG), "static", batch_size=32,
-                 dry_run=True, progress=False)  # the same requests, no model
+scaled = {"long_output": LONG}
+real = engine.run("chapter-7.1-finisher", "static", batch_size=32, workload_knobs=scaled, progress=False)  # model
+replay = dry.run("chapter-7.1-finisher", "static", batch_size=32, workload_knobs=scaled, dry_run=True,
+                 progress=False)  # the same requests, no model
 
 
 def composition(trace):
@@ -113,15 +104,14 @@ print(f"real model, long answer {LONG} tokens: {len(real.steps)} steps, "
 print(f"the dry run computes the very same steps: {composition(real) == composition(replay)}")
 
 # %% [markdown]
-# The dry run agrees step for step with the real model, so from here on the chapter-scale numbers come from
-# dry runs (milliseconds instead of seconds).
+# The replay agrees step for step with the real model, so the chapter-scale numbers below come from dry runs.
 
 # %%
-finisher = get_workload("chapter-7.1-finisher")  # 63 requests for 32 slots: 31 of them queue
-static = dry.run(finisher, "static", batch_size=32, dry_run=True, progress=False)
+static = dry.run("chapter-7.1-finisher", "static", batch_size=32, dry_run=True, progress=False)
 grid = static.slot_phases()
-first_group = [r for r in static.requests if r.slot >= 0 and r.admitted_s == 0.0]
-group_steps = max(i for i, s in enumerate(static.steps) if any(w.request_id == "r0" for w in s.works)) + 1
+ra = static.request_arrays()
+group_steps = int(ra.last_step[ra.ids.index("r0")]) + 1  # the first group ends with r0, the long answer
+shorts = [r for r in static.requests if r.id != "r0" and 0 <= r.slot and ra.first_step[ra.ids.index(r.id)] == 0]
 slot7 = grid[7, :group_steps]
 
 # %%
@@ -131,161 +121,166 @@ n_wasted = int(np.sum(slot7 == "wasted"))
 print(f"the first group runs {group_steps} steps: 1 prefill + {group_steps - 1} decode steps")
 print(f"slot 7: {n_dec} decode steps, {n_dec - n_wasted} useful, {n_wasted} wasted")
 print(p_slot7.reveal(n_wasted))
-shorts = [r for r in first_group if r.id != "r0"]
 wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
-print(f"F3: {len(shorts)} of the 32 slots spend {min(wasted_shares):.1%} of their decode steps making tokens "
-      f"that are thrown away")
-print(f"wasted decode tokens in the first group: {sum(int(np.sum(grid[r.slot, :group_steps] == 'wasted')) for r in shorts):,}")
+print("the chapter: 31 of 32 slots spend 99% of the time making tokens that are thrown away")
+print(f"the engine:  {len(shorts)} slots spend at least {min(wasted_shares):.1%} of their decode steps on them")
 
 # %% [markdown]
-# Step through the real-model run of section 2 (long answer of `LONG` tokens) with the cursor (press ▶ or
-# drag): the timeline shows every slot's phase, the meter counts useful, padded, wasted and idle slot-steps so
-# far. The static picture below it shows the chapter-scale run (2,000 tokens).
+# Step through the real-model run (long answer of `LONG` tokens) with the cursor: every slot's phase, and the
+# meter of useful, padding, wasted and idle slot-steps so far. Below it, the chapter-scale run as a picture.
 
 # %%
-import tinyserve_widgets as tw
-
 tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 
 # %%
-fig, ax = plt.subplots(figsize=(10, 4.2))
+fig, ax = plt.subplots(figsize=(10, 4.2), layout="constrained")
 plot_timeline(ax, static)
 ax.set_title("static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)", fontsize=10);
 
 # %% [markdown]
-# Red is work thrown away. The thin green stripes at the left are the 20 useful steps of each short request;
-# the single long green line is the request everyone waits for. The second group (far right) only starts when
-# the long request is done.
-
-# %% [markdown]
+# Vermillion is work thrown away; the thin green stripes at the left are the useful steps of the short requests,
+# the long green line the request everyone waits for. The second group (far right) starts only after it.
+#
 # ## 3. Throughput looks fine; the tail does not
 #
-# In the finisher run, a 20-token request that landed in the second group waited for the whole of the long
-# request before its own prefill started:
-
-# %%
-def e2e_s(r):
-    return r.finish_s - r.arrival_s
-
-
-second = [r for r in static.requests if r.admitted_s and r.admitted_s > 0]
+# Two latencies: **TTFT** (time to first token) runs from a request's arrival to its first token; the
+# **end-to-end** latency to its last. Over many requests, **p50** is the median (half finish sooner) and **p99**
+# the value only 1 in 100 exceeds: the tail. A 20-token request of the second group waited for all of r0:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"20-token requests in the first group: done after {np.median([e2e_s(r) for r in shorts]):.2f} s (modeled)")
-print(f"20-token requests queued for the second group: done after {np.median([e2e_s(r) for r in second]):.2f} s")
+second = [r.id for r in static.requests if r.admitted_s and r.admitted_s > 0]
+print(f"20-token requests in the first group: done after {np.median(ab.e2e_s(static, [r.id for r in shorts])):.2f} s "
+      f"(modeled)")
+print(f"20-token requests queued for the second group: done after {np.median(ab.e2e_s(static, second)):.2f} s")
 
 # %% [markdown]
-# That is an extreme case. Now take realistic traffic: `chapter-7.2-longtail` mixes short chat turns with long
-# retrieval-augmented answers, arriving at random, here at 0.5 requests per second. Serve it with static
-# batching that starts a group after at most 0.5 s of waiting (the dynamic batching of section 4), and compare
-# the throughput the server reaches with the throughput the traffic asks for.
+# Now realistic traffic: `chapter-7.2-longtail` mixes short chat turns with long retrieval-augmented answers,
+# arriving at random, here 0.5 requests per second. Serve it with groups that start after at most 0.5 s of
+# waiting (the dynamic batching of section 4), and compare the throughput with what the traffic asks for.
 
 # %%
-from collections import defaultdict
-
 traffic = get_workload("chapter-7.2-longtail", rate=0.5)
 served = dry.run(traffic, "dynamic", batch_size=32, timeout=0.5, dry_run=True, progress=False)
 m = served.metrics()
 asked = sum(r.max_new_tokens for r in traffic) / max(r.arrival_s for r in traffic)
-groups = defaultdict(list)  # a static group = the requests admitted in the same step
-for r in served.requests:
-    groups[r.admitted_s].append(r)
-group_longest = {r.id: max(x.output_len for x in groups[r.admitted_s]) for r in served.requests}
-short_with_long = [e2e_s(r) for r in served.requests if r.output_len <= 50 and group_longest[r.id] >= 300]
-short_without = [e2e_s(r) for r in served.requests if r.output_len <= 50 and group_longest[r.id] < 300]
+rs = served.request_arrays()
+longest = ab.group_longest_output(served)  # the longest answer in each request's group
+e2e = ab.e2e_s(served, rs.ids)
+with_long = e2e[(rs.output_len <= 50) & (longest >= 300)]
+without = e2e[(rs.output_len <= 50) & (longest < 300)]
 
 # %%
 # NBVAL_CHECK_OUTPUT
 print(f"traffic asks for {asked:.1f} output tokens/s; the server delivers {m['output_throughput']:.1f} tokens/s")
-print(f"latency p50 {m['e2el_ms']['p50'] / 1e3:.1f} s, p99 {m['e2el_ms']['p99'] / 1e3:.1f} s (modeled)")
-print(f"F4: short answers (<= 50 tokens) grouped with a >= 300-token answer: p50 {np.median(short_with_long):.1f} s; "
-      f"grouped without one: p50 {np.median(short_without):.1f} s")
+print(f"end-to-end latency p50 {m['e2el_ms']['p50'] / 1e3:.1f} s, p99 {m['e2el_ms']['p99'] / 1e3:.1f} s (modeled)")
+print("the chapter: the tail belongs to whichever long request happened to share the group")
+print(f"the engine:  short answers (<= 50 tokens) grouped with a >= 300-token answer: p50 {np.median(with_long):.1f} s;"
+      f" without one: {np.median(without):.1f} s")
 
 # %%
-fig, ax = plt.subplots(figsize=(8, 3.4))
-lens = np.array([r.output_len for r in served.requests])
-e2e = np.array([e2e_s(r) for r in served.requests])
-longest = np.array([group_longest[r.id] for r in served.requests])
-sc = ax.scatter(lens, e2e, c=longest, cmap="viridis", s=18)
+fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+sc = ax.scatter(rs.output_len, e2e, c=longest, cmap="viridis", s=18)
 fig.colorbar(sc, ax=ax, label="longest answer in its group (tokens)")
 ax.set(xscale="log", xlabel="the request's own answer length (tokens)", ylabel="end-to-end latency (s, modeled)",
-       title="static groups: a short answer's latency depends on who it was grouped with");
+       title="a short answer's latency depends on who shared its group");
 
 # %% [markdown]
-# On average the server keeps up with the traffic, so a throughput dashboard looks healthy. Per request it
-# does not: a 20-token answer's latency is set less by its own length than by the longest answer that
-# happened to share its group (the yellow dots high up on the left).
-
-# %% [markdown]
+# Averaged over the run the server keeps up; per request it does not: a 20-token answer's latency is set by the
+# longest answer in its group (yellow dots high on the left).
+#
 # ## 4. Dynamic batching: a timeout for waiting, not for waste
 #
-# A static server that waits for a *full* group of 32 leaves early arrivals waiting when traffic is light.
-# **Dynamic batching** starts the group when it is full *or* when its oldest request has waited `timeout`
-# seconds (latecomers join the pending group until then). Same traffic, several timeouts.
+# Waiting for a *full* group of 32 leaves early arrivals waiting. **Dynamic batching** starts the group when
+# it is full *or* when its oldest request has waited `timeout` seconds; latecomers join the pending group until
+# then. The chapter's timeout may vary with the load; ours is a fixed number of seconds.
 #
-# **Predict.** Waiting for full groups throws away about three quarters of the decode work. What share will
-# a 0.5 s timeout still throw away?
+# **Predict.** Full groups throw away about three quarters of the decode work. What share will a 0.5 s
+# timeout still throw away?
 
 # %%
 p_waste = Predict("What share of the decode work will a 0.5 s timeout still throw away?", unit="%", lo=0, hi=100)
 p_waste
 
 # %%
-def queue_wait_s(trace):
-    return float(np.mean([r.admitted_s - r.arrival_s for r in trace.requests if r.admitted_s is not None]))
+TIMEOUTS = (4.0, 2.0, 1.0, 0.5, 0.1)
 
 
-def wasted_share(mm):
-    return mm["wasted_decode_tokens"] / (mm["decode_tokens"] + mm["wasted_decode_tokens"])
+def timeout_runs(rate):
+    wl = get_workload("chapter-7.2-longtail", rate=rate)
+    runs = {"full groups": dry.run(wl, "static", batch_size=32, dry_run=True, progress=False)}
+    for t in TIMEOUTS:
+        runs[f"timeout {t} s"] = dry.run(wl, "dynamic", batch_size=32, timeout=t, dry_run=True, progress=False)
+    return runs
 
 
-runs = {"static (full group)": dry.run(traffic, "static", batch_size=32, dry_run=True, progress=False)}
-for t in (4.0, 2.0, 1.0, 0.5, 0.1):
-    runs[f"dynamic, timeout {t} s"] = dry.run(traffic, "dynamic", batch_size=32, timeout=t, dry_run=True, progress=False)
+runs = timeout_runs(0.5)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'policy':24s} {'mean wait':>10s} {'p99 e2e':>9s} {'wasted decode work':>19s}")
+print("0.5 requests/s; wait = arrival to first computed step, the median over requests")
+print(f"{'policy':16s} {'median wait':>11s} {'p99 e2e':>8s} {'wasted decode work':>19s}")
 for name, tr in runs.items():
-    mm = tr.metrics()
-    print(f"{name:24s} {queue_wait_s(tr):9.2f}s {mm['e2el_ms']['p99'] / 1e3:8.1f}s {wasted_share(mm):18.1%}")
-full, quick = runs["static (full group)"], runs["dynamic, timeout 0.5 s"]
-print(f"F5: a 0.5 s timeout cuts the mean wait from {queue_wait_s(full):.1f} s to {queue_wait_s(quick):.1f} s, "
-      f"yet {wasted_share(quick.metrics()):.0%} of the decode work is still thrown away "
-      f"(full groups: {wasted_share(full.metrics()):.0%})")
-print(p_waste.reveal(round(100 * wasted_share(quick.metrics()), 1)))
+    print(f"{name:16s} {ab.queue_wait_s(tr):10.2f}s {tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s "
+          f"{ab.wasted_share(tr):18.1%}")
+full, quick = runs["full groups"], runs["timeout 0.5 s"]
+print("the chapter: dynamic batching waits less, yet once decoding starts it keeps the fastest-finisher waste")
+print(f"the engine:  median wait {ab.queue_wait_s(full):.1f} s -> {ab.queue_wait_s(quick):.1f} s, waste "
+      f"{ab.wasted_share(full):.0%} -> {ab.wasted_share(quick):.0%}")
+print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
+
+# %% [markdown]
+# From 4 s down to 0.1 s, the timeout barely moves the wait. Our server runs **one group at a time**: at this
+# load a group decodes for several seconds (it usually holds a long answer), so a new request mostly waits for
+# *the group ahead to finish*, not for its own timeout. The timeout only matters when the server is idle when
+# requests arrive. At a fifth of the load it is:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+light = timeout_runs(0.1)
+print("median wait (s) for each timeout " + " / ".join(f"{t:g}" for t in TIMEOUTS))
+for rate, rr in ((0.5, runs), (0.1, light)):
+    print(f"  {rate} requests/s: " + " / ".join(f"{ab.queue_wait_s(rr[f'timeout {t} s']):.2f}" for t in TIMEOUTS))
 
 # %%
 names = list(runs)
-fig, ax = plt.subplots(1, 2, figsize=(10, 3))
-ax[0].barh(names, [queue_wait_s(runs[n]) for n in names], color="C0")
-ax[0].set(xlabel="mean wait before the group starts (s)", title="waiting: the timeout helps")
-ax[1].barh(names, [100 * wasted_share(runs[n].metrics()) for n in names], color="#e15759")
-ax[1].set(xlabel="wasted share of decode work (%)", title="waste: still there", yticklabels=[])
-plt.tight_layout()
+fig, ax = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
+for rate, rr, color in ((0.5, runs, PALETTE["prefill"]), (0.1, light, PALETTE["accent"])):
+    ax[0].plot(TIMEOUTS, [ab.queue_wait_s(rr[f"timeout {t} s"]) for t in TIMEOUTS], "o-", color=color,
+               label=f"{rate} requests/s")
+ax[0].set(xscale="log", xlabel="timeout (s)", ylabel="median wait (s)", title="waiting: the timeout helps at light load")
+ax[0].legend(fontsize=8, frameon=False)
+ax[1].barh(names, [100 * ab.wasted_share(runs[n]) for n in names], color=PALETTE["wasted"], hatch=HATCH["wasted"],
+           edgecolor="white", lw=0)
+ax[1].set(xlabel="wasted share of decode work (%), 0.5 requests/s", title="waste: still there");
 
 # %% [markdown]
-# The timeout decides when a group *starts*. Groups get smaller, so a little less is wasted, but every group
-# still decodes until its slowest member is done and still cannot seat anyone new meanwhile. Fixing that needs
-# a scheduler that lets a finished request go and seats a waiting one *during* decoding — notebook 7.2.
+# The timeout decides when a group *starts*. Smaller groups waste a little less, but each still decodes until
+# its slowest member is done and seats nobody new meanwhile. Notebook 7.2 fixes that.
+#
+# **Try it.** Static or dynamic, batch size, timeout, arrival rate, on 100 requests of this traffic: each move
+# re-runs the engine's dry run (modeled clock). "Run on the real model" runs 12 of them on the tiny GPT (a few
+# seconds; said so under the button).
+
+# %%
+tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, policies=("static", "dynamic"),
+            views=("timeline", "waste"), controls=("policy", "batch_size", "timeout", "rate"),
+            workload_knobs={"n": 100}, real_knobs={"n": 12}, k=-1)
 
 # %% [markdown]
 # ## What to remember
 #
-# * Static batching pads every prompt in a group to the longest: a 50-token prompt with a 4,000-token one pays
-#   for 80× its own prefill (**F2**).
-# * A group decodes until its slowest member is done; with one 2,000-token answer among 20-token ones, 31 of 32
-#   slots spend 99% of their steps on discarded tokens (**F3**).
-# * Throughput averaged over the run can match what the traffic asks for while per-request latency is set by
-#   the longest answer that happened to share the group (**F4**).
-# * Dynamic batching's timeout shortens the wait for a group to start, but the waste inside the group stays
-#   (**F5**).
+# * Static batching pads every prompt in a group to the longest: a 50-token prompt beside a 4,000-token one pays
+#   for 80× its own prefill.
+# * A group decodes until its slowest member is done: with one 2,000-token answer among 20-token ones, 31 of 32
+#   slots spend 99% of their decode steps on discarded tokens.
+# * Throughput can match the traffic while p99 latency is set by the longest answer that shared the group.
+# * A timeout shortens the wait only when the server is idle; the waste inside a group stays.
 #
 # ## Questions
 #
 # 1. Why does padding cost real computation rather than just memory?
 # 2. In the finisher run, what decides when the first group's slots become free?
 # 3. Why can average throughput look acceptable while p99 latency is terrible?
-# 4. What does dynamic batching's timeout change, and what does it leave as it was?
-# 5. What would a scheduler need to be able to do to avoid the red area in the slot timeline?
+# 4. At 0.5 requests/s, why does a 0.1 s timeout give about the same wait as a 4 s one?
+# 5. What would a scheduler need to be able to do to avoid the vermillion area in the slot timeline?

@@ -1,158 +1,172 @@
 # %% [markdown]
 # # 7.4 The bill for Chapter 8: KV memory
 #
-# **What you will see in this notebook**
-#
-# 1. Each running sequence carries a KV cache (the keys and values of every token it has seen) that grows by
-#    one token per step.
-# 2. The engine's simple layout — one fixed *slab* per slot, sized for the longest sequence allowed — and how
-#    much of what it reserves is actually used during a continuous-batching run.
-# 3. How many sequences a 70B model on one H200 can hold with slabs, and how many it could hold if each
-#    sequence took only what it uses (F9).
-# 4. What Chapter 8's paging changes.
+# **What you will see.** Continuous batching lets sequences enter and leave every step. What then limits how
+# many run at once is memory for their **KV cache**: the key and value vectors every token leaves in every
+# layer, kept so later tokens can attend to it without recomputing. You will see how a simple server lays that
+# memory out — one fixed *slab* per slot — how little of it holds tokens, how many sequences a 70B model on one
+# H200 can serve that way and how many it could, and what Chapter 8's paging changes.
 #
 # KV bytes here are those of the modeled 70B-class model (bf16 K and V, 8 KV heads × 128 dimensions × 80
 # layers) in the memory an H200 has left after the weights.
 
 # %%
-
 import numpy as np
 import matplotlib.pyplot as plt
 
-import tinyserve
+import tinyserve_widgets as tw
+from tinyserve.analysis import batching as ab
 from tinyserve.cache import sequences_that_fit
 from tinyserve.clock import get_preset
 from tinyserve.engine import Engine
 from tinyserve.workloads import get_workload
+from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
-
+from tinyserve_widgets.static import plot_slabs_and_pages
 
 dry = Engine()
 hw = get_preset("h200-70b-fp8")
 print(hw.description)
-print(f"KV per token: {hw.kv_bytes_per_token:,.0f} bytes ({hw.kv_dtype}); "
-      f"memory left for KV after the weights: {hw.kv_memory_bytes / 1e9:.2f} GB")
+print(f"KV memory left after the weights: {hw.kv_memory_bytes / 1e9:.2f} GB; the server's maximum length "
+      f"(max_model_len): {hw.max_model_len:,} positions")
 
 # %% [markdown]
 # ## 1. A sequence's KV grows with it
 #
-# Every token a sequence processes leaves its key and value vectors in every layer, so the next tokens can
-# attend to it. A sequence holding *n* tokens needs *n* × (bytes per token). For this model:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-for n in (100, 1000, 4096):
-    print(f"{n:5d} tokens of context: {n * hw.kv_bytes_per_token / 1e9:6.3f} GB of KV")
-
-# %% [markdown]
-# ## 2. Slabs: reserve the maximum, use what you need
-#
-# The engine gives every slot one contiguous slab big enough for the longest sequence it may hold. That makes
-# continuous batching simple — a slot's memory is ready the moment a new sequence enters — but a sequence
-# that ends after 60 tokens has reserved room for thousands. Run the long-tail traffic of 7.2 with continuous
-# batching and compare, step by step, what the slabs reserve with what the sequences use.
+# A sequence holding *n* tokens needs *n* × (bytes per position). The run below tells us this model's bytes:
 
 # %%
 traffic = get_workload("chapter-7.2-longtail")
 trace = dry.run(traffic, "continuous", batch_size=32, dry_run=True, progress=False)
-reserved = np.array([s.kv_reserved_bytes for s in trace.steps], dtype=np.float64)
-used = np.array([s.kv_used_bytes for s in trace.steps], dtype=np.float64)
-dur = np.array([s.duration_s for s in trace.steps], dtype=np.float64)
+per_position = ab.kv_bytes_per_position(trace)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"KV bytes in: {trace.kv_units} units; {trace.num_slots} slots")
-print(f"peak reserved {reserved.max() / 1e9:.1f} GB, peak used {used.max() / 1e9:.1f} GB")
-share = float(np.sum(used * dur) / np.sum(reserved * dur))
-print(f"over the run (time-weighted), the sequences use {share:.1%} of the KV memory their slabs reserve")
+print(f"{per_position:,} bytes of K and V per position ({trace.kv_units} units, {trace.kv_dtype})")
+for n in (100, 1000, 4096):
+    print(f"{n:5d} tokens of context: {n * per_position / 1e9:6.3f} GB of KV")
+
+# %% [markdown]
+# ## 2. Slabs: reserved when the server starts
+#
+# A slab server gives every slot one contiguous slab big enough for the longest sequence it admits — its
+# *maximum length*, 4,096 positions here — and reserves all of them when it starts: nobody knows how long the
+# next sequence will grow. That keeps continuous batching simple (a slot's memory is ready the moment a
+# sequence enters), but a sequence that ends after 60 tokens sits in room for 4,096.
+#
+# **Predict.** Over the long-tail run of 7.2 (32 slots), what percentage of the reserved KV holds tokens?
 
 # %%
-import tinyserve_widgets as tw
+p_used = Predict("Percentage of the reserved KV that holds tokens, over the run?", unit="%", lo=0, hi=100)
+p_used
 
+# %%
+# NBVAL_CHECK_OUTPUT
+sa = trace.step_arrays()
+print(f"{trace.num_slots} slots x {trace.slab_tokens:,} positions ({trace.slab_rule})")
+print(f"reserved at step 0: {sa.kv_reserved_bytes[0] / 1e9:.1f} GB = {trace.num_slots} x {trace.slab_tokens:,} x "
+      f"{per_position:,} bytes; the same at every step")
+print(f"peak used: {sa.kv_used_bytes.max() / 1e9:.1f} GB")
+print(f"over the run (time-weighted) the sequences hold {ab.kv_used_share(trace):.1%} of the reserved KV")
+print(p_used.reveal(round(100 * ab.kv_used_share(trace), 1)))
+
+# %%
 tw.show(trace, k=len(trace.steps) // 2, views=("kv",))
 
 # %%
-t = np.array([s.start_s for s in trace.steps])
-fig, ax = plt.subplots(figsize=(9, 3))
-ax.fill_between(t, reserved / 1e9, step="post", color="#bab0ac", label="reserved by slabs")
-ax.fill_between(t, used / 1e9, step="post", color="#4c78a8", label="used by the sequences' tokens")
+fig, ax = plt.subplots(figsize=(9, 3), layout="constrained")
+ax.fill_between(sa.start_s, sa.kv_reserved_bytes / 1e9, step="post", color=PALETTE["kv_reserved"],
+                label="reserved by the slabs")
+ax.fill_between(sa.start_s, sa.kv_used_bytes / 1e9, step="post", color=PALETTE["kv_used"],
+                label="holding the sequences' tokens")
 ax.set(xlabel="time (s, modeled)", ylabel="KV memory (GB)", title="continuous batching with one slab per slot")
-ax.legend(fontsize=8, loc="upper right");
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);
 
 # %% [markdown]
-# The grey area is memory that is held but holds nothing. Sequences come and go every step and nobody knows
-# in advance how long each one will get, so the slab has to be sized for the worst case.
-
-# %% [markdown]
-# ## 3. How many sequences fit? (F9)
+# The light area is memory held that holds nothing.
 #
-# The H200 has 141 GB; the FP8 weights take about 70 GB, and what is left after activations and runtime
-# buffers is the KV memory printed above. Suppose every
-# sequence may grow to the model's 4,096-token context, so a slab holds 4,096 tokens. The long-tail traffic's
-# sequences really hold their prompt plus their answer — a few hundred tokens on average.
+# ## 3. How many sequences fit?
 #
-# **Predict.** How many sequences fit in the KV memory with one 4,096-token slab each?
+# The H200 has 141 GB; the FP8 weights take about 70 GB; the KV memory is what is left after activations and
+# runtime buffers. The long-tail traffic's sequences hold their prompt plus their answer: a few hundred tokens
+# on average.
+#
+# **Predict.** How many sequences fit in the KV memory with one 4,096-position slab each?
 
 # %%
-p = Predict("How many sequences fit with one 4,096-token slab each?", unit="sequences", lo=0)
+p = Predict("How many sequences fit with one 4,096-position slab each?", unit="sequences", lo=0, hi=1e6)
 p
 
 # %%
 lengths = [r.prompt_len + r.max_new_tokens for r in traffic]
-fit = sequences_that_fit(hw, lengths, max_len=4096)
+fit = sequences_that_fit(hw, lengths, max_len=trace.slab_tokens)
 
 # %%
 # NBVAL_CHECK_OUTPUT
 print(p.reveal(fit.slabs))
-print(f"one slab = {fit.slab_tokens:,} tokens = {fit.slab_tokens * fit.bytes_per_token / 1e9:.2f} GB")
+print(f"one slab = {fit.slab_tokens:,} positions = {fit.slab_tokens * fit.bytes_per_token / 1e9:.2f} GB")
 print(f"mean sequence of this traffic: {fit.mean_tokens:.0f} tokens = {fit.mean_tokens * fit.bytes_per_token / 1e9:.3f} GB")
-print(f"F9: slabs fit {fit.slabs} sequences; allocating exactly what each uses would fit {fit.exact} "
-      f"({fit.gain:.1f}× as many)")
+print("the chapter: the naive one-slab-per-slot layout gives back much of the batching win")
+print(f"the engine:  slabs fit {fit.slabs} sequences; allocating exactly what each uses would fit {fit.exact} "
+      f"({fit.gain:.1f}x as many)")
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 2))
-ax.barh(["one slab per sequence", "exactly what each uses"], [fit.slabs, fit.exact], color=["#bab0ac", "#4c78a8"])
+fig, ax = plt.subplots(figsize=(7, 2), layout="constrained")
+ax.barh(["one slab per sequence", "exactly what each uses"], [fit.slabs, fit.exact],
+        color=[PALETTE["kv_reserved"], PALETTE["kv_used"]])
 for i, v in enumerate((fit.slabs, fit.exact)):
     ax.text(v, i, f" {v}", va="center")
-ax.set(xlabel="sequences that fit in the KV memory", title="70B on one H200: concurrency left on the table");
+ax.set(xlabel="sequences that fit in the KV memory", title="70B on one H200: concurrency left on the table",
+       xlim=(0, fit.exact * 1.15));
 
 # %% [markdown]
-# 7.0 showed that a decode step serves many sequences for nearly the price of one, up to a few hundred per
-# step. Slabs cap this GPU at a few dozen concurrent sequences, far below that knee; exact allocation would let
-# the batch grow toward it. The slab layout hands back much of what continuous batching won.
+# 7.0 showed that a decode step serves many sequences for nearly the price of one, up to a few hundred. Slabs
+# cap this GPU at a few dozen, far below that; exact allocation would let the batch grow toward it.
+#
+# **Try it.** Batch size and slab length (the server's maximum length) with the KV view: each move re-runs
+# the dry run. A shorter slab fits more slots in the same memory but rejects every longer request (the status
+# line counts them). "Run on the real model" runs 16 requests on the tiny GPT (a few seconds).
+
+# %%
+tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("kv", "timeline"),
+            controls=("batch_size", "max_model_len"), real_knobs={"n": 16}, k=800)
 
 # %% [markdown]
 # ## 4. What paging will fix
 #
-# Chapter 8 borrows the operating system's answer to the same problem in RAM: cut KV memory into small
-# fixed-size *blocks* (say 16 tokens each), give each sequence a *page table* from its token positions to
-# whichever blocks it was given, and hand out blocks one at a time as the sequence grows. A sequence then
-# wastes at most the unused part of its last block, blocks freed by one sequence serve any other at once, and
-# identical prefixes can even share blocks. That is PagedAttention; Chapter 8 adds eviction policies (H2O,
-# InfiniGen) and prefix caching on top.
+# Chapter 8 borrows the operating system's answer: cut KV memory into small fixed-size *blocks*, give each
+# sequence a *page table* from its token positions to whichever blocks it was given, and hand out blocks as
+# the sequence grows. A sequence then wastes at most part of its last block, and a freed block serves any other
+# sequence at once. Below, four slots of the run at one step, laid out both ways (blocks drawn 256 positions
+# long to be visible; real ones hold about 16). Each colour is one sequence.
+
+# %%
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained", width_ratios=[1.2, 1])
+plot_slabs_and_pages(a1, a2, trace, k=len(trace.steps) // 2, block=256);
 
 # %%
 # NBVAL_CHECK_OUTPUT
 block = 16
-blocks = sum(-(-n // block) for n in lengths)  # each sequence rounds up to whole blocks
-print(f"with {block}-token blocks this traffic's sequences hold {blocks * block:,} positions for {sum(lengths):,} tokens:")
-print(f"{1 - sum(lengths) / (blocks * block):.1%} of the reservation unused "
-      f"(with 4,096-token slabs: {1 - sum(lengths) / (len(lengths) * 4096):.1%})")
+paged = ab.paged_positions(lengths, block)
+print(f"with {block}-position blocks this traffic's sequences reserve {paged:,} positions for {sum(lengths):,} tokens:")
+print(f"{1 - sum(lengths) / paged:.1%} of the reservation unused "
+      f"(with {trace.slab_tokens:,}-position slabs: {1 - sum(lengths) / (len(lengths) * trace.slab_tokens):.1%})")
 
 # %% [markdown]
+# That is PagedAttention; Chapter 8 adds eviction policies (H2O, InfiniGen) and prefix caching on top.
+#
 # ## What to remember
 #
-# * A sequence's KV cache grows by one token's keys and values per step, in every layer.
-# * With continuous batching, sequences of unknown length enter and leave every step; memory, not the batch
-#   size knob, becomes the limit on how many run at once.
-# * One slab per slot reserves the worst case: on a 70B model on one H200 that fits a few dozen sequences,
-#   while exact allocation would fit several times more (**F9**).
-# * Paging (Chapter 8) allocates small blocks on demand through a page table, so reserved ≈ used.
+# * A sequence's KV cache grows by one position's keys and values per step, in every layer.
+# * A slab server reserves the maximum length for every slot when it starts; with continuous batching, memory,
+#   not the batch size knob, limits how many sequences run at once.
+# * On a 70B model on one H200 slabs fit a few dozen sequences; exact allocation would fit several times more.
+# * Paging (Chapter 8) hands out small blocks on demand through a page table, so reserved ≈ used.
 #
 # ## Questions
 #
 # 1. Why does a sequence's KV memory grow by the same amount at every step?
-# 2. Why must a slab be sized for the longest sequence allowed, not the one that is running?
-# 3. What does the grey area in the reserved-vs-used figure represent?
+# 2. Why must a slab be sized for the longest sequence the server admits, not the one that is running?
+# 3. What does the light area in the reserved-vs-used figure represent?
 # 4. How does the slab limit on concurrency relate to the batch sizes where 7.0 showed decoding is cheap?
 # 5. What does a page table map, and why does it let freed memory serve any other sequence?

@@ -53,11 +53,13 @@ class Engine:
               prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
               clock: str = "modeled", hardware: str | None = None,
               kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
-              seed: int = 0, workload_knobs: dict | None = None) -> Run:
+              seed: int = 0, workload_knobs: dict | None = None, slab: str = "max_model_len") -> Run:
         """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
 
         workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
-        seed: its randomness, and that of a JSONL file's synthetic prompts. Under the wall clock the model
+        seed: its randomness, and that of a JSONL file's synthetic prompts. slab: "max_model_len" (a slab server:
+        every slot reserves the maximum length from step 0) or "longest" (a what-if: slabs of the run's longest
+        request, which no server knows in advance). Under the wall clock the model
         first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
         """
         knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
@@ -71,7 +73,7 @@ class Engine:
             knobs = {}
         rc = RunConfig(POLICY_OBJECT if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
                        kv_budget=kv_budget, max_model_len=max_model_len, dry_run=dry_run, seed=seed,
-                       workload_knobs=workload_knobs)
+                       workload_knobs=workload_knobs, slab=slab)
         return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None)
 
     def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None) -> Run:
@@ -87,8 +89,10 @@ class Engine:
             cfg, dt = m.config, m.dtype
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
-        return Run(None if dry_run else self._runner_for, cfg, requests, policy, clk, name, dt, rc.kv_budget,
-                   rc.max_model_len, dry_run)
+        run = Run(None if dry_run else self._runner_for, cfg, requests, policy, clk, name, dt, rc.kv_budget,
+                  rc.max_model_len, dry_run, rc.slab)
+        run.workload_knobs = dict(rc.workload_knobs or {})
+        return run
 
     def _runner_for(self, num_slots: int, slab_positions: int) -> ModelRunner:
         """The model's runner with KV slabs for a run (Run sizes them: slots and positions)."""

@@ -117,7 +117,7 @@ def test_learner_notebooks_read_in_fifteen_minutes_and_print_no_claim_ids():
     import re
     from pathlib import Path
 
-    chapters = Path(__file__).resolve().parents[1] / "chapters"
+    chapters = Path(__file__).resolve().parents[2] / "chapters"
     for name in ("7.0-why-batching", "7.3-chunked-prefill"):
         src = (chapters / "src" / f"{name}.py").read_text(encoding="utf-8")
         prose, md = [], False

@@ -98,10 +98,11 @@ def equal_requests(n: int, prompt: int, out: int) -> list[Request]:
 
 
 def test_kv_is_counted_in_the_modeled_models_bytes_and_the_tiny_models_under_the_wall_clock(model):
-    reqs = equal_requests(3, 4, 6)  # slab = 4 + 6 = 10 positions
+    reqs = equal_requests(3, 4, 6)
     tr = Engine(model).run(reqs, "continuous", batch_size=3, dry_run=True)
     assert (tr.kv_units, tr.kv_dtype, tr.kv_bytes_per_token) == ("modeled", "bfloat16", H200_BPT)
-    assert tr.metrics()["kv_reserved_bytes_peak"] == 3 * 10 * H200_BPT  # 3 slabs of 10 positions = 9,830,400
+    # 3 slabs of the server's maximum length: the preset's 4,096 capped by this model's 64-position context
+    assert tr.metrics()["kv_reserved_bytes_peak"] == 3 * 64 * H200_BPT  # = 62,914,560
     # step 0 prefills 4 positions each; every later step adds one: the last step (token 6) holds 4 + 5 = 9 each
     assert tr.metrics()["kv_used_bytes_peak"] == 3 * 9 * H200_BPT
     assert tr.summary()["kv_units"] == "modeled" and tr.summary()["kv"]["bytes_per_token"] == H200_BPT
@@ -112,21 +113,24 @@ def test_kv_is_counted_in_the_modeled_models_bytes_and_the_tiny_models_under_the
 
 
 def test_the_modeled_gpus_memory_caps_the_slots():
-    # 200 requests of 500 + 500 positions: a slab is 1,000 x 327,680 = 327,680,000 bytes;
-    # 51.25e9 / 327.68e6 = 156.4 -> 156 slots, whatever batch size is asked for
+    # a slab is the preset's maximum length: 4,096 x 327,680 = 1,342,177,280 bytes;
+    # 51.25e9 / 1.342e9 = 38.2 -> 38 slots, whatever batch size is asked for
     run = Engine().start(equal_requests(200, 500, 500), "continuous", batch_size=200, dry_run=True)
+    assert run.pool.num_slots == 38
+    assert run.trace().metrics()["kv_fit_slabs"] == 38 and run.trace().kv_capacity_bytes == H200_KV
+    # the what-if of slabs sized to the run's longest (1,000 positions): 51.25e9 / 327.68e6 = 156.4 -> 156
+    run = Engine().start(equal_requests(200, 500, 500), "continuous", batch_size=200, dry_run=True, slab="longest")
     assert run.pool.num_slots == 156
-    assert run.trace().metrics()["kv_fit_slabs"] == 156 and run.trace().kv_capacity_bytes == H200_KV
 
 
 def test_exact_allocation_fit_is_counted_from_what_sequences_really_held(model):
-    # 2 requests, prompt 4, 4 tokens each, one batch: slab 8 positions. Held after each step (both together):
-    # step 0 (prefill) 4+4, step 1: 5+5, step 2: 6+6, step 3: 7+7 -> 44 positions over 8 sequence-steps = 5.5
-    # budget 176 positions: slabs 176 / 8 = 22, exact 176 / 5.5 = 32
+    # 2 requests, prompt 4, 4 tokens each, one batch: slab 64 positions (the model's context). Held after each
+    # step (both together): step 0 (prefill) 4+4, step 1: 5+5, step 2: 6+6, step 3: 7+7 -> 44 positions over 8
+    # sequence-steps = 5.5; budget 176 positions: slabs 176 / 64 = 2, exact 176 / 5.5 = 32
     tr = Engine(model).run(equal_requests(2, 4, 4), "continuous", batch_size=2, kv_budget=176 * H200_BPT, dry_run=True)
     m = tr.metrics()
     assert [s.kv_used_bytes // H200_BPT for s in tr.steps] == [8, 10, 12, 14]
-    assert (m["kv_capacity_bytes"], m["kv_fit_slabs"], m["kv_fit_exact"]) == (176 * H200_BPT, 22, 32)
+    assert (m["kv_capacity_bytes"], m["kv_fit_slabs"], m["kv_fit_exact"]) == (176 * H200_BPT, 2, 32)
 
 
 def test_a_request_no_memory_can_hold_is_rejected_alone_with_a_reason(tmp_path):
@@ -138,7 +142,8 @@ def test_a_request_no_memory_can_hold_is_rejected_alone_with_a_reason(tmp_path):
     d["kv_memory_bytes"] = 1000 * H200_BPT  # room for exactly one 1,000-position slab
     (tmp_path / "small.json").write_text(json.dumps(d))
     reqs = equal_requests(2, 500, 500) + [Request("big", [BOS] * 600, 401, 0.0, ignore_eos=True)]  # 1,001
-    tr = Engine().run(reqs, "continuous", hardware=str(tmp_path / "small.json"), dry_run=True)
+    # the what-if of per-request slabs (a server's slabs are all 4,096 positions: none would fit this memory)
+    tr = Engine().run(reqs, "continuous", hardware=str(tmp_path / "small.json"), dry_run=True, slab="longest")
     assert tr.request("big").status == "rejected"
     assert tr.request("big").finish_reason == ("needs 328,007,680 bytes of KV (1001 positions x 327,680 bytes), "
                                                "more than the h200-70b-fp8 KV memory of 327,680,000 bytes")
@@ -167,7 +172,8 @@ def test_the_cli_rejects_what_the_kv_budget_cannot_hold_and_runs_the_rest(tmp_pa
     f.write_text('{"id": "small", "prompt_len": 10, "max_new_tokens": 10, "ignore_eos": true}\n'
                  '{"id": "big", "prompt_len": 30, "max_new_tokens": 10, "ignore_eos": true}\n')
     # 20 positions x 327,680 = 6,553,600 bytes: small fits, big (40 positions) does not
-    assert main(["run", "--workload", str(f), "--policy", "static", "--dry-run", "--kv-budget", "6553600"]) == 0
+    assert main(["run", "--workload", str(f), "--policy", "static", "--dry-run", "--kv-budget", "6553600",
+                 "--slab", "longest"]) == 0  # the what-if: each request's own slab (a server's are all 4,096)
     err = capsys.readouterr().err
     assert "rejected request big: needs 13,107,200 bytes of KV" in err and "small" not in err
 

@@ -210,12 +210,12 @@ def test_every_policy_completes_every_request_with_the_alone_tokens(model, seed,
     eng = Engine(model)
     for name in POLICIES:
         policy, knobs = policy_args(name, b, timeout, chunk, extra)
-        tr = eng.run(reqs, policy, kv_budget=kv_budget, **knobs)
+        tr = eng.run(reqs, policy, kv_budget=kv_budget, slab="longest", **knobs)  # budgets counted in such slabs
         check_trace(tr, expected, policy, knobs, kv_budget, slab)
         # a dry run with the output lengths now known is the same run, step for step
         hinted = [Request(r.id, r.prompt, r.max_new_tokens, r.arrival_s, r.ignore_eos,
                           output_len_hint=len(expected[r.id]) if r.id in expected else None) for r in reqs]
-        dry = Engine(model).run(hinted, policy, kv_budget=kv_budget, dry_run=True, **knobs)
+        dry = Engine(model).run(hinted, policy, kv_budget=kv_budget, dry_run=True, slab="longest", **knobs)
         assert dry.metrics() == tr.metrics(), name
         assert step_view(dry) == step_view(tr), name
         assert request_view(dry) == request_view(tr), name
@@ -249,7 +249,7 @@ def test_an_abort_frees_its_slot_and_changes_no_one_elses_tokens(model, seed, sp
     expected = {r.id: greedy_alone(model, r) for r in reqs}
     kv_budget, slab = budget_for(reqs, slabs, 0.5)
     policy, knobs = policy_args(name, b, timeout, chunk, extra)
-    run = Engine(model).start(reqs, policy, kv_budget=kv_budget, **knobs)
+    run = Engine(model).start(reqs, policy, kv_budget=kv_budget, slab="longest", **knobs)  # budgets in such slabs
     while len(run.steps) < at and not run.done:
         run.step()
     assume(not run.done)

@@ -172,7 +172,7 @@ def test_a_full_kv_budget_makes_requests_wait_never_vanish(model, policy, knobs)
     reqs = small_requests(12)
     # the modeled clock counts KV in its preset's model: 327,680 bytes per token (bf16 70B, 8 KV heads)
     slab = max(r.prompt_len + r.max_new_tokens for r in reqs) * 327_680
-    tr = Engine(model).run(reqs, policy, kv_budget=slab, **knobs)
+    tr = Engine(model).run(reqs, policy, kv_budget=slab, slab="longest", **knobs)  # the what-if: per-run slabs
     assert tr.num_slots == 1
     assert [r.status for r in tr.requests] == ["finished"] * 12
     assert all(r.output == greedy_alone(model, r) for r in tr.requests)
@@ -182,7 +182,7 @@ def test_a_full_kv_budget_makes_requests_wait_never_vanish(model, policy, knobs)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
     assert [s[2] for s in spans] == sorted(s[2] for s in spans)
     # a byte less: the longest requests can never fit and are rejected alone, with a reason; the rest all run
-    tr = Engine(model).run(reqs, policy, kv_budget=slab - 1, **knobs)
+    tr = Engine(model).run(reqs, policy, kv_budget=slab - 1, slab="longest", **knobs)
     longest = max(r.prompt_len + r.max_new_tokens for r in reqs)
     for r in tr.requests:
         if r.prompt_len + r.max_new_tokens == longest:

@@ -97,14 +97,17 @@ def test_utilisation_per_step_and_time_weighted(cont):
     assert m["busy_time_fraction"] == pytest.approx(0.05 / 0.12)
 
 
-def test_kv_used_and_reserved(cont):
+def test_kv_used_and_reserved(cont, ten_ms):
     m = cont.metrics()
-    # slab = the longest prompt + max_new_tokens: a's 3 + 3 = 6 positions
     # held after each step: step 0 a 3 + b 2 = 5; step 1 a 3 + 1 = 4; step 2 a 5; step 3 c 2; step 4 c 3
     assert [s.kv_used_bytes // BPT for s in cont.steps] == [5, 4, 5, 2, 3]
-    # reserved: two slabs in step 0, then one (b freed its slot the step it finished)
-    assert [s.kv_reserved_bytes // BPT for s in cont.steps] == [12, 6, 6, 6, 6]
-    assert (m["kv_used_bytes_peak"], m["kv_reserved_bytes_peak"]) == (5 * BPT, 12 * BPT)
+    # reserved: both slots' slabs of the server's maximum length (4,096 positions) from step 0, busy or not
+    assert [s.kv_reserved_bytes // BPT for s in cont.steps] == [8192] * 5
+    assert (m["kv_used_bytes_peak"], m["kv_reserved_bytes_peak"]) == (5 * BPT, 8192 * BPT)
+    # the what-if of slabs of the run's longest (a's 3 + 3 = 6 positions): 12 positions, still from step 0
+    longest = run(ten_ms, [req("a", 3, 3), req("b", 2, 1), req("c", 2, 2, 0.1)], "continuous", batch_size=2,
+                  slab="longest")
+    assert [s.kv_reserved_bytes // BPT for s in longest.steps] == [12] * 5
 
 
 def test_slot_phases(cont):

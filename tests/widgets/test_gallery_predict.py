@@ -35,7 +35,19 @@ def test_bad_input_says_why_in_the_widget_and_keeps_the_previous_prediction():
 def test_range_is_enforced():
     p = Predict("How many of the 32 slots are busy?", lo=0, hi=32)
     assert not p.submit("33") and p.guess is None
-    assert "33 is outside 0 .. 32" in p.message.value
+    assert "33 cannot be the answer: it must be at most 32" in p.message.value
+
+
+@pytest.mark.parametrize("text,reason", [("-5", "-5 cannot be the answer: it must be at least 0."),
+                                         ("1e12", "1,000,000,000,000 is far beyond anything this question can give"),
+                                         ("many", "“many” is not a number")])
+def test_text_negative_and_absurd_entries_say_why_in_one_line_and_stay_in_the_box(text, reason):
+    p = Predict("How many prompt tokens will the engine compute?", unit="tokens", lo=0)
+    p.box.value = text  # what the learner typed (Enter)
+    assert p.guess is None and reason in p.message.value and "<br" not in p.message.value
+    assert p.box.value == text  # the entry is kept for the learner to correct
+    p.box.value = "4000"
+    assert p.guess == 4000.0
 
 
 def test_reveal_puts_both_numbers_side_by_side_and_locks():

@@ -179,7 +179,7 @@ def test_the_explorer_keeps_only_its_last_traces():
     ({"batch_size": 1}, True), ({"batch_size": 256}, True),
     ({"policy": "chunked", "chunk_size": 1}, True), ({"policy": "chunked", "chunk_size": 8192}, True),
     ({"n": 0}, False),  # zero requests: the workload refuses
-    ({"kv_budget": 10**8}, None),  # the long request cannot fit: rejected alone, the short ones run
+    ({"max_model_len": 256}, None),  # the long request cannot fit a 256-position slab: rejected alone, the rest run
 ])
 def test_extreme_knobs_keep_the_explorer_usable(knobs, ok):
     ex = tw.Explorer("chapter-7.1-finisher", policy="static", n=6)
@@ -196,7 +196,7 @@ def test_extreme_knobs_keep_the_explorer_usable(knobs, ok):
 def test_a_kv_budget_too_small_for_any_request_says_so():
     ex = tw.Explorer("chapter-7.1-finisher", policy="static", n=4)
     before = ex.trace
-    assert ex.set(kv_budget=10**8, n=1) is None  # the only request (2,000 tokens) needs more than 0.1 GB
+    assert ex.set(kv_budget=10**8, n=1) is None  # one 4,096-position slab needs 1.34 GB, more than 0.1 GB
     assert ex.trace is before and "1 of 1 requests rejected" in ex.message.value
 
 

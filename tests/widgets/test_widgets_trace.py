@@ -34,10 +34,10 @@ def test_static_grid_and_step_arrays_by_hand():
     assert sa.prefill_tokens.tolist() == [8, 0, 0, 0] and sa.padding_tokens.tolist() == [4, 0, 0, 0]
     assert sa.decode_tokens.tolist() == [0, 2, 1, 1] and sa.wasted_tokens.tolist() == [0, 0, 1, 1]
     assert sa.tokens.tolist() == [12, 2, 2, 2] and sa.busy_slots.tolist() == [2, 2, 2, 2]
-    # two slabs of max(2+2, 6+4) = 10 positions each, held the whole batch: 20 positions reserved throughout;
+    # two slabs of the server's maximum length (4,096 positions), reserved from step 0: 8,192 throughout;
     # KV in the slabs after each step: a 2,3,3,3 tokens (wasted decodes store nothing new); b 6,7,8,9.
-    per_token = sa.kv_reserved_bytes[0] / 20  # bytes per token of whatever model the clock speaks for
-    assert (sa.kv_reserved_bytes / per_token).tolist() == [20, 20, 20, 20]
+    per_token = tr.kv_bytes_per_token  # bytes per token of whatever model the clock speaks for
+    assert (sa.kv_reserved_bytes / per_token).tolist() == [8192, 8192, 8192, 8192]
     assert (sa.kv_used_bytes / per_token).tolist() == [8, 10, 11, 12]
     tl = {t.id: t for t in tr.request_timelines()}
     assert tl["a"].chunks == [(0, 0, 2, 4)] and tl["a"].decode_steps == 1 and tl["a"].wasted_steps == 2

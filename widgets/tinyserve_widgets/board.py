@@ -55,8 +55,8 @@ class Cursor:
 ROWS = ((("timeline", 0),), 300), ((("waste", 0), ("kv", 0)), 170), ((("composition", 0),), 190), \
     ((("composition", 1),), 60), ((("composition", 2),), 150), ((("requests", 0), ("latency", 0), ("latency", 1)), 300)
 SPAN = {1: (4,), 2: (2, 2), 3: (2, 1, 1)}  # columns each cell takes in a row of n cells (4 columns)
-BOARD_WIDTH_PX = 920  # fits the notebook column beside the file browser on a 1,366-px laptop screen (934 px)
-GAP_PX = 80  # between rows: an x-axis title, then the next panel's title and legend
+BOARD_WIDTH_PX = 810  # fits the output area of a 900-px notebook column (the prompt takes ~80 px of it)
+GAP_PX = 100  # between rows: an x-axis title, then the next panel's title above its legend
 
 
 def _ref(axis) -> str:

@@ -11,12 +11,14 @@ import numpy as np
 
 from tinyserve.trace import (DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, REQUEST_STATES, WASTED, Trace)
 
+from .palette import PALETTE
 from .words import t
 
 GAP = len(GRID_PHASES)  # timeline code of a stretch of time with no step (waiting for the next arrival)
-COLORS = {IDLE: "#e8e8e8", PREFILL: "#4c78a8", PADDING: "#f2b701", DECODE: "#54a24b", WASTED: "#e45756",
-          GAP: "#ffffff"}
-STATE_COLORS = {"waiting": "#bab0ac", "prefill": COLORS[PREFILL], "decode": COLORS[DECODE], "wasted": COLORS[WASTED]}
+COLORS = {IDLE: PALETTE["idle"], PREFILL: PALETTE["prefill"], PADDING: PALETTE["padding"], DECODE: PALETTE["useful"],
+          WASTED: PALETTE["wasted"], GAP: "#ffffff"}
+STATE_COLORS = {"waiting": PALETTE["waiting"], "prefill": COLORS[PREFILL], "decode": COLORS[DECODE],
+                "wasted": COLORS[WASTED]}
 MAX_COLUMNS = 600  # more steps than this are drawn as per-step bins (a plot is ~600 px wide)
 MAX_REQUESTS = 80  # the per-request view shows the first ones
 
@@ -226,7 +228,7 @@ def kv_sentence(trace: Trace, k: int) -> str:
     k = clamp_step(trace, k)
     res, used, unit = kv_series(trace)
     return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
-             pct=100 * used[k] / res[k] if res[k] else 0.0)
+             pct=100 * used[k] / res[k] if res[k] else 0.0, slots=trace.num_slots, slab=trace.slab_tokens)
 
 
 # ------------------------------------------------------------------------------------------------ latency

@@ -31,12 +31,13 @@ TIMEOUTS = [("opt.full_batch", "full"), 0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 WAITS = [1, 5, 20, 100, ("opt.unbounded", math.inf)]
 KV_BUDGETS = [("opt.no_cap", "none")] + [(f"{gb:g} GB", int(gb * 10**9)) for gb in (0.1, 1, 4, 16, 64)]
 RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+SLABS = [("opt.preset_len", "preset"), 256, 512, 1024, 2048, 3072, 4096]  # max_model_len: every slot's slab
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
 CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
-            "workload", "n", "rate", "hardware", "kv_budget", "x")
+            "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "x")
 
 
-NONE = {"auto": None, "full": None, "none": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
+NONE = {"auto": None, "full": None, "none": None, "preset": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
 
 
 def _unset(v):
@@ -52,12 +53,12 @@ def _opts(base: list, value) -> list[tuple[str, object]]:
     return named + [(f"{v:g}" if isinstance(v, float) else str(v), v) for v in plain]
 
 
-def _slider(key: str, base: list, value) -> W.SelectionSlider:
+def _slider(key: str, base: list, value, width: str = "300px") -> W.SelectionSlider:
     if value is None:
         value = next(o[1] for o in base if isinstance(o, tuple) and o[1] in NONE)
     return W.SelectionSlider(options=_opts(base, value), value=value, description=t(f"knob.{key}"),
                              continuous_update=False, style={"description_width": "initial"},
-                             layout=W.Layout(width="300px"))
+                             layout=W.Layout(width=width))
 
 
 class Explorer:
@@ -69,8 +70,16 @@ class Explorer:
                  n: int | None = None, rate: float | None = None, hardware: str = DEFAULT_HARDWARE,
                  kv_budget: int | None = None, x: str = "steps", seed: int = 0, views: tuple[str, ...] = VIEWS,
                  controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
-                 width: int = BOARD_WIDTH_PX):
+                 width: int = BOARD_WIDTH_PX, policies: tuple[str, ...] | None = None,
+                 real_knobs: dict | None = None, workload_knobs: dict | None = None,
+                 max_model_len: int | None = None, k: int = 0):
+        """policies: the policy buttons offered (default: all); real_knobs: workload knobs the real-model run
+        uses instead (a scaled-down copy, e.g. {"n": 16}: said in the widget); workload_knobs: fixed knobs of
+        a named workload that are not controls (e.g. {"long_output": 400}); k: the cursor's first step (negative:
+        from the end)."""
         self.engine = Engine()  # dry runs never load the model
+        self.real_knobs, self.fixed_knobs = dict(real_knobs or {}), dict(workload_knobs or {})
+        first_k = k  # the name k is the knobs' below
         self.seed, self._hold, self.on_trace = seed, False, []
         self.custom = None if isinstance(workload, str) else list(workload)
         names = list(WORKLOADS) + ([workload] if isinstance(workload, str) and workload not in WORKLOADS else []) + (
@@ -78,14 +87,14 @@ class Explorer:
         wl = workload if isinstance(workload, str) else "custom"
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
         k = self.knobs = {
-            "policy": W.ToggleButtons(options=list(POLICIES), value=policy, description=t("knob.policy"),
-                                      style={"button_width": "85px"}),
+            "policy": W.ToggleButtons(options=list(policies or POLICIES), value=policy, description=t("knob.policy"),
+                                      style={"button_width": "auto"}),
             "batch_size": _slider("batch_size", BATCH, batch_size),
             "chunk_size": _slider("chunk_size", CHUNKS, chunk_size),
-            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens),
+            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens, "400px"),
             "timeout": _slider("timeout", TIMEOUTS, timeout),
             "order": W.ToggleButtons(options=[(t("knob.prefill_first"), True), (t("knob.decode_first"), False)],
-                                     value=prefill_first, description=t("knob.order"), style={"button_width": "95px"}),
+                                     value=prefill_first, description=t("knob.order"), style={"button_width": "auto"}),
             "max_waiting_steps": _slider("max_waiting_steps", WAITS, max_waiting_steps),
             "workload": W.Dropdown(options=names, value=wl, description=t("knob.workload"),
                                    layout=W.Layout(width="320px")),
@@ -95,8 +104,9 @@ class Explorer:
             "hardware": W.Dropdown(options=list_presets(), value=hardware, description=t("knob.hardware"),
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
             "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
+            "max_model_len": _slider("max_model_len", SLABS, max_model_len, "360px"),
             "x": W.ToggleButtons(options=[(t("knob.x.steps"), "steps"), (t("knob.x.time"), "time")], value=x,
-                                 description=t("knob.x"), style={"button_width": "60px"}),
+                                 description=t("knob.x"), style={"button_width": "auto"}),
         }
         self.controls = tuple(controls)
         for name in self.controls:
@@ -114,11 +124,12 @@ class Explorer:
         first = self.simulate(draw=False)
         if first is None:  # the starting settings themselves are bad: say so, draw an empty run
             first = Trace(policy, wl, "modeled", hardware, 1, {}, True)
-        self.board = TraceView(first, 0, x, views, cursor=cursor, width=width)
+        self.board = TraceView(first, first_k if first_k >= 0 else len(first.steps) + first_k, x, views, cursor=cursor,
+                               width=width)
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
-                            "max_waiting_steps"), ("workload", "n", "rate"), ("hardware", "kv_budget"))]
+                            "max_waiting_steps", "max_model_len"), ("workload", "n", "rate"), ("hardware", "kv_budget"))]
         real = [W.HBox([self.real, self.progress])] if real_button else []
         self.widget = W.VBox(rows + real + [self.message, self.status, self.board.widget],
                              layout=W.Layout(width="100%"))
@@ -143,6 +154,8 @@ class Explorer:
         knobs = {"batch_size": k["batch_size"], "hardware": k["hardware"]}
         if k["kv_budget"] is not None:
             knobs["kv_budget"] = int(k["kv_budget"])
+        if k["max_model_len"] is not None and "max_model_len" in self.controls:
+            knobs["max_model_len"] = int(k["max_model_len"])
         if "chunk_size" in takes:
             knobs["chunk_size"] = k["chunk_size"]
             if k["max_batch_tokens"] is not None:
@@ -156,7 +169,7 @@ class Explorer:
                 knobs["max_waiting_steps"] = k["max_waiting_steps"]
         wl = k["workload"]
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
-        wl_knobs = {key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}
+        wl_knobs = {**self.fixed_knobs, **{key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}}
         return (self.custom if wl == "custom" else wl), wl_knobs, pol, knobs
 
     def _run(self, engine, wl, wl_knobs: dict, policy: str, **knobs) -> Trace:
@@ -220,8 +233,12 @@ class Explorer:
             return None
         ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         self.message.value = ""
-        self.status.value = _small(t("explorer.ok", policy=pol, workload=trace.workload, steps=len(trace.steps),
-                                     slots=trace.num_slots, ms=ms))
+        ok = t("explorer.ok", policy=pol, workload=trace.workload_label(), steps=len(trace.steps),
+               slots=trace.num_slots, ms=ms)
+        rejected = [r.finish_reason for r in trace.requests if r.status == REJECTED]
+        if rejected:
+            ok += " " + t("explorer.rejected", n=len(rejected), total=len(trace.requests), first=_esc(rejected[0])) + "."
+        self.status.value = _small(ok)
         t1, c1 = time.perf_counter(), time.process_time()
         if draw:
             self._set_trace(trace)
@@ -244,6 +261,12 @@ class Explorer:
 
         wl, wl_knobs, pol, knobs = self.settings()
         knobs.pop("hardware", None)  # the wall clock measures this machine
+        # the tiny GPT's real tensors are sized to the run's longest request: 32 slots x 4,096 positions would
+        # take half a GB of a Binder's 1-2 GB; the modeled slab accounting is the dry run's
+        sized = knobs.pop("max_model_len", None) is not None
+        scaled = isinstance(wl, str) and bool(self.real_knobs)
+        if scaled:  # a smaller copy, so the real run takes seconds on a laptop's CPU
+            wl_knobs = {**wl_knobs, **self.real_knobs}
         try:
             reqs = [r.fresh() for r in self._requests(wl, wl_knobs)]
         except TinyserveError as e:
@@ -278,8 +301,15 @@ class Explorer:
             self.progress.layout.visibility = "hidden"
         trace = run.trace()
         trace.workload = wl if isinstance(wl, str) else "custom"
+        if isinstance(wl, str):
+            trace.workload_knobs = dict(wl_knobs)
         self.message.value = ""
-        self.status.value = _small(t("explorer.real.done", steps=len(trace.steps), s=run.loop_s))
+        done = t("explorer.real.done", steps=len(trace.steps), s=run.loop_s)
+        if scaled:
+            done += " " + t("explorer.real.scaled", knobs=", ".join(f"{a}={b}" for a, b in self.real_knobs.items()))
+        if sized:
+            done += " " + t("explorer.real.tensors", slab=trace.slab_tokens)
+        self.status.value = _small(done)
         self._set_trace(trace)
         return trace
 
@@ -356,7 +386,7 @@ def _esc(s: str) -> str:
 
 
 def _box(text: str) -> str:
-    return (f'<div class="tinyserve-message" style="border-left:4px solid #e45756;background:#fdecea;'
+    return (f'<div class="tinyserve-message" style="border-left:4px solid #D55E00;background:#fdf0e6;'
             f'padding:6px 10px;margin:4px 0">{text}</div>')
 
 

@@ -26,6 +26,10 @@ WORDS["en"].update({
     "predict.not_number": "“{text}” is not a number: type digits such as 1980, 1,980 or 2e3.",
     "predict.not_finite": "“{text}” is not a finite number.",
     "predict.range": "{guess} is outside {lo} .. {hi}.",
+    "predict.below": "{guess} cannot be the answer: it must be at least {lo}. Your entry is kept; change it.",
+    "predict.above": "{guess} cannot be the answer: it must be at most {hi}. Your entry is kept; change it.",
+    "predict.absurd": "{guess} is far beyond anything this question can give (more than {limit}). "
+                      "Your entry is kept; check the digits.",
     "predict.revealed": "Already revealed: the prediction is locked.",
     "predict.static": "Predict: {question} (run the notebook to type your answer; it is revealed further down)",
     "predict.answer": "Engine: {answer}{unit}.",
@@ -36,6 +40,9 @@ WORDS["en"].update({
     "predict.low": "low",
     "predict.high": "high",
 })
+
+
+ABSURD = 1e9  # no question here has an answer beyond this: a larger entry is a slip of the keyboard
 
 
 def _fmt(x: float) -> str:
@@ -100,9 +107,12 @@ class Predict:
             return False
         try:
             v = parse_number(text)
-            if (self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi):
-                raise ValueError(t("predict.range", guess=_fmt(v), lo=_fmt(self.lo if self.lo is not None else -math.inf),
-                                   hi=_fmt(self.hi if self.hi is not None else math.inf)))
+            if self.lo is not None and v < self.lo:
+                raise ValueError(t("predict.below", guess=_fmt(v), lo=_fmt(self.lo)))
+            if self.hi is not None and v > self.hi:
+                raise ValueError(t("predict.above", guess=_fmt(v), hi=_fmt(self.hi)))
+            if abs(v) > ABSURD:
+                raise ValueError(t("predict.absurd", guess=_fmt(v), limit=_fmt(ABSURD)))
         except ValueError as e:
             self.message.value = f"<span style='color:#b00'>{_escape(str(e))}</span>"
             return False

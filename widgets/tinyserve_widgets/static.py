@@ -7,10 +7,12 @@ import io
 import numpy as np
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
+from .palette import HATCH, PALETTE, SERIES
 from .words import t
 
 STATIC_FALLBACK = {"on": True}  # displayed TraceView/Explorer outputs also carry a PNG (GitHub shows it)
@@ -52,7 +54,7 @@ def plot_timeline(ax, trace: Trace, k: int | None = None, x: str = "steps", max_
     ax.set_ylim(trace.num_slots - 0.5, -0.5)
     ax.set_xlabel(d.x_label)
     ax.set_ylabel(t("axis.slot"))
-    ax.set_title(t("title.timeline", policy=trace.policy, workload=trace.workload), fontsize=10)
+    ax.set_title(t("title.timeline", policy=trace.policy, workload=trace.workload_label()), fontsize=10)
     if k is not None and trace.steps:
         x0, x1 = D.cursor_span(d, D.clamp_step(trace, k))
         ax.axvspan(x0, x1, color="k", alpha=0.15, lw=1.5)
@@ -71,7 +73,8 @@ def plot_waste(ax, trace: Trace, k: int):
     w = D.waste_at(trace, k)
     left = 0.0
     for key in WASTE_KEYS:
-        ax.barh([0], [w[key]], left=left, color=WASTE_COLORS[key], label=t(f"waste.{key}"))
+        ax.barh([0], [w[key]], left=left, color=WASTE_COLORS[key], hatch=HATCH.get(key, ""), edgecolor="white",
+                lw=0, label=t(f"waste.{key}"))
         left += w[key]
     ax.set_xlim(0, trace.num_slots * max(1, len(trace.steps)))
     ax.set_yticks([])
@@ -79,7 +82,13 @@ def plot_waste(ax, trace: Trace, k: int):
     ax.set_xlabel(t("axis.slot_steps") + "\n" + _wrap(D.waste_sentence(trace, k) if trace.steps
                                                       else t("note.no_steps"), 70), fontsize=8)
     ax.set_title(t("title.waste", k=D.clamp_step(trace, k)), fontsize=10)
-    ax.legend(fontsize=7, ncol=4, loc="upper right", frameon=False)
+    _legend_beside(ax)
+
+
+def _legend_beside(ax, **kw) -> None:
+    """A legend right of the axes, never over the data (a patch drawn on a bar of its own colour vanishes)."""
+    if ax.get_legend_handles_labels()[0]:  # a trace without steps draws nothing to name
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, frameon=False, **kw)
 
 
 def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
@@ -98,29 +107,29 @@ def plot_composition(ax_series, ax_gaps, trace: Trace, k: int):
     ax_series.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax_series.set_ylabel(t("axis.tokens"))
     ax_series.set_title(t("title.composition"), fontsize=10)
-    ax_series.legend(fontsize=7, ncol=2, loc="upper right", frameon=False)  # fits a half-width panel too
+    _legend_beside(ax_series)
     ax_gaps.step(steps, sa.max_itl_s * 1e3, where="post", color="#333", lw=1, label=t("comp.itl"))
     has = ~np.isnan(sa.max_ttft_s)
-    ax_gaps.plot(steps[has], sa.max_ttft_s[has] * 1e3, "D", color="#e45756", ms=4, label=t("comp.ttft"))
+    ax_gaps.plot(steps[has], sa.max_ttft_s[has] * 1e3, "D", color=PALETTE["newcomer"], ms=4, label=t("comp.ttft"))
     ax_gaps.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax_gaps.set_xlabel(t("axis.step") + "\n" + _wrap(D.composition_sentence(trace, k)), fontsize=8)
     ax_gaps.set_ylabel(t("axis.gap_ms"))
     ax_gaps.set_title(t("title.gaps"), fontsize=10)
-    ax_gaps.legend(fontsize=7, loc="upper right", frameon=False)
+    _legend_beside(ax_gaps)
 
 
 def plot_kv(ax, trace: Trace, k: int):
     """Reserved vs used KV per step, cursor at k."""
     res, used, unit = D.kv_series(trace)
     steps = np.arange(len(res))
-    ax.fill_between(steps, res, step="post", color="#9ecae9", label=t("kv.reserved"))
-    ax.fill_between(steps, used, step="post", color="#4c78a8", label=t("kv.used"))
+    ax.fill_between(steps, res, step="post", color=PALETTE["kv_reserved"], label=t("kv.reserved"))
+    ax.fill_between(steps, used, step="post", color=PALETTE["kv_used"], label=t("kv.used"))
     if len(res):
         ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), 70), fontsize=8)
     ax.set_ylabel(t("axis.kv", unit=unit))
     ax.set_title(t("title.kv"), fontsize=10)
-    ax.legend(fontsize=7, loc="upper right", frameon=False)
+    _legend_beside(ax)
 
 
 def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
@@ -132,7 +141,8 @@ def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
             v = lat[key]
             if not len(v):
                 continue
-            line, = ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label)
+            line, = ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label,
+                            color=SERIES[i % len(SERIES)])
             p50, p99 = D.percentiles(v)
             ax.plot([p50, p99], [0.5, 0.99], "o", color=line.get_color(), ms=4)
             ax.annotate(f"{t('lat.p50')} {p50:.0f}", (p50, 0.5), fontsize=7, xytext=(4, -8), textcoords="offset points")
@@ -203,3 +213,43 @@ def board_figure(trace: Trace, k: int = 0, views: tuple[str, ...] = ("timeline",
                 plot_latency(axes[-2], axes[-1], compare or {trace.policy: trace})
     return fig
 
+
+
+def plot_slabs_and_pages(ax_slabs, ax_blocks, trace: Trace, k: int, slots: int = 4, block: int = 256,
+                         pool: int = 64, seed: int = 0):
+    """The first `slots` busy slots at step k laid out two ways: one slab per slot (all reserved), and blocks of
+    `block` positions handed out from a shared pool of `pool` blocks, with each sequence's page table."""
+    g = trace.phase_grid()
+    k = D.clamp_step(trace, k)
+    held = {s: int(g.start[s, k] + g.tokens[s, k]) for s in range(trace.num_slots) if g.request[s, k] >= 0}
+    held = dict(list(held.items())[:slots])
+    colors = [PALETTE[c] for c in ("kv_used", "accent", "useful", "other")]
+    slab = trace.slab_tokens
+    for row, (s, n) in enumerate(held.items()):
+        ax_slabs.add_patch(Rectangle((0, row), slab, 0.7, color=PALETTE["kv_reserved"], alpha=0.45, lw=0))
+        ax_slabs.add_patch(Rectangle((0, row), n, 0.7, color=colors[row % len(colors)], lw=0))
+        ax_slabs.text(slab * 1.02, row + 0.35, t("pages.slab_row", slot=s, n=n, slab=slab), va="center", fontsize=8)
+    ax_slabs.set(xlim=(0, slab * 1.5), ylim=(len(held), -0.3), yticks=[], xlabel=t("pages.positions"))
+    ax_slabs.set_title(t("pages.slabs"), fontsize=10)
+    free = iter(np.random.default_rng(seed).permutation(pool))  # any free block will do: that is the point
+    owner = np.full(pool, -1)
+    table = {}
+    for row, (s, n) in enumerate(held.items()):
+        table[s] = [int(next(free)) for _ in range(-(-n // block))]
+        owner[table[s]] = row
+    cols = 16
+    for b in range(pool):
+        o = owner[b]
+        ax_blocks.add_patch(Rectangle((b % cols, b // cols), 0.9, 0.9, lw=0,
+                                      color=colors[o % len(colors)] if o >= 0 else "#eeeeee"))
+        if o >= 0:
+            ax_blocks.text(b % cols + 0.45, b // cols + 0.5, str(list(held)[o]), ha="center", va="center",
+                           fontsize=7, color="white")
+    rows = -(-pool // cols)
+    top = -0.45 * len(table) - 0.3
+    for row, (s, blocks) in enumerate(table.items()):
+        ax_blocks.text(0, top + 0.45 * row, t("pages.table_row", slot=s, blocks=", ".join(map(str, blocks))),
+                       fontsize=7, va="top", color=colors[row % len(colors)])
+    ax_blocks.set(xlim=(0, cols), ylim=(rows, top - 0.2), xticks=[], yticks=[])
+    ax_blocks.set_title(t("pages.blocks", block=block), fontsize=10)
+    return held, table

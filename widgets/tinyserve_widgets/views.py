@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
+from .palette import PALETTE, PATTERN, SERIES
 from .words import t
 
 CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
@@ -28,7 +29,7 @@ TEMPLATE = {"layout": {"paper_bgcolor": "white", "plot_bgcolor": "white", "font"
                        "xaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"},
                        "yaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8"}}}
 MAX_SERIES = 6  # traces a LatencyView compares at most
-VIEW_WIDTH_PX = 900  # a view shown alone (autosize gave ~550 px in JupyterLab)
+VIEW_WIDTH_PX = 810  # a view shown alone (autosize gave ~550 px in JupyterLab): BOARD_WIDTH_PX
 
 
 # After every update from Python, plotly's widget code in the browser diffs every trace of the figure against
@@ -136,8 +137,9 @@ class View:
     # ---- parts of the figure ---------------------------------------------------------------------------------
     def _add(self, trace, panel: int = 0) -> None:
         trace.xaxis, trace.yaxis = self.panels[panel]
-        if trace.showlegend is not False:
-            trace.legend = self.legend
+        # every trace to its view's legend, hidden entries too: one with a legendgroup left on the first legend
+        # made plotly stack that legend's (another view's) entries vertically
+        trace.legend = self.legend
         self.fig.add_trace(trace)
         self._traces.append(len(self.fig.data) - 1)
 
@@ -164,7 +166,8 @@ class View:
         return self.fig.layout.annotations[self._notes[i]]
 
     def _title(self, panel: int = 0) -> None:
-        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", font=dict(size=13))
+        # a line above the legend's (which sits on the panel's top edge): a long title never runs into it
+        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", yshift=22, font=dict(size=13))
 
     def xaxis(self, panel: int = 0):
         return self.fig.layout[_axis_name(self.panels[panel][0])]
@@ -231,7 +234,7 @@ class SlotTimeline(View):
         h.text = d.text
         h.hovertemplate = t("hover.template")
         self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
-        self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload)
+        self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload_label())
         self.xaxis().title.text = d.x_label
 
     def _cursor(self, k: int) -> None:
@@ -246,7 +249,7 @@ class SlotTimeline(View):
 
 WASTE_KEYS = ("useful", "padding", "wasted", "idle")
 WASTE_COLORS = {"useful": D.COLORS[D.DECODE], "padding": D.COLORS[D.PADDING], "wasted": D.COLORS[D.WASTED],
-                "idle": "#bdbdbd"}
+                "idle": PALETTE["idle_bar"]}
 
 
 class WasteMeter(View):
@@ -257,6 +260,7 @@ class WasteMeter(View):
     def _build(self) -> None:
         for key in WASTE_KEYS:
             self._add(go.Bar(x=[0], y=[""], orientation="h", name=t(f"waste.{key}"), marker_color=WASTE_COLORS[key],
+                             marker_pattern_shape=PATTERN.get(key, ""),
                              hovertemplate="%{x:,.1f} " + t(f"waste.{key}") + "<extra></extra>"))
         self.fig.update_layout(barmode="stack")
         self._title()
@@ -301,7 +305,7 @@ class StepComposition(View):
         self._add(go.Scatter(x=[], y=[], name=t("comp.itl"), mode="lines", line=dict(color="#333", width=1.2,
                                                                                         shape="hv")), 2)
         self._add(go.Scatter(x=[], y=[], name=t("comp.ttft"), mode="markers",
-                             marker=dict(color="#e45756", size=7, symbol="diamond")), 2)
+                             marker=dict(color=PALETTE["newcomer"], size=7, symbol="diamond")), 2)
         for p in (0, 2):  # cursor lines in the two step-indexed panels
             self._add_shape(p, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
         self._add_shape(0, x_domain=True, y_domain=False, type="line", x0=0, x1=1, y0=0, y1=0,
@@ -366,9 +370,9 @@ class KVView(View):
 
     def _build(self) -> None:
         self._add(go.Scatter(x=[], y=[], name=t("kv.reserved"), fill="tozeroy", mode="lines",
-                             line=dict(color="#9ecae9", width=1, shape="hv")))
+                             line=dict(color=PALETTE["kv_reserved"], width=1, shape="hv")))
         self._add(go.Scatter(x=[], y=[], name=t("kv.used"), fill="tozeroy", mode="lines",
-                             line=dict(color="#4c78a8", width=1, shape="hv")))
+                             line=dict(color=PALETTE["kv_used"], width=1, shape="hv")))
         self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
                              marker=dict(color="#222", size=8)))
         self._title()
@@ -399,7 +403,7 @@ class LatencyView(View):
     n_panels = 2
     heights = (0.5, 0.5)
     height = 460
-    PALETTE = ("#4c78a8", "#e45756", "#54a24b", "#b279a2", "#f58518", "#72b7b2")
+    PALETTE = tuple(SERIES)  # one line per compared run, the palette's colour-blind-safe order
 
     def __init__(self, traces: Trace | dict[str, Trace], k: int = 0, host: tuple | None = None):
         self.traces = traces if isinstance(traces, dict) else {traces.policy: traces}
@@ -412,7 +416,7 @@ class LatencyView(View):
                 self._add(go.Scatter(x=[], y=[], mode="lines", line=dict(color=color, shape="hv"), name="",
                                      legendgroup=str(i), showlegend=p == 0, visible=False), p)
                 self._add(go.Scatter(x=[], y=[], mode="markers+text", text=[t("lat.p50"), t("lat.p99")],
-                                     textposition="middle right", marker=dict(color=color, size=8),
+                                     textposition="middle right", marker=dict(color=color, size=8), cliponaxis=False,
                                      showlegend=False, legendgroup=str(i), visible=False), p)
         for p, key in ((0, "lat.ttft"), (1, "lat.e2e")):
             self._title(p)

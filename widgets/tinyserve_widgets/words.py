@@ -70,7 +70,14 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     # KV
     "kv.reserved": "reserved",
     "kv.used": "used",
-    "kv.sentence": "Step {k}: {used:.1f} of {reserved:.1f} {unit} reserved are used ({pct:.0f}%).",
+    "kv.sentence": "Step {k}: {used:.1f} of {reserved:.1f} {unit} reserved are used ({pct:.0f}%); "
+                   "{slots} slots × a slab of {slab:,} positions, reserved from step 0.",
+    # slabs vs pages (7.4)
+    "pages.slabs": "slabs: one per slot, all reserved",
+    "pages.blocks": "blocks of {block} positions, handed out as sequences grow",
+    "pages.positions": "positions",
+    "pages.slab_row": "slot {slot}: {n:,} of {slab:,}",
+    "pages.table_row": "page table of slot {slot}: blocks {blocks}",
     # latency
     "lat.ttft": "time to first token",
     "lat.e2e": "end-to-end",
@@ -102,7 +109,7 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "knob.policy": "policy",
     "knob.batch_size": "batch size",
     "knob.chunk_size": "chunk length",
-    "knob.max_batch_tokens": "token budget",
+    "knob.max_batch_tokens": "token budget (auto: chunk + batch)",
     "knob.timeout": "timeout (s)",
     "knob.order": "newcomers",
     "knob.prefill_first": "prefill-first",
@@ -113,8 +120,10 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "knob.rate": "arrival rate (req/s)",
     "knob.hardware": "hardware (modeled clock)",
     "knob.kv_budget": "KV budget",
+    "knob.max_model_len": "slab length (max_model_len)",
+    "opt.preset_len": "preset's",
     "knob.x": "x axis",
-    "opt.auto": "auto (chunk + batch)",
+    "opt.auto": "auto",
     "opt.full_batch": "full batch",
     "opt.unbounded": "∞ (until no decode runs)",
     "opt.no_cap": "no cap",
@@ -128,6 +137,10 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "explorer.real.running": "Running the real tiny GPT: {done} of {total} requests, step {steps}. "
                              "Interrupt the kernel (■) to stop.",
     "explorer.real.done": "Real run finished: {steps} steps, wall clock measured on this machine ({s:.1f} s).",
+    "explorer.real.scaled": "Scaled down for the real run ({knobs}) so it takes seconds; the dry run above "
+                            "used the full workload.",
+    "explorer.real.tensors": "Its KV is the tiny GPT's own tensors, sized to the run's longest request "
+                             "({slab:,} positions), not the slab length above (the modeled server's).",
     "explorer.real.interrupted": "Real run interrupted after {steps} steps; the previous figures stay.",
     "explorer.real.too_big": "This workload is too long for a real run here ({tokens:,} tokens; limit {limit:,}). "
                              "Lower the request count.",

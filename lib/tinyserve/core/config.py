@@ -92,6 +92,7 @@ class RunConfig:
     dry_run: bool = False
     seed: int = 0
     workload_knobs: dict | None = None
+    slab: str = "max_model_len"  # every slot's slab: the server's maximum length, or "longest" (a what-if)
 
     def __post_init__(self) -> None:
         if self.policy != POLICY_OBJECT:
@@ -128,6 +129,8 @@ class RunConfig:
             raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise TinyserveError(f"seed: must be an integer, got {self.seed!r}")
+        if self.slab not in ("max_model_len", "longest"):
+            raise TinyserveError(f"slab: must be one of max_model_len, longest, got {self.slab!r}")
         if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
             raise TinyserveError(f"workload_knobs: must be a dict of knob -> value, got {self.workload_knobs!r}")
 

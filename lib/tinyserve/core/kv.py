@@ -71,6 +71,61 @@ def sequences_that_fit(hardware, lengths: list[int], max_len: int | None = None)
     return KVFit(memory, bpt, slab, mean, memory // (slab * bpt), math.floor(memory / (mean * bpt)))
 
 
+SLAB_RULES = ("max_model_len", "longest")
+
+
+@dataclass
+class SlabPlan:
+    """How a run's KV is laid out: bytes per token (of the model the clock speaks for), the capacity that caps the
+    slots, and the slab every slot reserves from step 0."""
+
+    units: str  # "modeled": the preset's model; "real": the tiny GPT's tensors
+    dtype: str
+    bytes_per_token: int
+    capacity: int | None  # the KV budget or modeled KV memory that caps the slots (None: no cap)
+    capacity_name: str | None
+    server_len: int | None  # positions a server admits per sequence (None: the slab is the run's longest, a what-if)
+    rule: str = ""  # what sized the slab, in words the trace keeps (Trace.slab_rule)
+
+    def reject_reason(self, prompt_len: int, max_new_tokens: int) -> str | None:
+        """Why a sequence's slab can never fit (None if it can)."""
+        return too_big_for(self.server_len or prompt_len + max_new_tokens, self.bytes_per_token, self.capacity,
+                           self.capacity_name)
+
+    def slab_tokens(self, longest: int) -> int:
+        """Positions of every slot's slab, given the run's longest accepted request."""
+        return self.server_len or longest
+
+
+def plan_slabs(hw, n_layer: int, n_embd: int, itemsize: int, dtype_name: str, context: int, kv_budget: int | None,
+               max_model_len: int | None, slab: str) -> SlabPlan:
+    """The KV layout of a run: hw is the modeled clock's preset (None under the wall clock)."""
+    if slab not in SLAB_RULES:
+        raise TinyserveError(f"slab: must be one of {', '.join(SLAB_RULES)}, got {slab!r}")
+    if hw is not None:  # KV in the bytes of the model the clock speaks for
+        units, dtype, bpt = "modeled", hw.kv_dtype, int(hw.kv_bytes_per_token)
+        memory = None if hw.kv_memory_bytes is None else int(hw.kv_memory_bytes)
+    else:
+        units, dtype, memory = "real", dtype_name, None
+        bpt = kv_bytes_per_token(n_layer, n_embd, itemsize)
+    caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
+            if c is not None]
+    capacity, cap_name = min(caps) if caps else (None, None)
+    # a server admits at most its model's context: the preset's maximum length is capped by the model run
+    server_len = (None if slab == "longest" else
+                  max_model_len or (min(hw.max_model_len or context, context) if hw else None))
+    if slab == "longest":
+        rule = "longest: the run's longest request (a what-if: no server knows it in advance)"
+    elif max_model_len is not None:
+        rule = "max_model_len: given to the run"
+    elif hw is not None:
+        rule = (f"max_model_len: the preset {hw.name}'s" if hw.max_model_len == server_len
+                else "max_model_len: the model's context")
+    else:
+        rule = "longest: the real model's tensors, sized to the run's longest request"
+    return SlabPlan(units, dtype, bpt, capacity, cap_name, server_len, rule)
+
+
 class SlotPool:
     """Free slots (lowest first, so busy slots stay packed at the front) and bytes reserved vs used."""
 
@@ -101,8 +156,8 @@ class SlotPool:
         heapq.heappush(self._free, slot)
 
     def reserved_bytes(self) -> int:
-        """Bytes held by claimed slabs."""
-        return (self.num_slots - len(self._free)) * self.slab_bytes
+        """Bytes of every slot's slab: a slab server reserves them all when it starts, busy or not."""
+        return self.num_slots * self.slab_bytes
 
 
 # Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips

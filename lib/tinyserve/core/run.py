@@ -17,7 +17,7 @@ from ..cost import clock as clocks
 from ..errors import TinyserveError
 from ..trace.record import StepRecord, Trace, snapshot_requests
 from .config import DTYPE_BYTES, GPTConfig
-from .kv import SlotPool, kv_bytes_per_token, num_slots_for, too_big_for
+from .kv import SlotPool, num_slots_for, plan_slabs
 from .policies import Policy
 from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork
 from .tokenizer import EOS
@@ -122,7 +122,7 @@ class Run:
 
     def __init__(self, make_runner: Callable[[int, int], ModelRunner] | None, cfg: GPTConfig,
                  requests: list[Request], policy: Policy, clock, workload_name: str, dtype, kv_budget: int | None,
-                 max_model_len: int | None, dry_run: bool):
+                 max_model_len: int | None, dry_run: bool, slab: str = "max_model_len"):
         """make_runner(num_slots, slab_positions): the model's runner with its KV slabs (None for a dry run);
         dtype: the model's (a torch dtype or its name) for the KV bytes under the wall clock."""
         self.policy, self.clock, self.dry_run = policy, clock, dry_run
@@ -139,29 +139,28 @@ class Run:
                 raise TinyserveError(f"max_model_len: must be an integer in 1..{limit}, got {max_model_len!r}")
             limit = max_model_len
         check_requests(requests, cfg.vocab_size, limit, 'max_model_len' if max_model_len else 'the context', dry_run)
-        # KV in the bytes of the model the clock speaks for: the preset's model (modeled), the tiny GPT (wall)
-        hw = getattr(clock, "hardware", None)
-        if hw is not None:
-            self.kv_units, self.kv_dtype, bpt = "modeled", hw.kv_dtype, int(hw.kv_bytes_per_token)
-            memory = None if hw.kv_memory_bytes is None else int(hw.kv_memory_bytes)
-        else:
-            self.kv_units, self.kv_dtype, memory = "real", str(dtype).removeprefix("torch."), None
-            size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize  # a name on dry runs
-            bpt = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, size)
-        caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
-                if c is not None]
-        self.kv_capacity, cap_name = min(caps) if caps else (None, None)
-        for r in requests:  # a sequence whose own slab can never fit is rejected alone
+        size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize  # a name on dry runs
+        plan = plan_slabs(getattr(clock, "hardware", None), cfg.n_layer, cfg.n_embd, size,
+                          str(dtype).removeprefix("torch."), cfg.n_positions, kv_budget, max_model_len, slab)
+        self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
+        for r in requests:  # a sequence whose slab can never fit is rejected alone
             if r.status != REJECTED:
-                reason = too_big_for(max_model_len or r.prompt_len + r.max_new_tokens, bpt, self.kv_capacity, cap_name)
+                reason = plan.reject_reason(r.prompt_len, r.max_new_tokens)
                 if reason:
                     r.status, r.finish_reason = REJECTED, reason
         accepted = [r for r in requests if r.status != REJECTED]
-        slab = max_model_len or max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-        self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab * bpt), slab, bpt)
-        self.runner = None if dry_run or not accepted else make_runner(self.pool.num_slots, slab)
+        longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+        slab_tokens = plan.slab_tokens(longest)
+        bpt = plan.bytes_per_token
+        self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab_tokens * bpt), slab_tokens, bpt)
+        # the real model's tensors: max_model_len if given, else the run's longest (a 4,096-position float64 slab
+        # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which)
+        self.kv_tensor_positions = None if dry_run or not accepted else max_model_len or longest
+        self.runner = None if self.kv_tensor_positions is None else make_runner(self.pool.num_slots,
+                                                                                 self.kv_tensor_positions)
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
+        self.workload_knobs: dict = {}  # a named workload's knobs (Engine.start sets them), named in the trace
         policy.bind(self.pool)
 
     @property
@@ -271,4 +270,6 @@ class Run:
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
                      dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests),
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
-                     kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes)
+                     kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
+                     slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
+                     kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs))

@@ -33,6 +33,7 @@ class HardwarePreset:
     details: dict = field(default_factory=dict)  # published numbers, efficiency fractions, calibration data
     kv_dtype: str = "float32"  # the KV cache's element type (kv_bytes_per_token counts its bytes)
     kv_memory_bytes: float | None = None  # memory left for KV after the weights; None: not stated, no cap
+    max_model_len: int | None = None  # positions the server admits per sequence: every slot's slab; None: the model's
     attn_flops: float = 0.0  # effective flop/s of attention (QK^T, AV); 0 = peak_flops
     call_overhead_s: float = 0.0  # fixed cost of one attention call (a decode group, a prefill segment)
     row_overhead_s: float = 0.0  # fixed cost of each sequence (row) an attention call handles
@@ -99,6 +100,9 @@ def load_preset(path: str | Path) -> HardwarePreset:
         raise TinyserveError(f"hardware: {path}: kv_cache_bytes > 0 needs kv_cache_bandwidth_Bps > 0")
     if d.get("kv_cache_ramp", 2.0) <= 1:
         raise TinyserveError(f"hardware: {path}: kv_cache_ramp must be > 1, got {d['kv_cache_ramp']!r}")
+    mml = d.get("max_model_len")
+    if mml is not None and (isinstance(mml, bool) or not isinstance(mml, int) or mml < 1):
+        raise TinyserveError(f"hardware: {path}: max_model_len must be an integer >= 1 or null, got {mml!r}")
     mem = d.get("kv_memory_bytes")
     if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool) and _finite(mem) and mem > 0):
         raise TinyserveError(f"hardware: {path}: kv_memory_bytes must be a finite number > 0 or null, got {mem!r}")

@@ -56,10 +56,19 @@ class Trace:
     kv_dtype: str | None = None
     kv_bytes_per_token: int = 0
     kv_capacity_bytes: int | None = None  # the KV budget or modeled KV memory that capped the slots (None: no cap)
-    slab_bytes: int = 0  # one slot's slab: the maximum length x kv_bytes_per_token
+    slab_bytes: int = 0  # one slot's slab: slab_tokens x kv_bytes_per_token
+    slab_tokens: int = 0  # positions every slot's slab reserves from step 0
+    slab_rule: str = ""  # what sized the slab: "max_model_len: ..." (a slab server) or "longest: ..." (a what-if)
+    kv_tensor_positions: int | None = None  # positions per slot of the real model's KV tensors (None: dry run)
+    workload_knobs: dict = field(default_factory=dict)  # a named workload's knobs, e.g. {"rate": 2.0}
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ---- views -------------------------------------------------------------------------------------------
+    def workload_label(self) -> str:
+        """The workload's name with the knobs it ran with, e.g. 'chapter-7.2-longtail (rate=2)'."""
+        knobs = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.workload_knobs.items())
+        return f"{self.workload} ({knobs})" if knobs else self.workload
+
     def request(self, request_id: str) -> Request:
         """The request with this id."""
         for r in self.requests:
@@ -78,6 +87,15 @@ class Trace:
             for w in s.works:
                 grid[w.slot, j] = w.phase
         return grid
+
+    def slots_held(self) -> np.ndarray:
+        """Per step: slots holding a request (claimed at its first step, held through its last, wasted included)."""
+        ra, n = self.request_arrays(), len(self.steps)
+        ran = ra.first_step >= 0
+        edges = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(edges, ra.first_step[ran], 1)
+        np.add.at(edges, ra.last_step[ran] + 1, -1)
+        return np.cumsum(edges[:n])
 
     def slot_steps(self) -> dict[str, float]:
         """Slots x steps split into useful, padding, wasted and idle (a padded prefill is split by tokens)."""
@@ -188,8 +206,9 @@ class Trace:
     def _kv_fit(self) -> dict:
         """Sequences the KV capacity holds as slabs, and as exact allocation of what sequences really held."""
         cap, slab = self.kv_capacity_bytes, self.slab_bytes
-        held = [(s.kv_reserved_bytes // slab, s.kv_used_bytes) for s in self.steps if slab and s.kv_used_bytes]
-        seqs, used = sum(n for n, _ in held), sum(u for _, u in held)
+        held = self.slots_held() if self.steps else np.zeros(0, dtype=np.int64)
+        has_kv = _step_column(self, "kv_used_bytes", np.int64) > 0
+        seqs, used = int(held[has_kv].sum()), int(_step_column(self, "kv_used_bytes", np.int64)[has_kv].sum())
         return {"kv_fit_slabs": cap // slab if cap is not None and slab else None,
                 # capacity / the bytes a sequence held on average over the run's steps (sequence-weighted)
                 "kv_fit_exact": cap * seqs // used if cap is not None and used else None}
@@ -214,10 +233,13 @@ class Trace:
 
     def summary(self, tokens: bool = False) -> dict:
         """The `tinyserve run --json` document."""
-        return {"policy": self.policy, "workload": self.workload, "clock": self.clock, "hardware": self.hardware,
+        return {"policy": self.policy, "workload": self.workload, "workload_knobs": self.workload_knobs,
+                "clock": self.clock, "hardware": self.hardware,
                 "num_slots": self.num_slots, "knobs": self.knobs, "dry_run": self.dry_run, "kv_units": self.kv_units,
                 "kv": {"units": self.kv_units, "dtype": self.kv_dtype, "bytes_per_token": self.kv_bytes_per_token,
-                       "capacity_bytes": self.kv_capacity_bytes, "slab_bytes": self.slab_bytes},
+                       "capacity_bytes": self.kv_capacity_bytes, "slab_bytes": self.slab_bytes,
+                       "slab_tokens": self.slab_tokens, "slab_rule": self.slab_rule,
+                       "tensor_positions": self.kv_tensor_positions},
                 "metrics": self.metrics(), "requests": [self.request_dict(r, tokens) for r in self.requests]}
 
     def to_dict(self) -> dict:
@@ -325,7 +347,9 @@ class Trace:
         return cls(d["policy"], d["workload"], d["clock"], d.get("hardware"), d["num_slots"], dict(d.get("knobs", {})),
                    d.get("dry_run", False), steps, reqs, kv_units=kv.get("units", d.get("kv_units", "real")),
                    kv_dtype=kv.get("dtype"), kv_bytes_per_token=kv.get("bytes_per_token", 0),
-                   kv_capacity_bytes=kv.get("capacity_bytes"), slab_bytes=kv.get("slab_bytes", 0))
+                   kv_capacity_bytes=kv.get("capacity_bytes"), slab_bytes=kv.get("slab_bytes", 0),
+                   slab_tokens=kv.get("slab_tokens", 0), slab_rule=kv.get("slab_rule", ""),
+                   kv_tensor_positions=kv.get("tensor_positions"), workload_knobs=dict(d.get("workload_knobs", {})))
 
 
 def _stats(xs: list[float]) -> dict:

@@ -1,0 +1,77 @@
+"""Widgets a reader can trust: one colour-blind-safe palette, titles that name the workload and its knobs,
+labels that fit, the engine's own message for a setting it rejects, a real run scaled down and said so."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import tinyserve_widgets as tw
+from tinyserve.engine import Engine
+from tinyserve.trace import DECODE, PADDING, PREFILL, WASTED
+from tinyserve_widgets import data as D
+from tinyserve_widgets.palette import OKABE_ITO, PALETTE
+
+WIDGETS = Path(tw.__file__).parent
+
+
+def test_one_okabe_ito_palette_and_no_red_green_pair_left():
+    for old in ("#54a24b", "#e45756", "#e15759", "#4c78a8"):  # the previous green/red/blue, anywhere in widgets/
+        assert not [p.name for p in WIDGETS.glob("*.py") if old in p.read_text().lower()], old
+    assert D.COLORS[DECODE] == OKABE_ITO["bluish_green"] and D.COLORS[WASTED] == OKABE_ITO["vermillion"]
+    assert D.COLORS[PREFILL] == OKABE_ITO["blue"] and D.COLORS[PADDING] == OKABE_ITO["yellow"]
+    assert PALETTE["useful"] != PALETTE["wasted"]
+
+
+def test_a_named_workload_with_a_knob_is_titled_by_name_and_knob():
+    tr = Engine().run("chapter-7.1-finisher", "static", batch_size=8, workload_knobs={"n": 9, "long_output": 40},
+                      dry_run=True, progress=False)
+    assert tr.workload_label() == "chapter-7.1-finisher (n=9, long_output=40)"
+    view = tw.show(tr, views=("timeline",))
+    assert "chapter-7.1-finisher (n=9, long_output=40)" in view.views["timeline"].note(0).text
+    assert "custom" not in view.views["timeline"].note(0).text
+    ex = tw.Explorer("chapter-7.2-longtail", policy="continuous", rate=0.5, controls=("policy", "rate"),
+                     workload_knobs={"n": 20}, views=("timeline",))
+    assert "chapter-7.2-longtail (n=20, rate=0.5)" in ex.status.value
+
+
+def test_buttons_fit_their_labels_and_offer_only_the_chosen_policies():
+    ex = tw.Explorer("chapter-7.1-finisher", policy="static", policies=("static", "dynamic"), n=4,
+                     views=("waste",), controls=("policy", "batch_size", "timeout", "order", "max_batch_tokens"))
+    assert ex.knobs["policy"].options == ("static", "dynamic")
+    for name in ("policy", "order", "x"):  # width: auto, so "continuous" and "decode-first" are never cut
+        assert ex.knobs[name].style.button_width == "auto"
+    assert ex.knobs["max_batch_tokens"].options[0][0] == "auto"  # its meaning is in the description, not cut
+
+
+def test_a_setting_the_engine_rejects_shows_its_message_not_a_traceback():
+    ex = tw.Explorer("chapter-7.1-finisher", policy="continuous", n=4, views=("waste",))
+    before = ex.trace
+    assert ex.set(batch_size=0) is None
+    assert ex.trace is before
+    assert "batch_size" in ex.message.value and "Traceback" not in ex.message.value
+    assert ex.message.value.count("<div") == 1  # one message box
+
+
+def test_the_slab_length_knob_reaches_the_engine_and_rejections_are_counted():
+    ex = tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("kv",), controls=("batch_size", "max_model_len"),
+                     workload_knobs={"n": 30})
+    assert ex.trace.slab_tokens == 4096
+    tr = ex.set(max_model_len=512)
+    assert tr.slab_tokens == 512 and tr.steps[0].kv_reserved_bytes == tr.num_slots * 512 * tr.kv_bytes_per_token
+    rejected = sum(r.status == "rejected" for r in tr.requests)
+    assert rejected > 0 and f"{rejected} of 30 requests rejected" in ex.status.value
+    assert "slab of 512 positions" in D.kv_sentence(tr, 0)
+
+
+def test_the_real_run_is_scaled_down_and_says_so(monkeypatch):
+    import tinyserve
+    from helpers import make_random_model
+
+    model = make_random_model(n_positions=256, n_layer=1, n_head=2, n_embd=16)
+    monkeypatch.setattr(tinyserve, "shared_engine", lambda device="auto": Engine(model))
+    ex = tw.Explorer("chapter-7.1-finisher", policy="continuous", n=6, views=("waste",), controls=("policy", "n"),
+                     workload_knobs={"long_output": 30}, real_knobs={"n": 2, "long_output": 5})
+    assert len(ex.trace.requests) == 6
+    real = ex.run_real()
+    assert real is ex.trace and len(real.requests) == 2 and real.clock == "wall"
+    assert real.workload_label() == "chapter-7.1-finisher (long_output=5, n=2)"
+    assert "Scaled down for the real run (n=2, long_output=5)" in ex.status.value
