@@ -87,13 +87,16 @@ print(story(cont))
 print()
 print(p_any.reveal(static.metrics()["wasted_decode_tokens"]))
 its = token_iterations(static)
-print("figure: S3 stops after iteration 2, S2 after 6; S3's row stays taken until 6; S5-S7 take freed rows")
-print(f"engine: S3's tokens in iterations {its['S3']}, its slot computes until iteration {iterations(static, 'S3')[-1]} "
-      f"(thrown away in {iterations(static, 'S3', 'wasted')}); S2's last token in {its['S2'][-1]}")
+print("figure: S3 stops after iteration 2, S2 after 6; S3's row stays taken until 6;")
+print("        S5-S7 take freed rows")
+print(f"engine: S3's tokens in iterations {its['S3']}, its slot computes until iteration "
+      f"{iterations(static, 'S3')[-1]}")
+print(f"        (thrown away in {iterations(static, 'S3', 'wasted')}); S2's last token in {its['S2'][-1]}")
 slot = {w.request_id: w.slot for s in cont.steps for w in s.works}
-print("engine, continuous: " + ", ".join(f"{r} enters at iteration {iterations(cont, r)[0]} in slot {slot[r]} "
-                                          f"(was {next(o for o in ('S1', 'S2', 'S3', 'S4') if slot[o] == slot[r])}'s)"
-                                          for r in ("S5", "S6", "S7")))
+print("engine, continuous:")
+for r in ("S5", "S6", "S7"):
+    was = next(o for o in ("S1", "S2", "S3", "S4") if slot[o] == slot[r])
+    print(f"        {r} enters at iteration {iterations(cont, r)[0]} in slot {slot[r]} (was {was}'s)")
 print(f"continuous: {cont.metrics()['wasted_decode_tokens']} wasted, done in {len(cont.steps)} iterations "
       f"instead of {len(static.steps)}")
 
@@ -142,8 +145,9 @@ cont = run("orca-early-finish", "continuous", batch_size=2)
 print("request-level (static):\n" + story(static))
 print("iteration-level (continuous):\n" + story(cont))
 print("figure: x2 ends at iteration 2, yet iterations 3 and 4 still compute it")
-print(f"engine: x2's tokens in iterations {token_iterations(static)['x2']} under both; static computes it again in "
-      f"{iterations(static, 'x2', 'wasted')}, continuous in {iterations(cont, 'x2', 'wasted')}")
+print(f"engine: x2's tokens in iterations {token_iterations(static)['x2']} under both;")
+print(f"        static computes it again in {iterations(static, 'x2', 'wasted')}, "
+      f"continuous in {iterations(cont, 'x2', 'wasted')}")
 print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
 
 # %% [markdown]
@@ -186,10 +190,11 @@ p_trt
 # NBVAL_CHECK_OUTPUT
 whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
 chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
-print("figure: frame 2 R3 blocked by the budget; frame 3 R5 blocked by the batch cap; frame 4 R1 evicted, R5 in")
-print(f"engine: iteration 1 R3 waits on the {dict(waiting(whole, 0))['R3'].split(':')[0]}; iteration 2 R5 waits on the "
-      f"{dict(waiting(whole, 1))['R5'].split(':')[0]}; R1 computes in {iterations(whole, 'R1')}, R5 from "
-      f"{iterations(whole, 'R5')[0]}\n")
+print("figure: frame 2 R3 blocked by the budget; frame 3 R5 blocked by the batch cap;")
+print("        frame 4 R1 evicted, R5 in")
+print(f"engine: iteration 1 R3 waits on the {dict(waiting(whole, 0))['R3'].split(':')[0]}; "
+      f"iteration 2 R5 waits on the {dict(waiting(whole, 1))['R5'].split(':')[0]};")
+print(f"        R1 computes in {iterations(whole, 'R1')}, R5 from {iterations(whole, 'R5')[0]}\n")
 print("without context chunking (TensorRT-LLM's frames 2-4):\n" + story(whole, last=3))
 print("tokens per iteration:", [s.tokens for s in whole.steps[:3]])
 print("\nwith context chunking (our chunked policy):\n" + story(chunk, last=3))
@@ -250,8 +255,8 @@ panels = {
 }
 
 
-print("figure: vLLM and Orca stall A and B while C and D prefill; FasterTransformer keeps A and B going but holds C"
-      " and D back; Sarathi-Serve does neither")
+print("figure: vLLM and Orca stall A and B while C and D prefill; FasterTransformer keeps A and B")
+print("        going but holds C and D back; Sarathi-Serve does neither")
 decode_ms = 1e3 * panels["Orca"].steps[1].duration_s  # iteration 2: A and B decoding alone
 print(f"engine: a decode-only iteration takes {decode_ms:.1f} ms\n")
 for name, t in panels.items():
