@@ -135,7 +135,8 @@ def test_exercises_hold_no_answer_text():
                 for body in s.source.split("### BEGIN SOLUTION")[1:]:
                     body = body.split("### END SOLUTION")[0]
                     answer = [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-                    assert not any(a in e.source for a in answer if len(a) > 12), e.get("id")
+                    given = stub_source(s.source)  # a line of given code the answer repeats is fine
+                    assert not any(a in e.source for a in answer if len(a) > 12 and a not in given), e.get("id")
             else:
                 assert s.source == e.source
 
@@ -172,7 +173,7 @@ def test_every_graded_cell_of_an_exercise_fails_as_not_attempted(sol):
     results = run_cells(ROOT / "chapters" / "exercises" / sol.name)
     assert results
     for cid, err in results.items():
-        assert isinstance(err, checks.NotWritten) and "not written yet" in str(err), (cid, err)
+        assert type(err).__name__ == "NotWritten" and "not written yet" in str(err), (cid, err)  # reloaded class
 
 
 # -------------------------------------------------------------------------------- plausible wrong answers
@@ -546,7 +547,7 @@ def test_slab_allocator_ignoring_the_batch_size():
 def test_check_here_says_correct_wrong_and_not_attempted(capsys):
     from tinyserve.classroom.check import check_here
 
-    def stub(lens):
+    def stub(*args):
         raise NotImplementedError("write your answer here")
     check_here({"padding_tokens": lambda lens: 0, "wasted_fraction": stub}, "7.1")
     out = capsys.readouterr().out.splitlines()
@@ -577,7 +578,8 @@ def test_self_check_command_on_a_saved_notebook(tmp_path):
         if c.get("id") == "m-answer":
             c.source = "def kv_bytes_used(p, g, b):\n    return (p + g) * b"
         if c.get("id") == "n-answer":  # handed back as handed out
-            c.source = next(e.source for e in make_exercise(nb).cells if e.get("id") == "n-answer")
+            c.source = next(e.source for e in nbformat.read(ROOT / "chapters" / "exercises" / "7.4-exercises.ipynb",
+                                                            as_version=4).cells if e.get("id") == "n-answer")
     nbformat.write(nb, tmp_path / "mine.ipynb")
     env = dict(__import__("os").environ, OMP_NUM_THREADS="1")
     r = subprocess.run([sys.executable, "-m", "tinyserve.classroom.check", str(tmp_path / "mine.ipynb")],
