@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +30,8 @@ WRONG = ("7.4-exercises.ipynb", "m-answer", "def kv_bytes_used(prompt_len, gener
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", JUPYTER_CONFIG_DIR=str(course / ".jupyter"),
-               JUPYTER_DATA_DIR=str(course / ".data"), PYTHONPATH=os.pathsep.join(
+               JUPYTER_DATA_DIR=str(course / ".data"),  # nbgrader runs `alembic` from the interpreter's bin
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]), PYTHONPATH=os.pathsep.join(
                    [str(ROOT / "lib"), *filter(None, [os.environ.get("PYTHONPATH")])]))
     r = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--force"], cwd=course, env=env,
                        capture_output=True, text=True, timeout=900)
@@ -49,8 +49,7 @@ def course(tmp_path_factory):
 c = get_config()
 c.CourseDirectory.root = {str(root)!r}
 c.CourseDirectory.course_id = "batching-lab"
-c.CourseDirectory.db_assignments = [dict(name="ch7")]
-c.CourseDirectory.db_students = [dict(id="sol"), dict(id="blank"), dict(id="onewrong")]
+c.Autograde.create_student = True
 c.ClearSolutions.code_stub = {{"python": {STUB!r}}}
 c.ExecutePreprocessor.timeout = 600
 c.Execute.timeout = 600
@@ -78,18 +77,17 @@ def test_released_notebooks_have_the_cells_of_our_exercises(course):
                [(c.get("id"), c.cell_type, c.source) for c in ours.cells], name
 
 
-def scores(course: Path) -> dict[str, dict[str, float]]:
-    """student -> grade cell id -> (auto) score, read from nbgrader's gradebook."""
-    db = sqlite3.connect(course / "gradebook.db")
-    rows = db.execute("""
-        SELECT student.id, grade_cell.name, grade.auto_score, grade_cell.max_score, grade.needs_manual_grade
-        FROM grade JOIN grade_cell ON grade.cell_id = grade_cell.id
-        JOIN submitted_notebook ON grade.notebook_id = submitted_notebook.id
-        JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id
-        JOIN student ON submitted_assignment.student_id = student.id""").fetchall()
+def scores(course: Path) -> dict[str, dict[str, tuple]]:
+    """student -> grade cell id -> (auto score, max score, needs a manual grade), from nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+
     out: dict[str, dict[str, tuple]] = {}
-    for student, cell, auto, max_score, manual in rows:
-        out.setdefault(student, {})[cell] = (auto, max_score, manual)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in ("sol", "blank", "onewrong"):
+            for name in NAMES:
+                nb = gb.find_submission_notebook(name.removesuffix(".ipynb"), "ch7", student)
+                for g in nb.grades:
+                    out.setdefault(student, {})[g.name] = (g.auto_score, g.max_score, g.needs_manual_grade)
     return out
 
 
@@ -102,9 +100,10 @@ def test_autograde_gives_full_zero_and_partial_points(course):
         assert got["sol"][cid][:2] == (pts, pts), cid
         assert got["blank"][cid][0] == 0, cid
         assert got["onewrong"][cid][0] == (0 if cid == "m-check" else pts), cid
-    # the open questions are left for the instructor, by their rubric
-    for student in ("sol", "blank", "onewrong"):
-        assert got[student]["g-answer"][2] and got[student]["k-answer"][2]
+    # the open questions are left for the instructor, by their rubric; left blank, nbgrader scores them zero
+    for cid in ("g-answer", "k-answer"):
+        assert got["sol"][cid] == (None, 3, True) and got["onewrong"][cid] == (None, 3, True)
+        assert got["blank"][cid] == (0, 3, False)
 
 
 def test_browser_tests_start_jupyterlab_without_nbgraders_extensions(tmp_path):
@@ -114,14 +113,15 @@ def test_browser_tests_start_jupyterlab_without_nbgraders_extensions(tmp_path):
     spec = importlib.util.spec_from_file_location("browser_conftest", ROOT / "tests" / "browser" / "conftest.py")
     conf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(conf)
-    conf.lab_config(tmp_path)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path))
+    env = dict(os.environ, **conf.lab_config(tmp_path))
     lab = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"], env=env, capture_output=True,
                          text=True, timeout=120)
-    server = subprocess.run([sys.executable, "-m", "jupyter", "server", "extension", "list"], env=env,
-                            capture_output=True, text=True, timeout=120)
-    lab_lines = [ln for ln in (lab.stdout + lab.stderr).splitlines() if "@jupyter/nbgrader" in ln]
+    lab_lines = [ln for ln in (lab.stdout + lab.stderr).splitlines() if "@jupyter/nbgrader v" in ln]
     assert lab_lines and all("disabled" in ln for ln in lab_lines), lab.stdout + lab.stderr
-    server_lines = [ln for ln in (server.stdout + server.stderr).splitlines()
-                    if ln.strip().startswith("nbgrader.server_extensions.") and ("enabled" in ln or "disabled" in ln)]
-    assert server_lines and all("disabled" in ln for ln in server_lines), server.stdout + server.stderr
+    server = subprocess.run([sys.executable, "-c", (
+        "from jupyter_server.serverapp import ServerApp\n"
+        "a = ServerApp(); a.initialize(argv=['--port=0'], find_extensions=True)\n"
+        "print(sorted((k, v) for k, v in a.jpserver_extensions.items() if k.startswith('nbgrader')))")],
+        env=env, capture_output=True, text=True, timeout=120)
+    got = server.stdout.strip().splitlines()[-1]
+    assert "True" not in got and got.count("False") == len(conf.DISABLED_SERVER_EXTENSIONS), server.stdout + server.stderr
