@@ -62,7 +62,10 @@ def make_class(out: Path, n: int) -> dict[str, int]:
 
     kinds = ["correct"] * 10 + ["blank"] * 8 + ["wrong"] * 10 + [
         "loop", "loop", "hog", "hog", "fork", "fork", "delete", "delete", "patch", "patch", "rebind", "rebind"]
-    kinds = (kinds * (n // len(kinds) + 1))[:n]
+    first = list(dict.fromkeys(kinds))  # one of each kind first, so a small class still has every kind
+    for k in first:
+        kinds.remove(k)
+    kinds = ((first + kinds) * (n // 40 + 1))[:n]
     expect = {}
     for i, kind in enumerate(kinds):
         student = f"s{i:02d}-{kind}"

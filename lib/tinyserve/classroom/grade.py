@@ -1,7 +1,7 @@
 """Grade a folder of submitted exercise notebooks, in parallel, each notebook boxed in its own process.
 
     python -m tinyserve.classroom.grade SUBMISSIONS_DIR [--out scores.csv] [--details details.csv]
-        [--chapters chapters] [--workers N] [--cpu-seconds 120] [--cell-cpu-seconds 60] [--memory-gib 3]
+        [--chapters chapters] [--workers N] [--cpu-seconds 60] [--cell-cpu-seconds 30] [--memory-gib 3]
         [--max-procs 32] [--wall-seconds 600]
 
 SUBMISSIONS_DIR holds one folder per student (the folder's name is the student) with that student's notebooks,
@@ -262,8 +262,8 @@ class Worker:
 class Settings:
     """Limits for every submission, and how the grader runs them."""
 
-    cpu_s: float = 120.0
-    cell_cpu_s: float = 60.0
+    cpu_s: float = 60.0
+    cell_cpu_s: float = 30.0
     memory_bytes: int = 3 << 30
     max_procs: int = 32
     wall_s: float = 600.0
@@ -524,8 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--details", type=Path, default=None, help="per-answer CSV (default: OUT with -details)")
     ap.add_argument("--chapters", type=Path, default=Path("chapters"), help="holds solutions/ (the reference)")
     ap.add_argument("--workers", type=int, default=None, help="notebooks graded at once (default: CPU count)")
-    ap.add_argument("--cpu-seconds", type=float, default=120.0, help="CPU seconds per notebook")
-    ap.add_argument("--cell-cpu-seconds", type=float, default=60.0, help="CPU seconds per cell")
+    ap.add_argument("--cpu-seconds", type=float, default=60.0, help="CPU seconds per notebook")
+    ap.add_argument("--cell-cpu-seconds", type=float, default=30.0, help="CPU seconds per cell")
     ap.add_argument("--memory-gib", type=float, default=3.0, help="memory per notebook (GiB)")
     ap.add_argument("--max-procs", type=int, default=32, help="processes per notebook")
     ap.add_argument("--wall-seconds", type=float, default=600.0, help="wall-clock backstop per notebook")

@@ -19,6 +19,23 @@ from dataclasses import dataclass
 from .notebooks import CHECK_TAG, SELF_CHECK_TAG, tags
 
 
+class _Node(dict):
+    """A notebook read as plain JSON, with the attribute access nbformat's nodes give (cell.source, nb.cells)."""
+
+    __getattr__ = dict.get
+
+    @classmethod
+    def of(cls, data):
+        if isinstance(data, dict):
+            node = cls({k: cls.of(v) for k, v in data.items()})
+            if isinstance(node.get("source"), list):
+                node["source"] = "".join(node["source"])
+            return node
+        if isinstance(data, list):
+            return [cls.of(v) for v in data]
+        return data
+
+
 class CellCPULimit(BaseException):
     """A cell used its CPU seconds (a BaseException: `except Exception` in the cell does not swallow it)."""
 
@@ -133,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             report.write(json.dumps({"id": cell.get("id"), "status": out.status, "message": out.message,
                                      "cpu_s": round(time.process_time(), 2)}) + "\n")
 
-    import nbformat
-
-    nb = nbformat.read(args.notebook, as_version=4)
+    with open(args.notebook, encoding="utf-8") as f:  # validated by the grader: plain JSON (nbformat costs 2 s)
+        nb = _Node.of(json.load(f))
     limits = json.loads(args.box)
     execute(nb, on_cell, cell_cpu=limits.get("cell_cpu_s"))
     if os.getpid() == me:

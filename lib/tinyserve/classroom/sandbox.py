@@ -33,8 +33,8 @@ UID_BASE = 61000  # worker k's unprivileged user; unused ids on an ordinary syst
 class Limits:
     """What one submission may use; the parent fills in where its cgroup and user are."""
 
-    cpu_s: float = 120.0
-    cell_cpu_s: float = 60.0
+    cpu_s: float = 60.0
+    cell_cpu_s: float = 30.0
     memory_bytes: int = 3 << 30
     max_procs: int = 32
     cgroup_procs: list[str] = field(default_factory=list)  # cgroup.procs files to join (v2: one; v1: pids, memory)
