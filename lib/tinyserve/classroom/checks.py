@@ -604,7 +604,7 @@ def _bytes_per_token() -> int:
 
 
 def slabs_that_fit(fn) -> None:
-    """7.4 (k): how many max-length slabs a KV memory holds."""
+    """7.4 (l): how many max-length slabs a KV memory holds."""
     __tracebackhide__ = True
     _guard()
     rng = random.Random(fresh_seed())
@@ -628,7 +628,7 @@ def slabs_that_fit(fn) -> None:
 
 
 def kv_bytes_used(fn) -> None:
-    """7.4 (l): KV bytes a sequence really holds (its prompt included)."""
+    """7.4 (m): KV bytes a sequence really holds (its prompt included)."""
     __tracebackhide__ = True
     _guard()
     seed = fresh_seed()
@@ -700,7 +700,7 @@ class _MirrorPool:
 
 
 def slab_allocator(cls) -> None:
-    """7.4 (m): a slab allocator that refuses what does not fit, mirrored on every claim and release of real runs."""
+    """7.4 (n): a slab allocator that refuses what does not fit, mirrored on every claim and release of real runs."""
     __tracebackhide__ = True
     _guard()
     eng = _engine()
