@@ -32,6 +32,25 @@ SETTINGS = {  # user settings JupyterLab reads at start
 }
 
 
+# extensions other packages install that the browser tests keep out of the page (nbgrader, a test dependency,
+# brings a lab extension, server extensions and Notebook 7's lab buttons; none is part of what learners see)
+DISABLED_LAB_EXTENSIONS = ["@jupyter/nbgrader", "@jupyter-notebook/lab-extension"]
+DISABLED_SERVER_EXTENSIONS = ["nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.validate_assignment",
+                              "nbgrader.server_extensions.assignment_list", "nbgrader.server_extensions.course_list"]
+
+
+def lab_config(config_dir: Path) -> dict[str, str]:
+    """The JupyterLab config the browser tests start with: the extensions above switched off; the environment
+    variables it needs (in a virtual environment Jupyter prefers the environment's config over the user's)."""
+    (config_dir / "labconfig").mkdir(parents=True, exist_ok=True)
+    (config_dir / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {name: True for name in DISABLED_LAB_EXTENSIONS}}))
+    (config_dir / "jupyter_server_config.d").mkdir(parents=True, exist_ok=True)
+    (config_dir / "jupyter_server_config.d" / "zz-browser-tests.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {name: False for name in DISABLED_SERVER_EXTENSIONS}}}))
+    return {"JUPYTER_CONFIG_DIR": str(config_dir), "JUPYTER_PREFER_ENV_PATH": "0"}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,6 +72,7 @@ def lab(tmp_path_factory) -> str:
         (tmp / name).mkdir()
     env.update(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
                JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
+    env.update(lab_config(tmp / "config"))
     for rel, value in SETTINGS.items():
         f = tmp / "settings" / rel
         f.parent.mkdir(parents=True, exist_ok=True)

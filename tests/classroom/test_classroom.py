@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import re
 from pathlib import Path
 
 import pytest
 
 from tinyserve.classroom import checks
+from tinyserve.classroom.check import EXERCISES
 from tinyserve.classroom.generate import GenerateError, exercise_text, make_exercise, stub_source
 from tinyserve.policies import ContinuousBatching, Plan, Policy, decode_work
 from tinyserve.requests import Work
@@ -49,19 +51,59 @@ def test_exercises_are_up_to_date_with_the_solutions():
             f"{ex} is out of date with {sol}: run python -m tinyserve.classroom.generate"
 
 
-def test_at_least_eight_graded_answers_across_7_1_to_7_4():
-    labels = []
+def graded_cells():
     for sol in SOLUTIONS:
         nb = nbformat.read(sol, as_version=4)
-        labels += [c.metadata["tinyserve"]["exercise"] for c in nb.cells if "check" in c.metadata.get("tags", [])]
-    assert len(labels) >= 8
-    assert {lab.split()[0] for lab in labels} == {"7.1", "7.2", "7.3", "7.4"}
+        yield sol.name[:3], nb, [c for c in nb.cells if {"check", "open"} & set(c.metadata.get("tags", []))]
 
 
-def test_stub_keeps_indentation_and_hints_and_drops_the_answer():
-    src = "def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    # Hint: add one.\n    return x + y\n    ### END SOLUTION"
+def test_letters_run_in_order_across_the_notebooks():
+    letters = []
+    for _, _, cells in graded_cells():
+        for c in cells:
+            letter = re.search(r"\(([a-z])\)", c.metadata["tinyserve"]["exercise"]).group(1)
+            if not letters or letters[-1] != letter:
+                letters.append(letter)
+    assert letters == [chr(ord("a") + i) for i in range(len(letters))], letters
+    assert len(letters) >= 14  # three new schedulers and two open questions beside the first nine letters
+
+
+def test_every_graded_cell_carries_nbgrader_metadata_and_matches_the_self_check_table():
+    for num, nb, cells in graded_cells():
+        ids = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata]
+        assert len(ids) == len(set(ids)), num
+        auto = []
+        for c in cells:
+            g, t = c.metadata["nbgrader"], c.metadata["tinyserve"]
+            assert g["grade"] is True and g["points"] == t["points"] > 0 and g["schema_version"] == 3
+            if "check" in c.metadata["tags"]:
+                assert g["locked"] is True and g["solution"] is False
+                assert f"checks).{t['checker']}({t['answer']})" in c.source
+                auto.append((t["exercise"], t["checker"], t["answer"], t["points"]))
+            else:
+                assert c.cell_type == "markdown" and g["solution"] is True and "Rubric" in c.source
+        assert auto == EXERCISES[num]
+        for c in nb.cells:
+            if "solution" in c.metadata.get("tags", []):
+                assert c.metadata["nbgrader"]["solution"] is True
+            elif "nbgrader" in c.metadata and not c.metadata["nbgrader"]["grade"]:
+                assert c.metadata["nbgrader"]["locked"] is True  # given text and code is read-only
+            assert "BEGIN SOLUTION" not in c.source or "solution" in c.metadata.get("tags", [])
+
+
+def test_hints_sit_above_the_marker_and_give_no_formula():
+    for _, nb, _ in graded_cells():
+        for c in nb.cells:
+            if "solution" in c.metadata.get("tags", []) and c.cell_type == "code":
+                for region in c.source.split("### BEGIN SOLUTION")[1:]:
+                    body = region.split("### END SOLUTION")[0]
+                    assert "Hint" not in body  # nbgrader drops the whole region, hints included
+
+
+def test_stub_is_nbgraders_with_our_code_stub():
+    src = "def f(x):\n    y = 1\n    # Hint: think.\n    ### BEGIN SOLUTION\n    return x + y\n    ### END SOLUTION"
     out = stub_source(src)
-    assert out == ("def f(x):\n    y = 1\n    # YOUR CODE HERE\n    # Hint: add one.\n"
+    assert out == ("def f(x):\n    y = 1\n    # Hint: think.\n    # YOUR CODE HERE\n"
                    '    raise NotImplementedError("write your answer here")')
     compile(out, "stub", "exec")
 
@@ -73,6 +115,12 @@ def test_unpaired_markers_are_errors(src):
         stub_source(src)
 
 
+def test_a_marker_outside_a_solution_cell_is_an_error():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("see ### BEGIN SOLUTION below")])
+    with pytest.raises(GenerateError, match="not a solution cell"):
+        make_exercise(nb)
+
+
 def test_exercises_hold_no_answer_text():
     for sol in SOLUTIONS:
         nb = nbformat.read(sol, as_version=4)
@@ -80,22 +128,27 @@ def test_exercises_hold_no_answer_text():
         for s, e in zip(nb.cells, ex.cells):
             assert s.get("id") == e.get("id")
             if "solution" in s.metadata.get("tags", []):
-                assert "NotImplementedError" in e.source and "### BEGIN SOLUTION" not in e.source
-                body = s.source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
-                answer = [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
-                assert not any(a in e.source for a in answer if len(a) > 12), e.get("id")
+                if s.cell_type == "markdown":
+                    assert e.source == "YOUR ANSWER HERE"
+                    continue
+                assert "NotImplementedError" in e.source and "BEGIN SOLUTION" not in e.source
+                for body in s.source.split("### BEGIN SOLUTION")[1:]:
+                    body = body.split("### END SOLUTION")[0]
+                    answer = [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+                    given = stub_source(s.source)  # a line of given code the answer repeats is fine
+                    assert not any(a in e.source for a in answer if len(a) > 12 and a not in given), e.get("id")
             else:
                 assert s.source == e.source
 
 
-# ------------------------------------------------------------------------- notebooks run as nbval runs them
+# ------------------------------------------------------------------------- notebooks run as a kernel runs them
 def run_cells(path: Path) -> dict[str, BaseException | None]:
     """Execute a notebook's code cells in order in one namespace; check cell id -> what it raised (or None)."""
     nb = nbformat.read(path, as_version=4)
     ns: dict = {"__name__": "__main__"}
     out = {}
     for cell in nb.cells:
-        if cell.cell_type != "code":
+        if cell.cell_type != "code" or "self-check" in cell.metadata.get("tags", []):
             continue
         try:
             exec(compile(cell.source, f"{path.name}:{cell.get('id')}", "exec"), ns)
@@ -116,17 +169,17 @@ def test_solution_answers_pass_their_checks(sol):
 
 
 @pytest.mark.parametrize("sol", SOLUTIONS, ids=lambda p: p.name)
-def test_every_graded_cell_of_an_exercise_fails(sol):
+def test_every_graded_cell_of_an_exercise_fails_as_not_attempted(sol):
     results = run_cells(ROOT / "chapters" / "exercises" / sol.name)
     assert results
     for cid, err in results.items():
-        assert isinstance(err, AssertionError) and "not written yet" in str(err), (cid, err)
+        assert type(err).__name__ == "NotWritten" and "not written yet" in str(err), (cid, err)  # reloaded class
 
 
 # -------------------------------------------------------------------------------- plausible wrong answers
 def test_padding_off_by_one():
     fails(checks.padding_tokens, lambda lens: sum(max(lens) - n + 1 for n in lens),
-          "padded up to the longest", "your padding_tokens returned")
+          "padding tokens", "your padding_tokens returned")
 
 
 def test_padding_to_the_shortest():
@@ -241,7 +294,7 @@ def test_continuous_right_answer_passes():
 
 
 def test_continuous_forgetting_to_free_a_slot():
-    fails(checks.continuous_policy, variant(Cont, keep_slot=True), "did not give back the slot")
+    fails(checks.continuous_policy, variant(Cont, keep_slot=True), "was not given back")
 
 
 def test_continuous_keeping_finished_requests_running():
@@ -363,3 +416,181 @@ def test_rebinding_assertion_error_is_reported(monkeypatch):
     monkeypatch.setattr(builtins, "AssertionError", Exception)
     with pytest.raises(checks.IntegrityError, match="AssertionError was rebound"):
         checks.padding_tokens(lambda lens: 0)
+
+
+# ------------------------------------------------------------------------------------ the new schedulers
+class DecodeFirst(Policy):
+    """The right decode-first policy with one knob for each plausible mistake."""
+
+    count_always = never_force = off_by_one = False
+
+    def __init__(self, batch_size, max_waiting_steps):
+        super().__init__(batch_size)
+        self.max_waiting_steps, self.waited = max_waiting_steps, 0
+
+    def plan(self, now, more_coming):
+        decodes = [decode_work(r) for r in self.running if r.num_prefilled == r.prompt_len]
+        room = self.waiting and self.pool.num_free and len(self.running) < self.batch_size
+        bound = self.max_waiting_steps + (1 if self.off_by_one else 0)
+        if not decodes or (self.waited >= bound and not self.never_force):
+            while self.waiting and self.pool.num_free and len(self.running) < self.batch_size:
+                r = self.waiting.popleft()
+                r.slot = self.pool.claim()
+                self.running.append(r)
+            self.waited = 0
+        elif room or self.count_always:
+            self.waited += 1
+        return Plan(decodes + [Work(r.slot, r, "prefill", r.num_prefilled, r.prompt_len - r.num_prefilled)
+                               for r in self.running if r.num_prefilled < r.prompt_len])
+
+
+def test_decode_first_right_answer_passes():
+    checks.decode_first_policy(DecodeFirst)
+
+
+def test_decode_first_without_the_bound():
+    fails(checks.decode_first_policy, variant(DecodeFirst, never_force=True), "the reference computed", "waiting")
+
+
+def test_decode_first_counting_steps_without_a_free_slot():
+    fails(checks.decode_first_policy, variant(DecodeFirst, count_always=True), "the reference")
+
+
+def test_decode_first_bound_off_by_one():
+    fails(checks.decode_first_policy, variant(DecodeFirst, off_by_one=True), "the reference")
+
+
+def chunker(prefilling, decodes, chunk_size, budget_total, *, skip_decodes=False, no_chunk=False):
+    budget = budget_total - (0 if skip_decodes else decodes)
+    out = []
+    for prompt_len, done in prefilling:
+        n = max(0, min(prompt_len - done, budget) if no_chunk else min(chunk_size, prompt_len - done, budget))
+        out.append(n)
+        budget -= n
+    return out
+
+
+def test_chunker_right_answer_passes():
+    checks.plan_chunks(chunker)
+
+
+def test_chunker_forgetting_the_decodes():
+    fails(checks.plan_chunks, lambda *a: chunker(*a, skip_decodes=True), "decode(s) in the step",
+          "your plan_chunks gave")
+
+
+def test_chunker_without_the_chunk_size():
+    fails(checks.plan_chunks, lambda *a: chunker(*a, no_chunk=True), "chunk_size=")
+
+
+def test_chunker_leaving_out_the_ones_that_get_nothing():
+    fails(checks.plan_chunks, lambda *a: [n for n in chunker(*a) if n], "numbers")
+
+
+class Slabs:
+    """The right slab allocator with one knob for each plausible mistake."""
+
+    overcommit = highest_first = accept_double = count_all = False
+
+    def __init__(self, memory_bytes, max_len, bytes_per_token, batch_size):
+        self.slab = max_len * bytes_per_token
+        self.num_slots = min(batch_size, memory_bytes // self.slab)
+        self.free = set(range(self.num_slots))
+
+    @property
+    def num_free(self):
+        return len(self.free)
+
+    def claim(self):
+        if not self.free:
+            return self.num_slots if self.overcommit else None
+        slot = max(self.free) if self.highest_first else min(self.free)
+        self.free.remove(slot)
+        return slot
+
+    def release(self, slot):
+        if slot in self.free and not self.accept_double:
+            raise ValueError(slot)
+        self.free.add(slot)
+
+    def reserved_bytes(self):
+        return self.num_slots * self.slab if self.count_all else (self.num_slots - len(self.free)) * self.slab
+
+
+def test_slab_allocator_right_answer_passes():
+    checks.slab_allocator(Slabs)
+
+
+def test_slab_allocator_that_overcommits():
+    fails(checks.slab_allocator, variant(Slabs, overcommit=True), "must refuse")
+
+
+def test_slab_allocator_handing_out_the_highest_slot():
+    fails(checks.slab_allocator, variant(Slabs, highest_first=True), "your claim() returned")
+
+
+def test_slab_allocator_accepting_a_double_release():
+    fails(checks.slab_allocator, variant(Slabs, accept_double=True), "must raise ValueError")
+
+
+def test_slab_allocator_reserving_every_slab():
+    fails(checks.slab_allocator, variant(Slabs, count_all=True), "reserved_bytes()")
+
+
+def test_slab_allocator_ignoring_the_batch_size():
+    def init(self, memory_bytes, max_len, bytes_per_token, batch_size):
+        Slabs.__init__(self, memory_bytes, max_len, bytes_per_token, 10**6)
+    fails(checks.slab_allocator, type("NoCap", (Slabs,), {"__init__": init}), "num_slots=")
+
+
+# ------------------------------------------------------------------------------------------- the self-check
+def test_check_here_says_correct_wrong_and_not_attempted(capsys):
+    from tinyserve.classroom.check import check_here
+
+    def stub(*args):
+        raise NotImplementedError("write your answer here")
+    check_here({"padding_tokens": lambda lens: 0, "wasted_fraction": stub}, "7.1")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("✗ 7.1 (a) padding tokens: wrong — for prompts of")
+    assert out[1] == "· 7.1 (b) wasted fraction: not attempted"
+    assert out[2] == "· 7.1 (c) dynamic batching policy: not attempted"  # not even defined
+    assert out[3] == "0 of 3 answers correct (0 of 5 points); 2 not attempted"
+
+
+def test_reflect_shows_prediction_answer_and_engine(capsys):
+    checks.reflect("wasted", 0.99, lambda outs, b: 0.5)
+    out = capsys.readouterr().out
+    assert "your prediction: 0.99" in out and "your function:   0.5" in out
+    share = float(re.search(r"the engine:\s+([\d.]+)", out).group(1))
+    assert 0.95 < share < 0.97  # all 32 slots' decode tokens
+    assert "99.0%" in out  # the 31 short slots alone: the 7.1 notebook's figure
+    checks.reflect("padding", None, lambda lens: (_ for _ in ()).throw(NotImplementedError()))
+    out = capsys.readouterr().out
+    assert "none written down" in out and "not written yet" in out and "the engine:      3950" in out
+
+
+def test_self_check_command_on_a_saved_notebook(tmp_path):
+    import subprocess
+    import sys
+
+    nb = nbformat.read(ROOT / "chapters" / "solutions" / "7.4-exercises.ipynb", as_version=4)
+    for c in nb.cells:
+        if c.get("id") == "m-answer":
+            c.source = "def kv_bytes_used(p, g, b):\n    return (p + g) * b"
+        if c.get("id") == "n-answer":  # handed back as handed out
+            c.source = next(e.source for e in nbformat.read(ROOT / "chapters" / "exercises" / "7.4-exercises.ipynb",
+                                                            as_version=4).cells if e.get("id") == "n-answer")
+    nbformat.write(nb, tmp_path / "mine.ipynb")
+    env = dict(__import__("os").environ, OMP_NUM_THREADS="1")
+    r = subprocess.run([sys.executable, "-m", "tinyserve.classroom.check", str(tmp_path / "mine.ipynb")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "✓ 7.4 (l) slabs that fit: correct" in lines
+    assert any(ln.startswith("✗ 7.4 (m) KV bytes a sequence holds: wrong — after step") for ln in lines)
+    assert "· 7.4 (n) slab allocator: not attempted" in lines
+    assert lines[-1] == "1 of 3 answers correct (1 of 5 points); 1 not attempted"
+    (tmp_path / "bad.ipynb").write_bytes(b"\xff\xfe{")
+    r = subprocess.run([sys.executable, "-m", "tinyserve.classroom.check", str(tmp_path / "bad.ipynb")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "not UTF-8" in r.stdout

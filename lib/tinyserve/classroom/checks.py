@@ -2,14 +2,14 @@
 
 A policy answer runs on the real engine (float64, so tokens compare exactly) beside the built-in reference
 policy, on several workloads seeded freshly at check time, and must match it step for step: the same works in
-every step, the same metrics, the same tokens. A numeric answer is compared with what the engine's own trace
-says for inputs chosen here. Nothing is compared with a stored number.
+every step, the same metrics, the same tokens. The chunker and the slab allocator are checked the same way, at
+every step of a real run. A numeric answer is compared with what the engine's own trace says for inputs
+chosen here. Nothing is compared with a stored number. Every message is in text.py (one table to translate).
 
 Integrity: an answer may not hand its work to the built-in policies or to the engine (they are booby-trapped
 while it runs), may not subclass a built-in policy, and the checkers refuse to run if AssertionError was
-rebound or an IPython handler swallows exceptions. The answer runs before the checker computes the truth, so
-there is nothing in memory yet for it to copy. Messages that start with INTEGRITY say so; the grader reports
-them apart. This is a speed bump for honest classes, not a sandbox.
+rebound or an IPython handler swallows exceptions. Messages that start with INTEGRITY say so; the grader
+reports them apart. This is a speed bump, not a sandbox (the grader's sandbox is its own process, see grade.py).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..engine import Engine, Run
 from ..core.policies import ChunkedPrefill, ContinuousBatching, DynamicBatching, Plan, Policy, StaticBatching, make_policy
 from ..core.request import Request, Work
 from ..core.workloads import make_prompt
+from .text import say
 
 MAX_LEN = 128  # slab length for every check run: prompts and outputs here stay well below it
 CHECK_RUNS = 4  # fresh workloads per policy check
@@ -47,24 +48,28 @@ class IntegrityError(_AE):
     """An answer that bypasses the exercise (delegation, rebinding); reported apart by the grader."""
 
 
+class NotWritten(_AE):
+    """The answer still raises the stub's NotImplementedError: not attempted (the self-check says so)."""
+
+
 def _fail(msg: str) -> None:
     __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     raise _AE(msg)
 
 
 def _integrity(msg: str) -> IntegrityError:
-    return IntegrityError("INTEGRITY: " + msg)
+    return IntegrityError(say("integrity", why=msg))
 
 
 def _guard() -> None:
     """Refuse to check when the checks themselves were disarmed in this kernel."""
     __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     if builtins.AssertionError is not _AE:
-        raise _integrity("AssertionError was rebound, so checks could not fail; restart the kernel and remove that")
+        raise _integrity(say("rebound"))
     ip = sys.modules.get("IPython")
     shell = ip.get_ipython() if ip is not None and hasattr(ip, "get_ipython") else None
     if shell is not None and getattr(shell, "custom_exceptions", ()):
-        raise _integrity("an IPython custom exception handler (set_custom_exc) would hide failing checks")
+        raise _integrity(say("custom_exc"))
 
 
 REFERENCES = (StaticBatching, DynamicBatching, ContinuousBatching, ChunkedPrefill)
@@ -77,17 +82,17 @@ def _tripwire(engine: bool):
 
     def trap(owner, name, what):
         def tripped(*args, **kwargs):
-            raise _integrity(f"your answer called {what}; the exercise is to write this part yourself")
+            raise _integrity(say("called_builtin", what=what))
         saved.append((owner, name, owner.__dict__[name]))
         setattr(owner, name, tripped)
 
     for cls in REFERENCES:
         for name, v in list(vars(cls).items()):
             if inspect.isfunction(v):
-                trap(cls, name, f"the built-in {cls.__name__}.{name}")
+                trap(cls, name, say("what_builtin", cls=cls.__name__, name=name))
     if not engine:
-        trap(Engine, "start", "the engine (Engine.start / tinyserve.run)")
-        trap(Run, "step", "the engine (Run.step)")
+        trap(Engine, "start", say("what_engine"))
+        trap(Run, "step", say("what_run_step"))
     try:
         yield
     finally:
@@ -99,10 +104,10 @@ def _own_policy_class(cls) -> None:
     """The answer is a Policy subclass written in the notebook, not a built-in one in disguise."""
     __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        _fail(f"expected a class that subclasses tinyserve.policies.Policy, got {cls!r}")
+        _fail(say("not_policy", got=repr(cls)))
     for ref in REFERENCES:
         if issubclass(cls, ref):
-            raise _integrity(f"{cls.__name__} subclasses the built-in {ref.__name__}; subclass Policy and write plan()")
+            raise _integrity(say("subclasses_builtin", cls=cls.__name__, ref=ref.__name__))
     ref_codes = {f.__code__: f"{ref.__name__}.{n}" for ref in REFERENCES for n, f in vars(ref).items()
                  if inspect.isfunction(f)}
     for klass in cls.__mro__:
@@ -110,7 +115,7 @@ def _own_policy_class(cls) -> None:
             break
         for n, f in vars(klass).items():
             if inspect.isfunction(f) and f.__code__ in ref_codes:
-                raise _integrity(f"{cls.__name__}.{n} is the built-in {ref_codes[f.__code__]}; write it yourself")
+                raise _integrity(say("copies_builtin", cls=cls.__name__, name=n, ref=ref_codes[f.__code__]))
 
 
 _ENGINE: list[Engine] = []
@@ -157,6 +162,8 @@ def workload(kind: str, seed: int) -> tuple[list[Request], dict]:
         knobs = {"batch_size": b, "timeout": rng.choice([0.02, 0.05, 0.1])}
     elif kind == "continuous":
         knobs = {"batch_size": b}
+    elif kind == "decode-first":
+        knobs = {"batch_size": b, "max_waiting_steps": rng.choice([1, 2, 3, 5])}
     elif kind == "chunked":
         c = rng.choice([4, 8, 16])
         # budgets below chunk + batch_size too: there a step's decodes and a full chunk do not both fit
@@ -170,7 +177,13 @@ def reference_policy(kind: str, **knobs) -> Policy:
     """The built-in policy an answer is compared with."""
     if kind == "continuous":
         return make_policy("continuous", prefill_first=True, **knobs)
+    if kind == "decode-first":
+        return make_policy("continuous", **knobs)
     return make_policy(kind, **knobs)
+
+
+def _where(seed: int, reqs: list, knobs: dict) -> str:
+    return say("where", seed=seed, n=len(reqs), knobs=", ".join(f"{k}={v}" for k, v in knobs.items()))
 
 
 # ------------------------------------------------------------------------------------------ policy checks
@@ -186,49 +199,45 @@ def _fmt(w) -> str:
     """A Work or SlotWork in words."""
     rid = w.request.id if isinstance(w, Work) else w.request_id
     if w.phase == "prefill":
-        pad = f" + {w.padding} padding" if w.padding else ""
-        return f"{rid} prefill of positions {w.start}..{w.start + w.tokens - 1}{pad} on slot {w.slot}"
-    return f"{rid} {w.phase} on slot {w.slot}"
+        pad = say("fmt_pad", n=w.padding) if w.padding else ""
+        return say("fmt_prefill", rid=rid, lo=w.start, hi=w.start + w.tokens - 1, pad=pad, slot=w.slot)
+    return say("fmt_other", rid=rid, phase=w.phase, slot=w.slot)
 
 
 def _validate(plan, policy: Policy, idx: int, knobs: dict) -> None:
     """Rules every plan keeps, checked before the engine runs it, in the learner's terms."""
     if not isinstance(plan, Plan):
-        _fail(f"step {idx}: plan() must return Plan(works), got {type(plan).__name__}")
+        _fail(say("not_plan", idx=idx, got=type(plan).__name__))
     works = plan.works
     if not isinstance(works, list) or not all(isinstance(w, Work) for w in works):
-        _fail(f"step {idx}: Plan.works must be a list of Work, got {works!r:.200}")
+        _fail(say("not_works", idx=idx, got=f"{works!r:.200}"))
     slots = set()
     for w in works:
         r = w.request
         if r not in policy.running:
-            _fail(f"step {idx}: your plan computes {r.id}, which is not in self.running (admit a request by "
-                  "claiming a slot for it: req.slot = self.pool.claim(); self.running.append(req))")
+            _fail(say("not_running", idx=idx, rid=r.id))
         if r.done and w.phase != "wasted":
-            _fail(f"step {idx}: your plan asks {r.id} to {w.phase}, but {r.id} already finished; finished() must "
-                  "take it out of self.running and give its slot back (self.pool.release(req.slot))")
+            _fail(say("already_done", idx=idx, rid=r.id, phase=w.phase))
         if w.slot != r.slot:
-            _fail(f"step {idx}: {r.id} holds slot {r.slot}, but your Work puts it on slot {w.slot}")
+            _fail(say("wrong_slot", idx=idx, rid=r.id, held=r.slot, slot=w.slot))
         if w.slot in slots:
-            _fail(f"step {idx}: two works on slot {w.slot}; a slot computes for one request per step")
+            _fail(say("two_on_slot", idx=idx, slot=w.slot))
         slots.add(w.slot)
         if w.phase == "prefill":
             if w.start != r.num_prefilled or w.tokens < 1 or w.start + w.tokens > r.prompt_len:
-                _fail(f"step {idx}: {r.id} has {r.num_prefilled} of its {r.prompt_len} prompt tokens in its KV; "
-                      f"a prefill must continue at position {r.num_prefilled} with 1..{r.prompt_len - r.num_prefilled}"
-                      f" tokens, yours covers {w.start}..{w.start + w.tokens - 1}")
+                _fail(say("bad_prefill", idx=idx, rid=r.id, done=r.num_prefilled, total=r.prompt_len,
+                          left=r.prompt_len - r.num_prefilled, lo=w.start, hi=w.start + w.tokens - 1))
         elif w.phase in ("decode", "wasted"):
             if r.num_prefilled < r.prompt_len:
-                _fail(f"step {idx}: {r.id} decodes before its prompt is prefilled "
-                      f"({r.num_prefilled} of {r.prompt_len} tokens)")
+                _fail(say("early_decode", idx=idx, rid=r.id, done=r.num_prefilled, total=r.prompt_len))
         else:
-            _fail(f"step {idx}: unknown phase {w.phase!r} (prefill, decode or wasted)")
+            _fail(say("bad_phase", idx=idx, phase=w.phase))
     if len(works) > knobs["batch_size"]:
-        _fail(f"step {idx}: your plan computes for {len(works)} requests, more than batch_size={knobs['batch_size']}")
+        _fail(say("over_batch", idx=idx, n=len(works), b=knobs["batch_size"]))
     budget = knobs.get("max_batch_tokens")
     if budget is not None and sum(w.tokens + w.padding for w in works) > budget:
-        _fail(f"step {idx}: your plan computes {sum(w.tokens for w in works)} tokens "
-              f"({', '.join(_fmt(w) for w in works)}), over the token budget max_batch_tokens={budget}")
+        _fail(say("over_budget", idx=idx, n=sum(w.tokens for w in works), works=", ".join(_fmt(w) for w in works),
+                  b=budget))
 
 
 def _diff(idx: int, mine, ref, state: _State | None, knobs: dict, hint: str) -> str | None:
@@ -236,22 +245,21 @@ def _diff(idx: int, mine, ref, state: _State | None, knobs: dict, hint: str) -> 
     b = {w.request_id: w for w in ref.works}
     lines = []
     for rid in sorted(a.keys() - b.keys(), key=_num):
-        lines.append(f"you computed {_fmt(a[rid])}; the reference did not compute {rid} in this step")
+        lines.append(say("extra_work", work=_fmt(a[rid]), rid=rid))
     for rid in sorted(b.keys() - a.keys(), key=_num):
-        lines.append(f"you did not compute {rid}; the reference computed {_fmt(b[rid])}")
+        lines.append(say("missing_work", rid=rid, work=_fmt(b[rid])))
     for rid in sorted(a.keys() & b.keys(), key=_num):
         if tuple(a[rid]) != tuple(b[rid]):
-            lines.append(f"{rid}: you computed {_fmt(a[rid])}, the reference {_fmt(b[rid])}")
+            lines.append(say("other_work", rid=rid, mine=_fmt(a[rid]), ref=_fmt(b[rid])))
     if not lines and abs(mine.start_s - ref.start_s) > 1e-9:
-        lines.append(f"the same works, but your step started at t = {mine.start_s * 1e3:.1f} ms and the "
-                     f"reference's at t = {ref.start_s * 1e3:.1f} ms (a batch launched at the wrong time)")
+        lines.append(say("wrong_time", mine=mine.start_s * 1e3, ref=ref.start_s * 1e3))
     if not lines:
         return None
-    msg = f"step {idx} (t = {mine.start_s * 1e3:.1f} ms): " + "; ".join(lines)
-    msg += f". The reference's step {idx} (t = {ref.start_s * 1e3:.1f} ms): " + ", ".join(_fmt(w) for w in ref.works)
+    msg = say("diff_head", idx=idx, t=mine.start_s * 1e3) + "; ".join(lines)
+    msg += say("diff_ref", idx=idx, t=ref.start_s * 1e3, works=", ".join(_fmt(w) for w in ref.works))
     if state is not None:
-        msg += (f". When your policy planned it: running {state.running or 'none'}, waiting {state.waiting or 'none'},"
-                f" {state.free_slots} free slot(s), batch_size={knobs['batch_size']}")
+        msg += say("diff_state", running=state.running or say("none"), waiting=state.waiting or say("none"),
+                   free=state.free_slots, b=knobs["batch_size"])
     return msg + (f". {hint}" if hint else "")
 
 
@@ -262,7 +270,7 @@ def _num(rid: str) -> tuple:
 def _run_student(cls, kind: str, seed: int, hint: str) -> None:
     __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     reqs, knobs = workload(kind, seed)
-    where = f"[workload seed {seed}: {len(reqs)} requests, {', '.join(f'{k}={v}' for k, v in knobs.items())}] "
+    where = _where(seed, reqs, knobs)
     eng = _engine()
     # the learner's policy runs first, so no reference result exists yet for it to find
     limit = sum(r.prompt_len + r.max_new_tokens for r in reqs) + 50  # one token a step would still finish
@@ -270,15 +278,16 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
         try:
             policy = cls(**knobs)
         except NotImplementedError as e:
-            raise _AE(where + f"your policy's __init__ is not written yet ({e})") from None
+            raise NotWritten(where + say("init_not_written", err=e)) from None
         except TypeError as e:
-            _fail(where + f"{cls.__name__}({', '.join(f'{k}={v}' for k, v in knobs.items())}) failed: {e}")
+            _fail(where + say("init_failed", cls=cls.__name__, args=", ".join(f"{k}={v}" for k, v in knobs.items()),
+                              err=e))
         states: list[_State] = []
         inner = policy.plan
 
         def plan(now, more_coming):
             idx = len(run.steps)
-            st = _State(now, [f"{r.id} (arrived {r.arrival_s * 1e3:.0f} ms)" for r in policy.waiting],
+            st = _State(now, [say("arrived", rid=r.id, ms=r.arrival_s * 1e3) for r in policy.waiting],
                         [r.id for r in policy.running], policy.pool.num_free)
             p = inner(now, more_coming)
             _validate(p, policy, idx, knobs)
@@ -293,7 +302,7 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
             calls += 1
             if len(run.steps) > limit or calls > 10 * limit:
                 left = [r.id for r in run.requests if not r.done]
-                err = f"your policy did not finish the workload: after {len(run.steps)} steps {left} are unfinished"
+                err = say("unfinished", steps=len(run.steps), left=left)
                 break
             try:
                 run.step()
@@ -302,57 +311,51 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
                     raise
                 err = str(e)
             except NotImplementedError as e:
-                raise _AE(where + f"part of your policy is not written yet (NotImplementedError: {e})") from None
+                raise NotWritten(where + say("part_not_written", err=e)) from None
             except RuntimeError as e:
                 err = _runtime_hint(str(e), len(run.steps), policy, knobs)
             except Exception as e:  # the learner's code raised: show it as a failed check with its cause
-                raise _AE(where + f"step {len(run.steps)}: your policy raised {type(e).__name__}: {e}") from e
+                raise _AE(where + say("policy_raised", idx=len(run.steps), exc=type(e).__name__, err=e)) from e
             held = policy.pool.num_slots - policy.pool.num_free
             if err is None and held > len(policy.running):
                 gone = [r.id for r in run.requests if r.done and r not in policy.running]
-                err = (f"after step {len(run.steps) - 1}, {held} slots are claimed but only {len(policy.running)} "
-                       f"requests are running: finished() did not give back the slot of a finished request "
-                       f"(self.pool.release(req.slot)); finished so far: {gone}")
+                err = say("slot_leak", idx=len(run.steps) - 1, held=held, running=len(policy.running), gone=gone)
     mine = run.trace()
     ref = eng.run(reqs, reference_policy(kind, **knobs), max_model_len=MAX_LEN, progress=False)
     # the first step that differs explains more than an error it led to later
     for rec in mine.steps:
         i = rec.index
         if i >= len(ref.steps):
-            _fail(where + f"your policy ran a step {i}; the reference had finished everything after "
-                  f"{len(ref.steps)} steps")
+            _fail(where + say("extra_step", idx=i, n=len(ref.steps)))
         d = _diff(i, rec, ref.steps[i], states[i] if i < len(states) else None, knobs, hint)
         if d:
             _fail(where + d)
     if err is not None:
         _fail(where + err)
     if len(mine.steps) != len(ref.steps):
-        _fail(where + f"your policy finished after {len(mine.steps)} steps, the reference after {len(ref.steps)}")
+        _fail(where + say("step_count", mine=len(mine.steps), ref=len(ref.steps)))
     for r_m, r_r in zip(mine.requests, ref.requests):
         if r_m.output != r_r.output:
-            _fail(where + f"{r_m.id} generated different tokens than under the reference: the same model must give "
-                  "the same tokens when the same positions are computed; check the prefill positions")
+            _fail(where + say("other_tokens", rid=r_m.id))
     mm, mr = mine.metrics(), ref.metrics()
     for k, v in mr.items():
         if isinstance(v, (int, float)) and not math.isclose(mm[k], v, rel_tol=1e-9, abs_tol=1e-12):
-            _fail(where + f"metric {k}: yours {mm[k]}, the reference's {v}")
+            _fail(where + say("metric", key=k, mine=mm[k], ref=v))
 
 
 def _runtime_hint(err: str, idx: int, policy: Policy, knobs: dict) -> str:
     running = [r.id for r in policy.running]
     if "no free slot" in err:
         held = policy.pool.num_slots - policy.pool.num_free
-        return (f"step {idx}: your policy claimed a slot when none was free ({held} of {policy.pool.num_slots} held;"
-                f" running {running}, batch_size={knobs['batch_size']}). Does plan() stop admitting at batch_size, "
-                "and does finished() give back the slot of every finished request (self.pool.release(req.slot))?")
+        return say("no_free_slot", idx=idx, held=held, slots=policy.pool.num_slots, running=running,
+                   b=knobs["batch_size"])
     if "released twice" in err:
-        return f"step {idx}: your policy released a slot twice ({err}); release a request's slot once, when it finishes"
+        return say("released_twice", idx=idx, err=err)
     if "stalled" in err:
-        return (f"step {idx}: your policy returned an empty plan with requests waiting {[r.id for r in policy.waiting]}"
-                " and none left to arrive: they would wait forever (launch what is waiting when nothing more comes)")
+        return say("stalled", idx=idx, waiting=[r.id for r in policy.waiting])
     if "wake" in err:
-        return f"step {idx}: Plan.wake_s must be later than now ({err})"
-    return f"step {idx}: the engine stopped: {err}"
+        return say("bad_wake", idx=idx, err=err)
+    return say("engine_stopped", idx=idx, err=err)
 
 
 def _check_policy(cls, kind: str, hint: str = "") -> None:
@@ -362,47 +365,50 @@ def _check_policy(cls, kind: str, hint: str = "") -> None:
     with _one_thread():
         for _ in range(CHECK_RUNS):
             _run_student(cls, kind, fresh_seed(), hint)
-    print(f"passed: {cls.__name__} matched the built-in {kind} policy step for step on {CHECK_RUNS} fresh workloads")
+    print(say("policy_passed", cls=cls.__name__, kind=kind, n=CHECK_RUNS))
 
 
 def dynamic_policy(cls) -> None:
     """7.1 (c): the dynamic batching launch rule."""
     __tracebackhide__ = True
-    _check_policy(cls, "dynamic", "Launch when the batch is full, when the oldest waiting request has waited "
-                  "`timeout`, or when nothing more will arrive; otherwise wait (Plan([], wake_s=deadline)).")
+    _check_policy(cls, "dynamic", say("hint_dynamic"))
 
 
 def continuous_policy(cls) -> None:
     """7.2 (d): the continuous batching step."""
     __tracebackhide__ = True
-    _check_policy(cls, "continuous", "Every step: running requests that are prefilled decode; waiting requests "
-                  "enter free slots (FIFO, up to batch_size) and prefill their whole prompt in the same step.")
+    _check_policy(cls, "continuous", say("hint_continuous"))
+
+
+def decode_first_policy(cls) -> None:
+    """7.2 (e): decode-first continuous batching with a bound on how long newcomers wait."""
+    __tracebackhide__ = True
+    _check_policy(cls, "decode-first", say("hint_decode_first"))
 
 
 def chunked_policy(cls) -> None:
-    """7.3 (e): decode-first chunk planning under a token budget."""
+    """7.3 (i): decode-first chunk planning under a token budget."""
     __tracebackhide__ = True
-    _check_policy(cls, "chunked", "Admit into free slots first; then every prefilled request decodes; then the "
-                  "budget left goes to prefill chunks (at most chunk_size each) in admission order.")
+    _check_policy(cls, "chunked", say("hint_chunked"))
 
 
 # ----------------------------------------------------------------------------------------- numeric checks
-def _call(fn, *args):
-    """Call the learner's function with the engine and the built-in policies booby-trapped."""
+def _call(fn, *args, engine: bool = False):
+    """Call the learner's function with the built-in policies (and, unless engine, the engine) booby-trapped."""
     __tracebackhide__ = True  # the learner sees the message, not the checker's frames
-    with _tripwire(engine=False):
+    with _tripwire(engine=engine):
         try:
             return fn(*args)
         except NotImplementedError as e:
-            raise _AE(f"{getattr(fn, '__name__', 'your function')} is not written yet ({e})") from None
+            raise NotWritten(say("fn_not_written", fn=getattr(fn, "__name__", "your function"), err=e)) from None
 
 
 def _as_int(x, what: str) -> int:
     __tracebackhide__ = True  # the learner sees the message, not the checker's frames
     if isinstance(x, bool) or not isinstance(x, (int, float)) and not hasattr(x, "__index__"):
-        _fail(f"{what} must return a whole number, got {x!r}")
+        _fail(say("not_whole", fn=what, got=repr(x)))
     if isinstance(x, float) and not x.is_integer():
-        _fail(f"{what} must return a whole number of tokens, got {x!r}")
+        _fail(say("not_whole_tokens", fn=what, got=repr(x)))
     return int(x)
 
 
@@ -425,10 +431,13 @@ def padding_tokens(fn) -> None:
             got = _as_int(_call(fn, list(lens)), "padding_tokens")
             truth = _static_run(lens, [1] * len(lens), len(lens), rng).metrics()["padding_tokens"]
             if got != truth:
-                _fail(f"for prompts of {lens} tokens in one static batch, the engine's prefill computed {truth} "
-                      f"padding tokens (every prompt is padded up to the longest, {max(lens)}); "
-                      f"your padding_tokens returned {got}")
-    print(f"passed: padding_tokens agreed with the engine's trace on {len(cases)} batches")
+                _fail(say("padding_wrong", lens=lens, truth=truth, got=got))
+    print(say("padding_passed", n=len(cases)))
+
+
+def _wasted_truth(outs: list[int], b: int, rng: random.Random, dry: bool) -> tuple[int, int]:
+    m = _static_run([rng.randint(2, 12) for _ in outs], outs, b, rng, dry).metrics()
+    return m["decode_tokens"], m["wasted_decode_tokens"]
 
 
 def wasted_fraction(fn) -> None:
@@ -444,16 +453,13 @@ def wasted_fraction(fn) -> None:
     with _one_thread():
         for outs, b, dry in cases:
             got = _call(fn, list(outs), b)
-            m = _static_run([rng.randint(2, 12) for _ in outs], outs, b, rng, dry).metrics()
-            useful, wasted = m["decode_tokens"], m["wasted_decode_tokens"]
+            useful, wasted = _wasted_truth(outs, b, rng, dry)
             truth = wasted / (useful + wasted) if useful + wasted else 0.0
             if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isclose(
                     got, truth, rel_tol=1e-9, abs_tol=1e-12):
-                shown = outs if len(outs) <= 10 else f"[{outs[0]}, then {len(outs) - 1} x {outs[1]}]"
-                _fail(f"for outputs {shown} in static batches of {b} (in arrival order), the engine's decode steps "
-                      f"computed {useful} useful and {wasted} wasted tokens (the first token of each request comes "
-                      f"from its prefill): a wasted fraction of {truth:.6f}; your wasted_fraction returned {got!r}")
-    print(f"passed: wasted_fraction agreed with the engine's trace on {len(cases)} workloads")
+                shown = outs if len(outs) <= 10 else say("outs_long", first=outs[0], n=len(outs) - 1, second=outs[1])
+                _fail(say("wasted_wrong", outs=shown, b=b, useful=useful, wasted=wasted, truth=truth, got=repr(got)))
+    print(say("wasted_passed", n=len(cases)))
 
 
 def _sample_traces(seed: int) -> list[tuple[str, object]]:
@@ -466,7 +472,7 @@ def _sample_traces(seed: int) -> list[tuple[str, object]]:
 
 
 def first_step(fn) -> None:
-    """7.2 (g): the step in which a request was first computed."""
+    """7.2 (f): the step in which a request was first computed."""
     __tracebackhide__ = True
     _guard()
     with _one_thread():
@@ -477,13 +483,13 @@ def first_step(fn) -> None:
             got = _as_int(_call(fn, tr, r.id), "first_step")
             if got != truth:
                 w = next(w for w in tr.steps[truth].works if w.request_id == r.id)
-                _fail(f"in a {label} trace, {r.id} (arrived at t = {r.arrival_s * 1e3:.1f} ms) was first computed in "
-                      f"step {truth} ({_fmt(w)}); your first_step returned {got}")
-    print(f"passed: first_step agreed with {len(traces)} traces")
+                _fail(say("first_step_wrong", label=label, rid=r.id, ms=r.arrival_s * 1e3, truth=truth, work=_fmt(w),
+                          got=got))
+    print(say("first_step_passed", n=len(traces)))
 
 
 def slot_waste(fn) -> None:
-    """7.2 (g): tokens a slot computed and threw away."""
+    """7.2 (f): tokens a slot computed and threw away."""
     __tracebackhide__ = True
     _guard()
     with _one_thread():
@@ -494,11 +500,54 @@ def slot_waste(fn) -> None:
             wasted = sum(w.tokens for s in tr.steps for w in s.works if w.slot == slot and w.phase == "wasted")
             got = _as_int(_call(fn, tr, slot), "slot_waste")
             if got != pad + wasted:
-                _fail(f"in a {label} trace, slot {slot} computed {pad} padding tokens and {wasted} wasted decode "
-                      f"tokens = {pad + wasted} thrown away; your slot_waste returned {got}")
-    print(f"passed: slot_waste agreed with {len(traces)} traces")
+                _fail(say("slot_waste_wrong", label=label, slot=slot, pad=pad, wasted=wasted, total=pad + wasted,
+                          got=got))
+    print(say("slot_waste_passed", n=len(traces)))
 
 
+# ------------------------------------------------------------------------------------ the token-budget chunker
+def _chunker_run(fn, seed: int) -> None:
+    __tracebackhide__ = True
+    reqs, knobs = workload("chunked", seed)
+    where = _where(seed, reqs, knobs)
+    policy = reference_policy("chunked", **knobs)
+    inner, steps = policy.plan, [0]
+
+    def plan(now, more_coming):
+        p = inner(now, more_coming)
+        if not p.works:
+            return p
+        idx, steps[0] = steps[0], steps[0] + 1
+        prefilling = [r for r in policy.running if r.num_prefilled < r.prompt_len]  # before this step runs
+        decodes = sum(w.phase == "decode" for w in p.works)
+        truth = [next((w.tokens for w in p.works if w.request is r and w.phase == "prefill"), 0) for r in prefilling]
+        got = _call(fn, [(r.prompt_len, r.num_prefilled) for r in prefilling], decodes, knobs["chunk_size"],
+                    knobs["max_batch_tokens"])
+        state = ", ".join(say("chunker_state", rid=r.id, done=r.num_prefilled, total=r.prompt_len) for r in prefilling)
+        if not isinstance(got, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in got):
+            _fail(say("chunker_not_list", where=where, idx=idx, got=f"{got!r:.200}"))
+        if len(got) != len(truth):
+            _fail(say("chunker_len", where=where, idx=idx, n=len(truth), state=state, m=len(got)))
+        if list(got) != truth:
+            _fail(say("chunker_wrong", where=where, idx=idx, decodes=decodes, c=knobs["chunk_size"],
+                      b=knobs["max_batch_tokens"], state=state, truth=truth, got=list(got)))
+        return p
+
+    policy.plan = plan
+    _engine().run(reqs, policy, max_model_len=MAX_LEN, dry_run=True, progress=False)
+
+
+def plan_chunks(fn) -> None:
+    """7.3 (h): the token-budget chunker, at every step of the built-in chunked policy's runs."""
+    __tracebackhide__ = True
+    _guard()
+    with _one_thread():
+        for _ in range(CHECK_RUNS):
+            _chunker_run(fn, fresh_seed())
+    print(say("chunker_passed", n=CHECK_RUNS))
+
+
+# ---------------------------------------------------------------------------------------------- chunk length
 def long_prompt_measure(seed: int):
     """measure(chunk) -> (worst inter-token gap of the in-flight requests in ms, the newcomer's TTFT in ms)."""
     rng = random.Random(seed)
@@ -526,7 +575,7 @@ CHUNKS = [64, 128, 256, 512, 1024, 2048]
 
 
 def pick_chunk(fn) -> None:
-    """7.3 (h): the largest chunk that keeps the worst gap and the newcomer's TTFT under their targets."""
+    """7.3 (j): the largest chunk that keeps the worst gap and the newcomer's TTFT under their targets."""
     __tracebackhide__ = True
     _guard()
     seed = fresh_seed()
@@ -543,20 +592,25 @@ def pick_chunk(fn) -> None:
         ok = [c for c in CHUNKS if table[c][0] <= itl_t and table[c][1] <= ttft_t]
         truth = max(ok) if ok else None
         if got != truth:
-            rows = ", ".join(f"{c}: gap {g:.1f} ms / TTFT {t:.1f} ms" for c, (g, t) in table.items())
-            _fail(f"targets: worst gap <= {itl_t:.1f} ms and newcomer TTFT <= {ttft_t:.1f} ms. The engine measured "
-                  f"{rows}. The largest chunk meeting both is {truth}; your pick_chunk returned {got!r}")
-    print(f"passed: pick_chunk chose right for {len(cases)} pairs of targets (workload seed {seed})")
+            rows = ", ".join(say("pick_chunk_row", c=c, g=g, t=t) for c, (g, t) in table.items())
+            _fail(say("pick_chunk_wrong", itl=itl_t, ttft=ttft_t, rows=rows, truth=truth, got=repr(got)))
+    print(say("pick_chunk_passed", n=len(cases), seed=seed))
+
+
+# --------------------------------------------------------------------------------------------------- KV
+def _bytes_per_token() -> int:
+    one = [Request("r0", make_prompt(4, seed=1), 2, 0.0, ignore_eos=True)]
+    return _engine().start(one, "continuous", batch_size=1, max_model_len=8, clock="wall").pool.bytes_per_token
 
 
 def slabs_that_fit(fn) -> None:
-    """7.4 (f): how many max-length slabs a KV memory holds."""
+    """7.4 (l): how many max-length slabs a KV memory holds."""
     __tracebackhide__ = True
     _guard()
     rng = random.Random(fresh_seed())
     eng = _engine()
     one = [Request("r0", make_prompt(4, seed=1), 2, 0.0, ignore_eos=True)]
-    bpt = eng.start(one, "continuous", batch_size=1, max_model_len=8, clock="wall").pool.bytes_per_token
+    bpt = _bytes_per_token()
     cases = []
     for i in range(5):  # memories of k slabs and a bit (exactly k slabs once: the boundary)
         max_len = rng.randint(8, 64)
@@ -569,14 +623,12 @@ def slabs_that_fit(fn) -> None:
             raise RuntimeError("the engine's KV bytes per position changed between runs")  # a checker bug
         truth = run.pool.num_slots
         if got != truth:
-            _fail(f"with {memory:,} bytes of KV memory, slabs of max_len={max_len} positions and {bpt:,} bytes of K "
-                  f"and V per position, the engine made {truth} slots (one slab = {max_len * bpt:,} bytes); "
-                  f"your slabs_that_fit returned {got}")
-    print(f"passed: slabs_that_fit agreed with the engine's slot pool on {len(cases)} memories")
+            _fail(say("slabs_wrong", memory=memory, max_len=max_len, bpt=bpt, truth=truth, got=got))
+    print(say("slabs_passed", n=len(cases)))
 
 
 def kv_bytes_used(fn) -> None:
-    """7.4 (f): KV bytes a sequence really holds (its prompt included)."""
+    """7.4 (m): KV bytes a sequence really holds (its prompt included)."""
     __tracebackhide__ = True
     _guard()
     seed = fresh_seed()
@@ -595,12 +647,150 @@ def kv_bytes_used(fn) -> None:
                 got = _as_int(_call(fn, r.prompt_len, r.output_len, bpt), "kv_bytes_used")
                 truth = r.context_len * bpt
                 if got != truth:
-                    _fail(f"after step {rec.index}, {r.id} (a {r.prompt_len}-token prompt, {r.output_len} token(s) "
-                          f"generated) has K/V for {r.context_len} positions in the engine = {truth:,} bytes "
-                          f"({bpt:,} bytes per position); your kv_bytes_used({r.prompt_len}, {r.output_len}, {bpt}) "
-                          f"returned {got:,}")
+                    _fail(say("kv_wrong", idx=rec.index, rid=r.id, prompt=r.prompt_len, gen=r.output_len,
+                              ctx=r.context_len, truth=truth, bpt=bpt, got=got))
             total = sum(_call(fn, r.prompt_len, r.output_len, bpt) for r in held)
             if total != rec.kv_used_bytes:
-                _fail(f"after step {rec.index} the trace reports {rec.kv_used_bytes:,} KV bytes in use; "
-                      f"the sum of your kv_bytes_used is {total:,}")
-    print(f"passed: kv_bytes_used agreed with the trace's KV bytes in use on every step (workload seed {seed})")
+                _fail(say("kv_sum_wrong", idx=rec.index, truth=rec.kv_used_bytes, got=total))
+    print(say("kv_passed", seed=seed))
+
+
+class _MirrorPool:
+    """The engine's slot pool, with every call the policy makes repeated on the learner's allocator and compared."""
+
+    def __init__(self, ref, mine, where: str, step):
+        self.ref, self.mine, self.where, self.step = ref, mine, where, step
+        self.num_slots = ref.num_slots
+        self.rid = "?"
+
+    def _mine(self, method: str, *args):
+        __tracebackhide__ = True
+        try:
+            with _tripwire(engine=False):
+                got = getattr(self.mine, method)
+                return got(*args) if callable(got) else got
+        except NotImplementedError as e:
+            raise NotWritten(say("fn_not_written", fn=f"MySlabs.{method}", err=e)) from None
+        except _AE:
+            raise
+        except Exception as e:  # noqa: BLE001 - the learner's code raised
+            _fail(say("slabs_raised", where=self.where, idx=self.step(), method=method, exc=type(e).__name__, err=e))
+
+    @property
+    def num_free(self) -> int:
+        truth, got = self.ref.num_free, self._mine("num_free")
+        if got != truth:
+            _fail(say("slabs_free", where=self.where, idx=self.step(), truth=truth, got=got))
+        return truth
+
+    def claim(self) -> int:
+        free = self.ref.num_free
+        truth = self.ref.claim()
+        got = self._mine("claim")
+        if got != truth:
+            _fail(say("slabs_claim", where=self.where, idx=self.step(), truth=truth, rid=self.rid, free=free, got=got))
+        return truth
+
+    def release(self, slot: int) -> None:
+        self.ref.release(slot)
+        self._mine("release", slot)
+
+    def __getattr__(self, name):  # anything else the engine reads: the engine's own pool
+        return getattr(self.ref, name)
+
+
+def slab_allocator(cls) -> None:
+    """7.4 (n): a slab allocator that refuses what does not fit, mirrored on every claim and release of real runs."""
+    __tracebackhide__ = True
+    _guard()
+    eng = _engine()
+    bpt = _bytes_per_token()
+    with _one_thread():
+        for _ in range(CHECK_RUNS):
+            seed = fresh_seed()
+            rng = random.Random(seed)
+            reqs, knobs = workload("continuous", seed)
+            b = knobs["batch_size"] = rng.randint(3, 6)
+            max_len = rng.choice([32, 48, 64])
+            memory = rng.randint(1, b + 1) * max_len * bpt + rng.randrange(max_len * bpt)
+            knobs["kv_budget"] = memory
+            where = _where(seed, reqs, knobs)
+            run = eng.start(reqs, reference_policy("continuous", batch_size=b), kv_budget=memory,
+                            max_model_len=max_len, clock="wall")
+            try:
+                with _tripwire(engine=False):
+                    mine = cls(memory, max_len, bpt, b)
+            except NotImplementedError as e:
+                raise NotWritten(say("fn_not_written", fn="MySlabs.__init__", err=e)) from None
+            got = getattr(mine, "num_slots", None)
+            if got != run.pool.num_slots:
+                _fail(say("slabs_count", where=where, memory=memory, max_len=max_len, bpt=bpt, b=b,
+                          truth=run.pool.num_slots, got=got))
+            mirror = _MirrorPool(run.pool, mine, where, lambda: len(run.steps))
+            run.policy.pool = mirror  # the engine keeps its own pool for its accounting; the policy talks to both
+            while not run.done:
+                rec = run.step()
+                if rec is None:
+                    continue
+                held = run.pool.num_slots - run.pool.num_free
+                got = mirror._mine("reserved_bytes")
+                if got != run.pool.reserved_bytes():
+                    _fail(say("slabs_reserved", where=where, idx=rec.index, truth=run.pool.reserved_bytes(),
+                              held=held, got=got))
+                if run.pool.num_free == 0:  # full: a claim now must be refused, not over-commit the memory
+                    got = mirror._mine("claim")
+                    if got is not None:
+                        _fail(say("slabs_overcommit", where=where, idx=rec.index, n=run.pool.num_slots, got=got))
+            # every slot is free again: giving one back twice is a bug the allocator must catch
+            try:
+                with _tripwire(engine=False):
+                    mine.release(0)
+            except ValueError:
+                pass
+            except NotImplementedError as e:
+                raise NotWritten(say("fn_not_written", fn="MySlabs.release", err=e)) from None
+            else:
+                _fail(say("slabs_release_twice", where=where, slot=0))
+    print(say("slabs_passed", n=CHECK_RUNS))
+
+
+# ----------------------------------------------------------------------------------- predict -> derive -> check
+def _reflect_padding(fn):
+    truth = _static_run([50, 4000], [1, 1], 2, random.Random(0), dry=True).metrics()["padding_tokens"]
+    return "reflect_padding", (lambda: fn([50, 4000])), truth, None
+
+
+def _reflect_wasted(fn):
+    outs = [2000] + [20] * 31
+    tr = _static_run([8] * 32, outs, 32, random.Random(0), dry=True)
+    m = tr.metrics()
+    truth = m["wasted_decode_tokens"] / (m["decode_tokens"] + m["wasted_decode_tokens"])
+    long_slot = next(w.slot for s in tr.steps for w in s.works if w.request_id == "r0")
+    mine = [w for s in tr.steps for w in s.works if w.slot != long_slot and w.phase in ("decode", "wasted")]
+    share = sum(w.phase == "wasted" for w in mine) / len(mine)
+    return "reflect_wasted", (lambda: fn(outs, 32)), round(truth, 4), say("reflect_wasted_note", short=share)
+
+
+REFLECT = {"padding": _reflect_padding, "wasted": _reflect_wasted}
+
+
+def reflect(which: str, prediction, fn) -> None:
+    """Print the learner's prediction beside their function's answer and the engine's, for the chapter's case."""
+    with _one_thread():
+        title, mine, truth, note = REFLECT[which](fn)
+    print(say("reflect_head", title=say(title)))
+    print(say("reflect_guess", guess=prediction) if prediction is not None else say("reflect_no_guess"))
+    try:
+        got = _call(mine)
+        print(say("reflect_fn", got=round(got, 4) if isinstance(got, float) else got))
+    except (NotWritten, NotImplementedError):
+        print(say("reflect_fn_missing"))
+    print(say("reflect_engine", truth=truth))
+    if note:
+        print(say("reflect_note", note=note))
+
+
+# the checker a check cell's metadata names (tinyserve.checker), for the self-check and the grader
+CHECKERS = {f.__name__: f for f in (padding_tokens, wasted_fraction, dynamic_policy, continuous_policy,
+                                    decode_first_policy, first_step, slot_waste, plan_chunks, chunked_policy,
+                                    pick_chunk, slabs_that_fit, kv_bytes_used, slab_allocator)}

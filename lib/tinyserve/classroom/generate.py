@@ -2,9 +2,11 @@
 
     python -m tinyserve.classroom.generate [--solutions chapters/solutions] [--exercises chapters/exercises] [--check]
 
-An answer region is nbgrader's: the lines between `### BEGIN SOLUTION` and `### END SOLUTION` in a code cell
-tagged `solution`. The stub keeps the region's `# Hint:` comments and raises NotImplementedError, so the
-cell still runs and the check below it fails until the learner writes the answer. Outputs are cleared.
+Exactly what nbgrader's generate_assignment does to the cells (so both give the same exercises): in a solution
+cell (nbgrader metadata `solution: true`, tagged `solution` too) every region from a `### BEGIN SOLUTION` line
+to its `### END SOLUTION` becomes the stub `# YOUR CODE HERE` + `raise NotImplementedError("write your answer
+here")` at the marker's indentation (hints go above the marker, so they stay); a written answer (a markdown
+solution cell) becomes "YOUR ANSWER HERE". Outputs are cleared.
 --check writes nothing and exits 1 when an exercise is missing or differs from what would be generated.
 """
 from __future__ import annotations
@@ -14,62 +16,68 @@ import copy
 import sys
 from pathlib import Path
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-STUB = 'raise NotImplementedError("write your answer here")'
+BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # nbgrader's delimiters: a line containing one is a marker
+# nbgrader's ClearSolutions.code_stub for python must be this text (chapters/README.md, tests/classroom/test_classroom_nbgrader.py)
+STUB = '# YOUR CODE HERE\nraise NotImplementedError("write your answer here")'
+TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's text_stub: a written (markdown) answer cell becomes this
 
 
 class GenerateError(Exception):
-    """A solution notebook whose markers do not pair up."""
+    """A solution notebook whose markers do not pair up, or sit outside a solution cell."""
 
 
 def has_answer(source: str) -> bool:
-    """True when a line of the source is a BEGIN marker (a mention inside prose does not count)."""
-    return any(line.strip() == BEGIN for line in source.split("\n"))
+    """True when a line of the source holds a BEGIN marker (as nbgrader reads it: anywhere in the line)."""
+    return any(BEGIN in line for line in source.split("\n"))
 
 
 def stub_source(source: str, where: str = "cell") -> str:
-    """The source with every answer region replaced by its hints and a raising stub."""
+    """The source with every answer region replaced by the stub, indented like its marker (as nbgrader does)."""
     out, region = [], None
     for line in source.split("\n"):
-        text = line.strip()
-        if text == BEGIN:
+        if BEGIN in line:
             if region is not None:
                 raise GenerateError(f"{where}: {BEGIN} inside another answer region")
             region = line[:len(line) - len(line.lstrip())]
-            out.append(f"{region}# YOUR CODE HERE")
-        elif text == END:
+            out += [region + s for s in STUB.split("\n")]
+        elif END in line:
             if region is None:
                 raise GenerateError(f"{where}: {END} without {BEGIN}")
-            out.append(region + STUB)
             region = None
         elif region is None:
             out.append(line)
-        elif text.startswith("# Hint:"):
-            out.append(region + text)
     if region is not None:
         raise GenerateError(f"{where}: {BEGIN} without {END}")
     return "\n".join(out)
 
 
+def is_solution(cell) -> bool:
+    """A cell the learner answers in: nbgrader's solution flag, or our `solution` tag."""
+    md = cell.get("metadata", {})
+    return bool(md.get("nbgrader", {}).get("solution")) or "solution" in md.get("tags", [])
+
+
 def make_exercise(nb):
-    """An exercise notebook (a new object) from a solution notebook."""
+    """An exercise notebook (a new object) from a solution notebook: the cells nbgrader's generate_assignment makes."""
     ex = copy.deepcopy(nb)
     answers = 0
     for cell in ex.cells:
-        tags = cell.get("metadata", {}).get("tags", [])
+        where = f"cell {cell.get('id')}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            if "solution" in tags:
-                if not has_answer(cell.source):
-                    raise GenerateError(f"cell {cell.get('id')}: tagged solution but has no {BEGIN}")
-                cell.source = stub_source(cell.source, f"cell {cell.get('id')}")
-                answers += 1
-        elif has_answer(cell.source):
-            raise GenerateError(f"cell {cell.get('id')}: answer markers outside a code cell")
-        if "solution" not in tags and has_answer(cell.get("source", "")):
-            raise GenerateError(f"cell {cell.get('id')}: has {BEGIN} but is not tagged solution")
+        if not is_solution(cell):
+            if has_answer(cell.source):
+                raise GenerateError(f"{where}: has {BEGIN} but is not a solution cell (nbgrader would refuse it)")
+            continue
+        answers += 1
+        if has_answer(cell.source):
+            cell.source = stub_source(cell.source, where)
+        elif cell.cell_type == "code":
+            raise GenerateError(f"{where}: a solution code cell without {BEGIN} (it would be handed out whole)")
+        else:
+            cell.source = TEXT_STUB  # a written answer: the rubric stays in the solutions
     if not answers:
-        raise GenerateError("no answer cells (code cells tagged solution)")
+        raise GenerateError("no answer cells (solution cells)")
     ex.metadata.pop("widgets", None)
     return ex
 

@@ -1,37 +1,50 @@
-"""Grade a folder of submitted exercise notebooks with nbval.
+"""Grade a folder of submitted exercise notebooks, in parallel, each notebook boxed in its own process.
 
-    python -m tinyserve.classroom.grade SUBMISSIONS_DIR [--out scores.csv] [--chapters chapters]
-                                        [--timeout 300] [--cell-timeout 120]
+    python -m tinyserve.classroom.grade SUBMISSIONS_DIR [--out scores.csv] [--details details.csv]
+        [--chapters chapters] [--workers N] [--cpu-seconds 60] [--cell-cpu-seconds 30] [--memory-gib 3]
+        [--max-procs 32] [--wall-seconds 600]
 
 SUBMISSIONS_DIR holds one folder per student (the folder's name is the student) with that student's notebooks,
 named as handed out (7.1-exercises.ipynb, ...); a notebook with another name is matched by its check cells.
-For each submission: every check cell is put back from the reference solution by cell id (an edited or
-deleted check counts as the original), the cells the student wrote are scanned for answers that hand the work
-to the built-in policies or the engine, or that disarm the checks, then nbval runs the notebook in its own
-kernel process under a time limit. The score table (CSV: student, notebook, exercise, result, message) has a
-row per graded check; result is passed, failed, integrity (not passed: the answer bypasses the exercise) or
-invalid (the file is not a notebook: one row, the others are still graded). A line per student is printed.
-Not a sandbox: student code runs with your permissions; grade inside a container.
+For each notebook: it is read (a file that is not one gets a row saying why), given cell ids if it has none
+(nbformat 4.4), every check cell is put back from the reference solution by cell id (an edited or deleted
+check counts as the original), the cells the student wrote are scanned for answers that hand the work to the
+built-in policies or disarm the checks, and it runs in a child process boxed by sandbox.py (CPU seconds,
+memory, process count, an unprivileged user when run as root) against the worker's own read-only copy of the
+tinyserve package; a submission that changes that copy gets zero with the reason, and the copy is renewed.
+
+Two CSV files: --out, one row per student for a learning-management system (student, the points of every
+answer, total, flags), and --details, one row per graded answer (student, notebook, exercise, result, points,
+max_points, message) with result passed, failed, blank, integrity, manual (an open answer to grade by its
+rubric) or invalid (the file is not a gradable notebook). A line per student is printed.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
+import hashlib
 import json
 import os
+import queue
 import re
-import signal
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-CHECK_TAG, SOLUTION_TAG = "check", "solution"
-FIELDS = ("student", "notebook", "exercise", "result", "message")
-ANSI = re.compile(r"(?:\x1b|#x1B)\[[0-9;]*[A-Za-z]")
-EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)): ?(.*)$")
+from . import sandbox
+from .notebooks import (CHECK_TAG, OPEN_TAG, SELF_CHECK_TAG, SOLUTION_TAG, check_cells, give_ids, label_of,
+                        points_of, read_notebook, tags)
+from .text import say
+
+DETAIL_FIELDS = ("student", "notebook", "exercise", "result", "points", "max_points", "message")
 # anywhere in what the student wrote: disarming the checks (rebinding, swallowing, replacing the checker)
 DISARM = [
     (re.compile(r"\bAssertionError\s*=(?!=)"), "rebinds AssertionError"),
@@ -39,12 +52,16 @@ DISARM = [
     (re.compile(r"\bset_custom_exc\b|\bsys\.excepthook\b"), "installs an exception handler"),
     (re.compile(r"\bsys\.modules\b|\bimportlib\b|\b__import__\b"), "manipulates imports"),
     (re.compile(r"\bclassroom\b"), "touches the checker (tinyserve.classroom)"),
-    (re.compile(r"(?<![\w.])(?:exec|eval|compile)\s*\(|__file__"), "runs generated code or reaches for source files"),
+    (re.compile(r"(?<![\w.])(?:exec|eval|compile)\s*\(|__file__|__path__"),
+     "runs generated code or reaches for source files"),
+    (re.compile(r"\bos\.(?:fork|forkpty|system|popen|exec\w*|spawn\w*|posix_spawn\w*)\b|\bsubprocess\b"
+                r"|\bmultiprocessing\b|\bpty\b"), "starts processes"),
     (re.compile(r"\bimport\s+inspect\b|\binspect\.|\b(?:currentframe|_getframe|f_back|f_locals|f_globals)\b"
                 r"|\bgc\.get_"), "inspects the checker's frames or objects"),
     (re.compile(r"\bsetattr\s*\(|\bdelattr\s*\("), "patches objects with setattr/delattr"),
     (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M),
      "patches the engine"),
+    (re.compile(r"\bos\.(?:write|dup2?|fdopen|kill|killpg)\b|/proc/"), "writes to the grader's channels"),
 ]
 # in an answer cell: naming the built-in policies (the engine itself is booby-trapped at check time instead, so
 # a cell of the student's own that runs the engine to explore is not flagged)
@@ -54,13 +71,15 @@ DELEGATE = re.compile(r"\b(StaticBatching|DynamicBatching|ContinuousBatching|Chu
 
 @dataclass
 class Row:
-    """One line of the score table."""
+    """One graded answer (or one file that could not be graded)."""
 
     student: str
     notebook: str
     exercise: str
     result: str
-    message: str
+    points: float | None
+    max_points: float
+    message: str = ""
 
 
 # --------------------------------------------------------------------------------------------- references
@@ -70,14 +89,19 @@ class Reference:
 
     name: str
     solution: object  # nbformat node
-    handed_out: dict[str, str]  # cell id -> source as handed out (stubs in answer cells)
+    exercise: object  # the handed-out notebook
+    handed_out: dict[str, str] = field(default_factory=dict)  # cell id -> source as handed out
 
     @property
     def checks(self) -> list:
-        return [c for c in self.solution.cells if CHECK_TAG in c.get("metadata", {}).get("tags", [])]
+        return check_cells(self.solution)
+
+    @property
+    def open_answers(self) -> list:
+        return [c for c in self.solution.cells if OPEN_TAG in tags(c)]
 
     def label(self, cell) -> str:
-        return cell.get("metadata", {}).get("tinyserve", {}).get("exercise", cell.get("id"))
+        return label_of(cell)
 
 
 def load_references(chapters: Path) -> dict[str, Reference]:
@@ -90,66 +114,46 @@ def load_references(chapters: Path) -> dict[str, Reference]:
     for p in sorted((chapters / "solutions").glob("*.ipynb")):
         sol = nbformat.read(p, as_version=4)
         ex = make_exercise(sol)
-        refs[p.name] = Reference(p.name, sol, {c.get("id"): c.source for c in ex.cells})
+        refs[p.name] = Reference(p.name, sol, ex, {c.get("id"): c.source for c in ex.cells})
     if not refs:
         raise SystemExit(f"grade: no reference notebooks in {chapters / 'solutions'}")
     return refs
 
 
-def _tags(cell) -> list[str]:
-    return cell.get("metadata", {}).get("tags", [])
-
-
 def read_submission(path: Path):
     """The notebook, or a message saying why the file is not one."""
-    import nbformat
-
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        return None, f"cannot read the file ({e.strerror})"
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not a notebook: the file is not UTF-8 text"
-    except json.JSONDecodeError as e:
-        return None, f"not a notebook: invalid JSON ({e.msg} at line {e.lineno}, column {e.colno})"
-    if not isinstance(data, dict) or "cells" not in data or not isinstance(data.get("cells"), list):
-        return None, "not a notebook: valid JSON, but not a Jupyter notebook (no list of cells)"
-    try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-        nbformat.validate(nb)
-    except Exception as e:  # noqa: BLE001 - any schema problem is the same answer for the student
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return None, f"not a valid notebook: {first[:200]}"
-    return nb, None
+    return read_notebook(path)
 
 
 def match_reference(name: str, nb, refs: dict[str, Reference]) -> Reference | None:
-    """By file name, else the reference sharing the most check cell ids."""
+    """By file name, else the reference sharing the most check cell ids (or, without ids, the most sources)."""
     if name in refs:
         return refs[name]
-    ids = {c.get("id") for c in nb.cells}
-    best = max(refs.values(), key=lambda r: len(ids & {c.get("id") for c in r.checks}))
-    return best if ids & {c.get("id") for c in best.checks} else None
+    ids = {c.get("id") for c in nb.cells if c.get("id")}
+    sources = {c.source.strip() for c in nb.cells}
+
+    def shared(r: Reference) -> int:
+        return len(ids & {c.get("id") for c in r.checks}) + len(sources & {c.source.strip() for c in r.checks})
+
+    best = max(refs.values(), key=shared)
+    return best if shared(best) else None
 
 
 def restore_checks(nb, ref: Reference):
     """A copy of the submission whose check cells are the reference's (edited ones replaced, deleted ones back)."""
-    import copy
-
     import nbformat
 
     out = copy.deepcopy(nb)
     check_ids = {c.get("id") for c in ref.checks}
+    out.cells = [c for c in out.cells if SELF_CHECK_TAG not in tags(c)]  # not graded; its checks run anyway
     seen = set()
     for cell in out.cells:  # duplicated ids (a copied cell): only the first keeps the id
         cid = cell.get("id")
         if cid in seen:
             cell["id"] = f"dup-{len(seen)}-{abs(hash((cid, len(seen)))) % 10**8}"
         seen.add(cell.get("id"))
-        if CHECK_TAG in _tags(cell) and cell.get("id") not in check_ids:
-            cell.metadata["tags"] = [t for t in _tags(cell) if t != CHECK_TAG]  # a student's own "check": not graded
+        if CHECK_TAG in tags(cell) and cell.get("id") not in check_ids:
+            cell.metadata["tags"] = [t for t in tags(cell) if t != CHECK_TAG]  # a student's own "check": not graded
     ref_ids = [c.get("id") for c in ref.solution.cells]
     for i, rc in enumerate(ref.solution.cells):
         if rc.get("id") not in check_ids:
@@ -176,7 +180,7 @@ def scan(nb, ref: Reference) -> dict[str, str]:
     """check id -> why its answer is not graded, from the text the student wrote (cells unlike the handed-out)."""
     flags: dict[str, str] = {}
     check_ids = [c.get("id") for c in ref.checks]
-    answer_ids = {c.get("id") for c in ref.solution.cells if SOLUTION_TAG in _tags(c)}
+    answer_ids = {c.get("id") for c in ref.solution.cells if SOLUTION_TAG in tags(c)}
     disarm = []
     pending: list[str] = []  # delegations seen since the last check cell
     for k, cell in enumerate(nb.cells):
@@ -193,216 +197,356 @@ def scan(nb, ref: Reference) -> dict[str, str]:
         written = "\n".join(line.split("#", 1)[0] for line in cell.source.split("\n") if line not in given)
         for pat, why in DISARM:
             if pat.search(written):
-                disarm.append(f"code cell {k + 1} {why}")
+                disarm.append(say("scan_cell", k=k + 1, why=why))
         m = DELEGATE.search(written)
         if m and cid in answer_ids:
-            pending.append(f"the answer hands the work to the library ({m.group(0)} in cell {k + 1}); "
-                           "write it yourself")
+            pending.append(say("delegates", what=m.group(0), cell=k + 1))
     if disarm:
-        return {cid: f"the submission disarms the checks: {disarm[0]}" for cid in check_ids}
+        return {cid: say("disarms", why=disarm[0]) for cid in check_ids}
     return flags
 
 
-# ------------------------------------------------------------------------------------------------ running
-def _descendants(pid: int) -> list[int]:
-    """Process ids below pid (from /proc: the kernel runs in its own session, so a group kill misses it)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").glob("[0-9]*"):
-        try:
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
+# ------------------------------------------------------------------------------------------------ workers
+def package_dir() -> Path:
+    """The tinyserve package the grader itself runs (copied, never run in place)."""
+    return Path(__file__).resolve().parents[1]
 
 
-def run_nbval(nb_path: Path, timeout: float, cell_timeout: float) -> tuple[dict[int, tuple[str, str]], str | None]:
-    """Run nbval on one notebook in its own pytest and kernel processes; code cell index -> (status, message)."""
-    work = nb_path.parent
-    report = work / "cells.jsonl"
-    (work / "pytest.ini").write_text("[pytest]\n")  # no project config, no conftest from elsewhere
-    cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
-           f"--nbval-cell-timeout={cell_timeout}", "-p", "no:cacheprovider", "-p", "tinyserve.classroom.report_plugin",
-           "-q", "--color=no", "-c", str(work / "pytest.ini"), "--rootdir", str(work), str(nb_path)]
-    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", PYTHONDONTWRITEBYTECODE="1",
-               TINYSERVE_GRADE_REPORT=str(report))
-    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    note = None
-    try:
-        proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        for pid in [proc.pid] + _descendants(proc.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.communicate()
-        note = f"not run: the notebook ran past the grader's limit of {timeout:g} s and was stopped"
-    cells: dict[int, tuple[str, str]] = {}
-    if report.is_file():
-        for line in report.read_text(encoding="utf-8").splitlines():
-            d = json.loads(line)
-            m = re.search(r"Cell (\d+)", d["cell"])
-            if m:
-                ok = d["outcome"] == "passed"
-                cells[int(m.group(1))] = ("passed", "") if ok else ("failed", _message(d["text"]))
-    return cells, note
-
-
-def _message(text: str) -> str:
-    """The learner-facing line of a failed cell: its exception, or nbval's timeout."""
-    text = ANSI.sub("", text)
-    if "Timeout of" in text:
-        m = re.search(r"Timeout of [\d.]+ seconds exceeded[^\n]*", text)
-        return (m.group(0) if m else "timed out") + " (an endless loop?)"
-    last = None
-    for line in text.splitlines():
-        m = EXC_LINE.match(line.strip())
-        if m:
-            last = f"{m.group(1)}: {m.group(2)}".strip()
-    if last:
-        return last
-    if "Kernel dead" in text or "kernel died" in text.lower():
-        return "the kernel died (killed by an earlier cell's time limit?)"
-    return text.strip().splitlines()[-1][:300] if text.strip() else "failed"
-
-
-def grade_notebook(student: str, path: Path, refs: dict[str, Reference], timeout: float,
-                   cell_timeout: float) -> list[Row]:
-    """Rows for one submitted file."""
-    import nbformat
-
-    nb, why = read_submission(path)
-    if nb is None:
-        return [Row(student, path.name, "-", "invalid", why)]
-    ref = match_reference(path.name, nb, refs)
-    if ref is None:
-        return [Row(student, path.name, "-", "invalid", "not one of the exercise notebooks (no known check cells)")]
-    restored = restore_checks(nb, ref)
-    flags = scan(restored, ref)
-    with tempfile.TemporaryDirectory(prefix="tinyserve-grade-") as tmp:
-        nb_path = Path(tmp) / "submission.ipynb"
-        nbformat.write(restored, nb_path)
-        cells, note = run_nbval(nb_path, timeout, cell_timeout)
-    code_index = {c.get("id"): i for i, c in enumerate(c for c in restored.cells if c.cell_type == "code")}
-    rows = []
-    for rc in ref.checks:
-        cid = rc.get("id")
-        status, msg = cells.get(code_index[cid], ("failed", note or "the check did not run"))
-        if status == "failed" and "INTEGRITY:" in msg:
-            status = "integrity"
-        if cid in flags:
-            status, msg = "integrity", flags[cid] + ("" if status == "passed" else f" [its check: {msg}]")
-        rows.append(Row(student, path.name, ref.label(rc), status, msg))
-    return rows
-
-
-class GradingStopped(Exception):
-    """Grading cannot go on (the package under test was modified); rows holds what was graded."""
-
-    def __init__(self, rows: list[Row], message: str):
-        super().__init__(message)
-        self.rows = rows
-
-
-def package_digest() -> str:
-    """A hash of the tinyserve package's source: a submission that rewrites the checker is caught."""
-    import hashlib
-
-    root = Path(__file__).resolve().parents[1]
+def digest(root: Path) -> str:
+    """A hash of every file under root (names, bytes and modes): a copy a submission changed is caught."""
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    for p in sorted(root.rglob("*")):
+        if "__pycache__" in p.parts:
+            continue
+        h.update(str(p.relative_to(root)).encode() + b"\0")
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+        h.update(str(stat.S_IMODE(p.lstat().st_mode)).encode())
     return h.hexdigest()
 
 
-def grade(submissions: Path, chapters: Path = Path("chapters"), timeout: float = 300.0,
-          cell_timeout: float = 120.0, log=print) -> list[Row]:
-    """Every student's every file, in name order; one summary line per student through log."""
-    refs = load_references(chapters)
-    digest = package_digest()
-    rows: list[Row] = []
-    students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if not students:
-        raise SystemExit(f"grade: no student folders in {submissions}")
-    for sdir in students:
-        mine: list[Row] = []
-        files = sorted(p for p in sdir.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts)
-        for path in files:
-            t0 = time.perf_counter()
-            got = grade_notebook(sdir.name, path, refs, timeout, cell_timeout)
-            if package_digest() != digest:  # the submission rewrote the engine or the checker on disk
-                got = [Row(r.student, r.notebook, r.exercise, "integrity",
-                           "the submission changed the tinyserve package's files while it ran") for r in got]
-                rows += mine + got
-                log(summary(sdir.name, mine + got, sum(len(r.checks) for r in refs.values())))
-                raise GradingStopped(rows, f"{sdir.name}/{path.name} modified the tinyserve package; grading "
-                                     "stopped (reinstall tinyserve; the rows so far are in the table)")
-            mine += got
-            log(f"  {sdir.name}/{path.relative_to(sdir)}: graded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        if not files:
-            mine.append(Row(sdir.name, "-", "-", "invalid", "no files submitted"))
-        rows += mine
-        log(summary(sdir.name, mine, sum(len(r.checks) for r in refs.values())))
+def package_digest() -> str:
+    """The grader's own package source, hashed."""
+    return digest(package_dir())
+
+
+class Worker:
+    """One parallel lane: its own read-only package copy, scratch folder and (as root) unprivileged user."""
+
+    def __init__(self, k: int, base: Path, drop_user: bool):
+        self.k = k
+        self.base = base / f"worker-{k}"
+        self.uid = sandbox.UID_BASE + k if drop_user else None
+        self.lib = self.base / "lib"
+        self.fresh_copy()
+
+    def fresh_copy(self) -> None:
+        """A clean read-only copy of the package (again, after a submission changed it)."""
+        if self.lib.exists():
+            for p in [self.lib, *self.lib.rglob("*")]:
+                if not p.is_symlink():
+                    os.chmod(p, 0o755 if p.is_dir() else 0o644)
+            shutil.rmtree(self.lib)
+        self.lib.mkdir(parents=True)
+        shutil.copytree(package_dir(), self.lib / "tinyserve", ignore=shutil.ignore_patterns("__pycache__"))
+        for p in sorted(self.lib.rglob("*"), reverse=True):
+            os.chmod(p, 0o555 if p.is_dir() else 0o444)
+        os.chmod(self.lib, 0o555)
+        self.digest = digest(self.lib)
+
+    def changed(self) -> bool:
+        return digest(self.lib) != self.digest
+
+
+@dataclass
+class Settings:
+    """Limits for every submission, and how the grader runs them."""
+
+    cpu_s: float = 60.0
+    cell_cpu_s: float = 30.0
+    memory_bytes: int = 3 << 30
+    max_procs: int = 32
+    wall_s: float = 600.0
+
+
+def run_boxed(worker: Worker, nb, settings: Settings, cgroups: str | None, name: str) -> tuple[dict, str | None]:
+    """Run a restored notebook in a boxed child; check id -> {status, message}, and why it stopped early."""
+    import nbformat
+
+    home = sandbox.scratch_dir(worker.base / "home", worker.uid)
+    nb_path = home / "submission.ipynb"
+    nbformat.write(nb, nb_path)
+    if worker.uid is not None:
+        os.chown(nb_path, worker.uid, worker.uid)
+    limits = sandbox.Limits(settings.cpu_s, settings.cell_cpu_s, settings.memory_bytes, settings.max_procs,
+                            uid=worker.uid, home=str(home))
+    box = sandbox.Box(f"tinyserve-grade-{os.getpid()}-{worker.k}-{name}", limits, cgroups)
+    r, w = os.pipe()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "JUPYTER", "VIRTUAL_ENV_PROMPT"))}
+    env.update(PYTHONPATH=str(worker.lib), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               OMP_WAIT_POLICY="PASSIVE", PYTHONNOUSERSITE="1")
+    cmd = [sys.executable, "-m", "tinyserve.classroom.runner", str(nb_path), "--report-fd", str(w),
+           "--box", json.dumps(limits.to_json())]
+    stopped = None
+    try:
+        proc = subprocess.Popen(cmd, env=env, cwd=home, pass_fds=(w,), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        os.close(w)
+        w = -1
+        lines: list[str] = []
+        reader = threading.Thread(target=_read_all, args=(r, lines), daemon=True)
+        reader.start()
+        err_tail: list[bytes] = []
+        err_reader = threading.Thread(target=lambda: err_tail.append(proc.stderr.read()[-4000:]), daemon=True)
+        err_reader.start()
+        rc, cpu = _wait(proc, settings.wall_s, box, settings.cpu_s + 5)
+        if rc is None:
+            over = box.cpu_s() or 0.0
+            stopped = (say("cpu_limit", limit=settings.cpu_s) if over > settings.cpu_s
+                       else say("wall_limit", limit=settings.wall_s))
+        box.kill()
+        if rc is None:
+            proc.kill()
+            rc, cpu = _wait(proc, 30)
+        reader.join(timeout=10)
+        err_reader.join(timeout=10)
+        results = {}
+        ended = False
+        for line in lines:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(d, dict):
+                continue
+            if d.get("end"):
+                ended = True
+            elif "id" in d and d["id"] not in results:
+                results[d["id"]] = {"status": d.get("status"), "message": d.get("message", "")}
+        if stopped is None and not ended:
+            tail = (err_tail[0] if err_tail else b"").decode("utf-8", "replace")
+            if rc in (-24, -9) and (rc == -24 or cpu >= settings.cpu_s - 1):  # SIGXCPU, or SIGKILL at the hard limit
+                stopped = say("cpu_limit", limit=settings.cpu_s)
+            elif box.memory_hit() or "MemoryError" in tail:
+                stopped = say("memory_limit", gib=settings.memory_bytes / 2**30)
+            else:
+                stopped = say("killed", how=f"exit status {rc}")
+        return results, stopped
+    finally:
+        if w >= 0:
+            os.close(w)
+        box.close()
+
+
+def _wait(proc: subprocess.Popen, timeout: float, box: sandbox.Box | None = None,
+          box_cpu_s: float | None = None) -> tuple[int | None, float]:
+    """(exit status, or None if still running after timeout or past the box's CPU seconds; CPU seconds used)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = rc = os.waitstatus_to_exitcode(status)
+            return rc, usage.ru_utime + usage.ru_stime
+        if time.monotonic() > deadline or box is not None and (box.cpu_s() or 0.0) > box_cpu_s:
+            return None, 0.0
+        time.sleep(0.05)
+
+
+def _read_all(fd: int, lines: list[str]) -> None:
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(4 << 20)  # a submission that floods its channel gets cut here
+    lines += data.decode("utf-8", "replace").splitlines()
+
+
+def grade_notebook(student: str, path: Path, refs: dict[str, Reference], worker: Worker, settings: Settings,
+                   cgroups: str | None) -> list[Row]:
+    """Rows for one submitted file."""
+    nb, why = read_submission(path)
+    if nb is None:
+        return [Row(student, path.name, "-", "invalid", 0, 0, why)]
+    ref = match_reference(path.name, nb, refs)
+    if ref is None:
+        return [Row(student, path.name, "-", "invalid", 0, 0, say("other_assignment"))]
+    try:
+        nb = give_ids(nb, ref.exercise)
+    except Exception as e:  # noqa: BLE001 - a notebook we cannot line up: one row, never a crash
+        return [Row(student, path.name, "-", "invalid", 0, 0, say("bad_schema", err=str(e)[:200]))]
+    restored = restore_checks(nb, ref)
+    flags = scan(restored, ref)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{student}-{path.stem}")[:80]
+    results, stopped = run_boxed(worker, restored, settings, cgroups, name)
+    changed = worker.changed()  # (as root, a submission can reach its copy; as its own user, it cannot)
+    if changed:
+        worker.fresh_copy()
+    rows = []
+    for rc in ref.checks:
+        cid, pts = rc.get("id"), points_of(rc)
+        got = results.get(cid)
+        status, msg = (got["status"], got["message"]) if got else ("failed", stopped or say("not_run"))
+        if status not in ("passed", "failed", "blank", "integrity"):
+            status, msg = "failed", str(msg)
+        if cid in flags:
+            status, msg = "integrity", flags[cid] + ("" if status == "passed" else say("its_check", msg=msg))
+        if changed:
+            status, msg = "integrity", say("changed_package")
+        rows.append(Row(student, path.name, ref.label(rc), status, pts if status == "passed" else 0, pts, msg))
+    for oc in ref.open_answers:
+        rows.append(Row(student, path.name, ref.label(oc), "manual", None, points_of(oc), say("manual_row")))
     return rows
 
 
-def summary(student: str, rows: list[Row], total: int) -> str:
-    """One line: passed out of every graded exercise, and what went wrong elsewhere."""
-    n = {k: sum(r.result == k for r in rows) for k in ("passed", "failed", "integrity", "invalid")}
-    parts = [f"{student}: {n['passed']}/{total} passed"]
-    missing = total - sum(r.exercise != "-" for r in rows)
-    if missing > 0:
-        parts.append(f"{missing} not submitted")
-    if n["failed"]:
-        parts.append(f"{n['failed']} failed")
-    if n["integrity"]:
-        parts.append(f"{n['integrity']} not counted (integrity)")
-    if n["invalid"]:
-        parts.append(f"{n['invalid']} file(s) not gradable")
-    return parts[0] + (" (" + ", ".join(parts[1:]) + ")" if parts[1:] else "")
+# ------------------------------------------------------------------------------------------------- a class
+def grade(submissions: Path, chapters: Path = Path("chapters"), settings: Settings | None = None,
+          workers: int | None = None, log=print) -> list[Row]:
+    """Every student's every file, graded in parallel; rows in name order; one summary line per student."""
+    settings = settings or Settings()
+    refs = load_references(chapters)
+    students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not students:
+        raise SystemExit(f"grade: no student folders in {submissions}")
+    jobs = []
+    for sdir in students:
+        files = sorted(p for p in sdir.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts
+                       and not any(part.startswith(".") for part in p.relative_to(sdir).parts))
+        jobs += [(sdir.name, p) for p in files]
+    cgroups = sandbox.cgroup_kind()
+    drop_user, warnings = sandbox.process_guard(cgroups)
+    for warning in warnings:
+        log(warning, file=sys.stderr)
+    n = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
+    results: dict[tuple[str, str], list[Row]] = {}
+    with tempfile.TemporaryDirectory(prefix="tinyserve-grade-") as tmp:
+        os.chmod(tmp, 0o755)  # the per-worker users reach their folders through it
+        lanes: queue.Queue[Worker] = queue.Queue()
+        for k in range(n):
+            lanes.put(Worker(k, Path(tmp), drop_user))
+
+        def one(job):
+            student, path = job
+            lane = lanes.get()
+            t0 = time.perf_counter()
+            try:
+                rows = grade_notebook(student, path, refs, lane, settings, cgroups)
+            except Exception as e:  # noqa: BLE001 - the grader's own failure on one file: a row, the rest go on
+                rows = [Row(student, path.name, "-", "invalid", 0, 0, f"grader error: {type(e).__name__}: {e}")]
+            finally:
+                lanes.put(lane)
+            log(say("graded_in", student=student, file=path.relative_to(submissions / student),
+                    s=time.perf_counter() - t0), file=sys.stderr)
+            return job, rows
+
+        with ThreadPoolExecutor(n) as pool:
+            for (student, path), rows in pool.map(one, jobs):
+                results[(student, str(path))] = rows
+    max_total = sum(points_of(c) for r in refs.values() for c in [*r.checks, *r.open_answers])
+    rows: list[Row] = []
+    for sdir in students:
+        mine = [row for (s, _), rs in sorted(results.items()) if s == sdir.name for row in rs]
+        if not mine:
+            mine = [Row(sdir.name, "-", "-", "invalid", 0, 0, say("no_files"))]
+        rows += mine
+        log(summary(sdir.name, mine, refs, max_total))
+    return rows
 
 
-def write_csv(rows: list[Row], out) -> None:
-    """The score table."""
-    w = csv.writer(out)
-    w.writerow(FIELDS)
+def exercises(refs: dict[str, Reference]) -> list[tuple[str, float]]:
+    """Every graded exercise of the assignment, in order, with its points."""
+    return [(label_of(c), points_of(c)) for r in refs.values()
+            for c in r.solution.cells if CHECK_TAG in tags(c) or OPEN_TAG in tags(c)]
+
+
+def best(rows: list[Row]) -> dict[str, Row]:
+    """A student's row per exercise (the best, if the same notebook was handed in twice)."""
+    out: dict[str, Row] = {}
     for r in rows:
-        w.writerow([r.student, r.notebook, r.exercise, r.result, r.message])
+        if r.exercise != "-" and (r.exercise not in out or (r.points or 0) > (out[r.exercise].points or 0)):
+            out[r.exercise] = r
+    return out
+
+
+def summary(student: str, rows: list[Row], refs: dict[str, Reference], max_total: float) -> str:
+    """One line: points, passed answers, and what went wrong elsewhere."""
+    per = best(rows)
+    graded = [lab for lab, _ in exercises(refs)]
+    n = {k: sum(r.result == k for r in per.values()) for k in ("passed", "failed", "integrity", "manual", "blank")}
+    auto = sum(1 for r in refs.values() for _ in r.checks)
+    parts = []
+    missing = sum(lab not in per for lab in graded)
+    if missing:
+        parts.append(say("n_not_submitted", n=missing))
+    if n["failed"] + n["blank"]:
+        parts.append(say("n_failed", n=n["failed"] + n["blank"]))
+    if n["integrity"]:
+        parts.append(say("n_integrity", n=n["integrity"]))
+    invalid = sum(r.result == "invalid" for r in rows)
+    if invalid:
+        parts.append(say("n_invalid", n=invalid))
+    if n["manual"]:
+        parts.append(say("n_manual", n=n["manual"]))
+    line = say("student_line", student=student, points=sum(r.points or 0 for r in per.values()),
+               max_points=max_total, passed=n["passed"], total=auto)
+    return line + (say("student_more", parts=", ".join(parts)) if parts else "")
+
+
+def write_details(rows: list[Row], out) -> None:
+    """One row per graded answer or ungradable file."""
+    w = csv.writer(out)
+    w.writerow(DETAIL_FIELDS)
+    for r in rows:
+        w.writerow([r.student, r.notebook, r.exercise, r.result, "" if r.points is None else f"{r.points:g}",
+                    f"{r.max_points:g}", r.message])
+
+
+def write_lms(rows: list[Row], refs: dict[str, Reference], out) -> None:
+    """One row per student: points per answer (empty: open answer to grade by hand), total, flags."""
+    cols = exercises(refs)
+    w = csv.writer(out)
+    w.writerow(["student", *[f"{lab} [{pts:g}]" for lab, pts in cols], "total", "flags"])
+    for student in sorted({r.student for r in rows}):
+        mine = [r for r in rows if r.student == student]
+        per = best(mine)
+        cells = []
+        for lab, _ in cols:
+            r = per.get(lab)
+            cells.append("" if r is None or r.points is None else f"{r.points:g}")
+        flags = [say("flag_integrity", label=r.exercise) for r in per.values() if r.result == "integrity"]
+        flags += [say("flag_invalid", file=r.notebook, why=r.message) for r in mine if r.result == "invalid"]
+        flags += sorted({say("flag_limit", file=r.notebook, why=r.message) for r in mine
+                         if r.result == "failed" and r.message.startswith(("stopped", "the notebook ran out"))})
+        total = sum(r.points or 0 for r in per.values())
+        w.writerow([student, *cells, f"{total:g}", "; ".join(flags)])
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.grade", description=__doc__.split("\n")[0])
     ap.add_argument("submissions", type=Path, help="a folder with one folder of notebooks per student")
-    ap.add_argument("--out", type=Path, default=Path("scores.csv"), help="the CSV score table (default scores.csv)")
+    ap.add_argument("--out", type=Path, default=Path("scores.csv"), help="per-student CSV for an LMS (scores.csv)")
+    ap.add_argument("--details", type=Path, default=None, help="per-answer CSV (default: OUT with -details)")
     ap.add_argument("--chapters", type=Path, default=Path("chapters"), help="holds solutions/ (the reference)")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per notebook, all cells together")
-    ap.add_argument("--cell-timeout", type=float, default=120.0, help="seconds per cell")
+    ap.add_argument("--workers", type=int, default=None, help="notebooks graded at once (default: CPU count)")
+    ap.add_argument("--cpu-seconds", type=float, default=60.0, help="CPU seconds per notebook")
+    ap.add_argument("--cell-cpu-seconds", type=float, default=30.0, help="CPU seconds per cell")
+    ap.add_argument("--memory-gib", type=float, default=3.0, help="memory per notebook (GiB)")
+    ap.add_argument("--max-procs", type=int, default=32, help="processes per notebook")
+    ap.add_argument("--wall-seconds", type=float, default=600.0, help="wall-clock backstop per notebook")
     args = ap.parse_args(argv)
     if not args.submissions.is_dir():
         print(f"grade: {args.submissions} is not a folder", file=sys.stderr)
         return 2
+    settings = Settings(args.cpu_seconds, args.cell_cpu_seconds, int(args.memory_gib * 2**30), args.max_procs,
+                        args.wall_seconds)
 
     def log(msg, file=sys.stdout):
         print(msg, file=file, flush=True)
 
-    stopped = None
-    try:
-        rows = grade(args.submissions, args.chapters, args.timeout, args.cell_timeout, log)
-    except GradingStopped as e:
-        rows, stopped = e.rows, str(e)
+    refs = load_references(args.chapters)
+    rows = grade(args.submissions, args.chapters, settings, args.workers, log)
+    details = args.details or args.out.with_name(args.out.stem + "-details" + args.out.suffix)
     with open(args.out, "w", newline="", encoding="utf-8") as f:
-        write_csv(rows, f)
-    print(f"score table: {args.out} ({len(rows)} rows)")
-    if stopped:
-        print(f"grade: {stopped}", file=sys.stderr)
-        return 3
+        write_lms(rows, refs, f)
+    with open(details, "w", newline="", encoding="utf-8") as f:
+        write_details(rows, f)
+    print(f"score table: {args.out} (one row per student); answers: {details} ({len(rows)} rows)")
     return 0
 
 

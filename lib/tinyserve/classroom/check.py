@@ -1,0 +1,119 @@
+"""Check your own answers: correct, wrong (with the check's message) or not attempted, per answer.
+
+    python -m tinyserve.classroom.check chapters/exercises/7.1-exercises.ipynb [more notebooks]
+
+Needs only the learner's install (requirements.txt): it runs the saved notebook's code cells in order in this
+process, then reports each check cell. In a notebook, its last cell does the same for the kernel's answers:
+`check_here(globals(), "7.1")`. Exit status 0 when every answer is correct, 1 otherwise, 2 for a bad file.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+from .notebooks import OPEN_TAG, check_cells, label_of, points_of, read_notebook, tags
+from .text import say
+
+# every graded answer of a notebook: (exercise, checker in checks.CHECKERS, the name the answer defines, points);
+# the check cells' metadata say the same (tests/classroom/test_classroom.py holds them together)
+EXERCISES = {
+    "7.1": [("7.1 (a) padding tokens", "padding_tokens", "padding_tokens", 1),
+            ("7.1 (b) wasted fraction", "wasted_fraction", "wasted_fraction", 1),
+            ("7.1 (c) dynamic batching policy", "dynamic_policy", "MyDynamic", 3)],
+    "7.2": [("7.2 (d) continuous batching policy", "continuous_policy", "MyContinuous", 3),
+            ("7.2 (e) decode-first with a bound", "decode_first_policy", "MyDecodeFirst", 3),
+            ("7.2 (f) first step of a request", "first_step", "first_step", 1),
+            ("7.2 (f) tokens a slot wasted", "slot_waste", "slot_waste", 1)],
+    "7.3": [("7.3 (h) token-budget chunker", "plan_chunks", "plan_chunks", 2),
+            ("7.3 (i) chunked prefill policy", "chunked_policy", "MyChunked", 3),
+            ("7.3 (j) choose a chunk length", "pick_chunk", "pick_chunk", 1)],
+    "7.4": [("7.4 (l) slabs that fit", "slabs_that_fit", "slabs_that_fit", 1),
+            ("7.4 (m) KV bytes a sequence holds", "kv_bytes_used", "kv_bytes_used", 1),
+            ("7.4 (n) slab allocator", "slab_allocator", "MySlabs", 3)],
+}
+OPEN = {"7.2": ["7.2 (g) where continuous batching pays"], "7.3": ["7.3 (k) a chunk length for a service"]}
+MARK = {"passed": "✓", "failed": "✗", "integrity": "✗", "blank": "·", "manual": "?"}
+
+
+def _line(label: str, status: str, message: str = "") -> str:
+    word = {"passed": say("sc_correct"), "failed": say("sc_wrong"), "integrity": say("sc_wrong"),
+            "blank": say("sc_blank"), "manual": say("sc_manual")}[status]
+    return say("sc_line", mark=MARK[status], label=label, status=word,
+               msg=f" — {message}" if message and status in ("failed", "integrity") else "")
+
+
+def _total(outcomes: list[tuple[str, str, float]]) -> str:
+    graded = [(s, p) for s, p in ((s, p) for _, s, p in outcomes) if s != "manual"]
+    return say("sc_total", correct=sum(s == "passed" for s, _ in graded), total=len(graded),
+               points=sum(p for s, p in graded if s == "passed"), max_points=sum(p for _, p in graded),
+               blank=sum(s == "blank" for s, _ in graded))
+
+
+def check_here(ns: dict, notebook: str) -> None:
+    """In a kernel: run every check of this notebook on the answers defined so far and print the verdicts."""
+    from . import checks
+    from .runner import classify
+
+    outcomes = []
+    for label, checker, name, pts in EXERCISES[notebook]:
+        answer = ns.get(name)
+        if answer is None:
+            out_status, out_msg = "blank", ""
+        else:
+            sink = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(sink):
+                    checks.CHECKERS[checker](answer)
+                err = None
+            except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the others
+                err = e
+            out = classify(err)
+            out_status, out_msg = out.status, out.message
+        print(_line(label, out_status, out_msg))
+        outcomes.append((label, out_status, pts))
+    for label in OPEN.get(notebook, []):
+        print(_line(label, "manual"))
+    print(_total(outcomes))
+
+
+def check_file(path: Path) -> int:
+    """Run a saved notebook and report its check cells; the exit status."""
+    from .runner import execute
+
+    nb, why = read_notebook(path)
+    if nb is None:
+        print(say("sc_bad_file", path=path, why=why))
+        return 2
+    if not check_cells(nb):
+        print(say("sc_bad_file", path=path, why=say("other_assignment")))
+        return 2
+    for i, cell in enumerate(nb.cells):  # an old file without cell ids: the check cells are found by tag
+        if not cell.get("id"):
+            cell["id"] = f"cell-{i}"
+    print(say("sc_running", path=path), flush=True)
+    results = execute(nb)
+    outcomes = []
+    for cell in check_cells(nb):
+        out = results.get(cell.get("id"))
+        status, msg = (out.status, out.message) if out else ("failed", say("not_run"))
+        print(_line(label_of(cell), status, msg))
+        outcomes.append((label_of(cell), status, points_of(cell)))
+    for cell in nb.cells:
+        if OPEN_TAG in tags(cell):
+            print(_line(label_of(cell), "manual"))
+    print(_total(outcomes))
+    return 0 if all(s == "passed" for _, s, _ in outcomes) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.check", description=__doc__.split("\n")[0])
+    ap.add_argument("notebooks", nargs="+", type=Path)
+    args = ap.parse_args(argv)
+    return max(check_file(p) for p in args.notebooks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
