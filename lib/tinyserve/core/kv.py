@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..cost.presets import HardwarePreset, get_preset
 from ..errors import TinyserveError
+from .request import REJECTED
 
 
 def kv_bytes_per_token(n_layer: int, n_kv_dim: int, itemsize: int) -> int:
@@ -87,10 +88,15 @@ class SlabPlan:
     server_len: int | None  # positions a server admits per sequence (None: the slab is the run's longest, a what-if)
     rule: str = ""  # what sized the slab, in words the trace keeps (Trace.slab_rule)
 
-    def reject_reason(self, prompt_len: int, max_new_tokens: int) -> str | None:
-        """Why a sequence's slab can never fit (None if it can)."""
-        return too_big_for(self.server_len or prompt_len + max_new_tokens, self.bytes_per_token, self.capacity,
-                           self.capacity_name)
+    def admit(self, requests: list) -> list:
+        """Reject, alone, each request whose slab can never fit (with the reason); the others, in order."""
+        for r in requests:
+            if r.status != REJECTED:
+                reason = too_big_for(self.server_len or r.prompt_len + r.max_new_tokens, self.bytes_per_token,
+                                     self.capacity, self.capacity_name)
+                if reason:
+                    r.status, r.finish_reason = REJECTED, reason
+        return [r for r in requests if r.status != REJECTED]
 
     def slab_tokens(self, longest: int) -> int:
         """Positions of every slot's slab, given the run's longest accepted request."""

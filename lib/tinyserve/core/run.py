@@ -143,12 +143,7 @@ class Run:
         plan = plan_slabs(getattr(clock, "hardware", None), cfg.n_layer, cfg.n_embd, size,
                           str(dtype).removeprefix("torch."), cfg.n_positions, kv_budget, max_model_len, slab)
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
-        for r in requests:  # a sequence whose slab can never fit is rejected alone
-            if r.status != REJECTED:
-                reason = plan.reject_reason(r.prompt_len, r.max_new_tokens)
-                if reason:
-                    r.status, r.finish_reason = REJECTED, reason
-        accepted = [r for r in requests if r.status != REJECTED]
+        accepted = plan.admit(requests)
         longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
         slab_tokens = plan.slab_tokens(longest)
         bpt = plan.bytes_per_token

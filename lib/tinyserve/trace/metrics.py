@@ -1,0 +1,93 @@
+"""The contract's metrics of a trace (docs/contract.md): computed here, once; Trace.metrics() and the exports read it."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.request import FINISHED, REJECTED, Request
+from .arrays import _step_column
+
+if TYPE_CHECKING:
+    from .record import Trace
+
+
+def _stats(xs: list[float]) -> dict:
+    if not xs:
+        return {"mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+    a = np.asarray(xs, dtype=np.float64)
+    p50, p90, p99 = np.percentile(a, [50, 90, 99])
+    return {"mean": float(a.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(a.max())}
+
+
+def latency_ms(r: Request) -> tuple[float | None, float | None]:
+    """(TTFT, end-to-end latency) of one request in ms: None where it never had a first token / never finished."""
+    ttft = (r.first_token_s - r.arrival_s) * 1e3 if r.first_token_s is not None else None
+    e2el = (r.finish_s - r.arrival_s) * 1e3 if r.finish_s is not None and r.status == FINISHED else None
+    return ttft, e2el
+
+
+def metrics(tr: Trace) -> dict:
+    """The contract's metrics (times in this run's clock; vLLM's meanings).
+
+    Utilisation two ways (useful = slot-steps that computed a token a request keeps, a padded prefill's
+    padding share excluded): slot_utilization = useful / (slots x steps), per step, blind to the time
+    between steps; time_utilization = useful slot-seconds / (slots x duration_s), where idle gaps (waiting
+    for arrivals or a timeout) and short or long steps count for their length: the "GPU utilisation" of
+    the chapter. busy_time_fraction = time inside steps / duration_s.
+    """
+    done = [r for r in tr.requests if r.status == FINISHED]
+    accepted = [r for r in tr.requests if r.status != REJECTED]
+    t0 = min((r.arrival_s for r in accepted), default=0.0)
+    t1 = max((r.finish_s for r in done), default=t0)
+    duration = t1 - t0
+    out_tokens = sum(r.output_len for r in done)
+    ttft, e2el = zip(*map(latency_ms, done)) if done else ((), ())
+    tpot = [(r.finish_s - r.first_token_s) * 1e3 / (r.output_len - 1) for r in done if r.output_len > 1]
+    itl = [d * 1e3 for r in done for d in np.diff(r.token_times)]
+    ss = tr.slot_steps()
+    total = tr.num_slots * len(tr.steps)
+    return {
+        "output_throughput": out_tokens / duration if duration > 0 else 0.0,
+        "request_throughput": len(done) / duration if duration > 0 else 0.0,
+        "duration_s": duration,
+        "num_steps": len(tr.steps),
+        "num_requests": len(tr.requests),
+        "num_finished": len(done),
+        "num_rejected": sum(r.status == "rejected" for r in tr.requests),
+        "num_aborted": sum(r.status == "aborted" for r in tr.requests),
+        "output_tokens": out_tokens,
+        "ttft_ms": _stats(ttft), "tpot_ms": _stats(tpot), "itl_ms": _stats(itl), "e2el_ms": _stats(e2el),
+        "slot_utilization": ss["useful"] / total if total else 0.0,
+        "time_utilization": (useful_slot_seconds(tr) / (tr.num_slots * duration)
+                             if duration > 0 and tr.num_slots else 0.0),  # 0 slots: a server replay
+        "busy_time_fraction": sum(s.duration_s for s in tr.steps) / duration if duration > 0 else 0.0,
+        "slot_steps": ss,
+        "padding_tokens": sum(w.padding for s in tr.steps for w in s.works),
+        "prefill_tokens": sum(w.tokens for s in tr.steps for w in s.works if w.phase == "prefill"),
+        "decode_tokens": sum(w.tokens for s in tr.steps for w in s.works if w.phase == "decode"),
+        "wasted_decode_tokens": sum(w.tokens for s in tr.steps for w in s.works if w.phase == "wasted"),
+        "idle_slot_steps": int(ss["idle"]),
+        "kv_reserved_bytes_peak": max((s.kv_reserved_bytes for s in tr.steps), default=0),
+        "kv_used_bytes_peak": max((s.kv_used_bytes for s in tr.steps), default=0),
+        "kv_units": tr.kv_units,
+        "kv_capacity_bytes": tr.kv_capacity_bytes,
+        **kv_fit(tr),
+    }
+
+
+def useful_slot_seconds(tr: Trace) -> float:
+    """Each step's useful slots (as slot_steps counts them) times its duration, summed."""
+    return sum(s.duration_s * sum(w.tokens / (w.tokens + w.padding) for w in s.works if w.phase != "wasted")
+               for s in tr.steps)
+
+
+def kv_fit(tr: Trace) -> dict:
+    """Sequences the KV capacity holds as slabs, and as exact allocation of what sequences really held."""
+    cap, slab = tr.kv_capacity_bytes, tr.slab_bytes
+    held = tr.slots_held() if tr.steps else np.zeros(0, dtype=np.int64)
+    has_kv = _step_column(tr, "kv_used_bytes", np.int64) > 0
+    seqs, used = int(held[has_kv].sum()), int(_step_column(tr, "kv_used_bytes", np.int64)[has_kv].sum())
+    return {"kv_fit_slabs": cap // slab if cap is not None and slab else None,
+            # capacity / the bytes a sequence held on average over the run's steps (sequence-weighted)
+            "kv_fit_exact": cap * seqs // used if cap is not None and used else None}

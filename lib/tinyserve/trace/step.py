@@ -1,0 +1,25 @@
+"""One step of a run as the trace records it (the engine makes one per step)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.request import SlotWork
+
+
+@dataclass
+class StepRecord:
+    """One iteration of the engine: one forward pass over all its works."""
+
+    index: int
+    start_s: float
+    duration_s: float
+    works: list[SlotWork]
+    kv_reserved_bytes: int
+    kv_used_bytes: int
+    measured_s: float | None = None  # wall time of the forward, when the model ran
+    num_waiting: int = 0  # requests arrived and still without a slot after this step's plan (the queue)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens computed in this step, padding included."""
+        return sum(w.tokens + w.padding for w in self.works)
