@@ -11,16 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..cost.clock import HardwarePreset, ModeledClock
-from ..core.request import Work
+from ..core.request import Work, decode_works  # noqa: F401  decode_works: the lessons import it from here
 from ..trace.record import StepRecord, Trace
 
 
 # ------------------------------------------------------------------------------------------------ steps
-def decode_works(contexts: Sequence[int], first_slot: int = 0) -> list[Work]:
-    """One decode per context (slots first_slot, first_slot + 1, ...), each making the token at position context - 1."""
-    return [Work(first_slot + i, None, "decode", c - 1, 1) for i, c in enumerate(contexts)]
-
-
 def mixed_works(decodes: int, context: int, chunk: int, chunk_start: int = 0) -> list[Work]:
     """One step: `decodes` decodes at `context` keys each, beside one prefill chunk of `chunk` tokens from `chunk_start`."""
     return decode_works([context] * decodes) + [Work(decodes, None, "prefill", chunk_start, chunk)]

@@ -107,6 +107,11 @@ class Work:
         return cls(slot, None, phase, start, tokens, padding)
 
 
+def decode_works(contexts, first_slot: int = 0) -> list[Work]:
+    """One decode per context (slots first_slot, first_slot + 1, ...), each making the token at position context - 1."""
+    return [Work(first_slot + i, None, "decode", c - 1, 1) for i, c in enumerate(contexts)]
+
+
 def check_length(prompt_len: int, max_new_tokens: int, context: int) -> None:
     """Raise a clear error unless a prompt plus its output fits the context."""
     if prompt_len < 1:

@@ -54,7 +54,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from ..core.kv import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
-from ..core.request import Work
+from ..core.request import Work, decode_works
 from ..errors import TinyserveError
 from .pricing import kv_hit_fraction, price, total  # noqa: F401  kv_hit_fraction: old name
 from .presets import (ATTENTION, DEFAULT_HARDWARE, PRESET_DIR, HardwarePreset, get_preset,  # noqa: F401  (old names)
@@ -181,7 +181,7 @@ class ModeledClock:
 
     def decode_step_time(self, batch: int, context: int) -> float:
         """One decode step of `batch` sequences, each attending to `context` keys (curve for notebook 7.0)."""
-        return self.step_time([Work(i, None, "decode", context - 1, 1) for i in range(batch)])
+        return self.step_time(decode_works([context] * batch))
 
     def prefill_time(self, tokens: int, start: int = 0) -> float:
         """One step that prefills `tokens` prompt tokens of one sequence from position `start`."""

@@ -22,11 +22,7 @@ from ..core.kv import kv_bytes_per_token as _kv_bytes_per_token
 from .. import threads
 from ..cost.clock import HardwarePreset, ModeledClock, save_preset
 from ..cost.pricing import FIT, RATES, fit_row, price, sides, step_hit, total, with_fit
-from ..core.request import Work
-
-
-def _decodes(contexts: list[int], first_slot: int = 0) -> list[Work]:
-    return [Work(first_slot + i, None, "decode", c - 1, 1) for i, c in enumerate(contexts)]
+from ..core.request import Work, decode_works
 
 
 def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
@@ -34,23 +30,23 @@ def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
     pts: list[tuple[str, list[Work]]] = []
     for b in plan["batches"]:
         for c in plan["contexts"]:
-            pts.append((f"decode B={b} ctx={c}", _decodes([c] * b)))
+            pts.append((f"decode B={b} ctx={c}", decode_works([c] * b)))
     for b, c in plan.get("few", ()):  # a few decodes at long contexts: the quiet end of a long-tailed workload
-        pts.append((f"decode B={b} ctx={c}", _decodes([c] * b)))
+        pts.append((f"decode B={b} ctx={c}", decode_works([c] * b)))
     for n in plan["prefills"]:
         pts.append((f"prefill {n}", [Work(0, None, "prefill", 0, n)]))
     for n, start in plan["chunks"]:  # a chunk after a prefix already in the slab
         pts.append((f"chunk {n} after {start}", [Work(0, None, "prefill", start, n)]))
     for short, ctx, long in plan["ragged"]:  # short sequences next to a long one (decode groups split)
-        pts.append((f"decode {short}x{ctx} + 1x{long}", _decodes([ctx] * short + [long])))
+        pts.append((f"decode {short}x{ctx} + 1x{long}", decode_works([ctx] * short + [long])))
     for long, short, ctx in plan.get("finished", ()):  # a static batch after its fastest finishers: the long one
-        pts.append((f"decode 1x{long} + {short}x{ctx}", _decodes([long] + [ctx] * short)))  # first, the rest behind it
+        pts.append((f"decode 1x{long} + {short}x{ctx}", decode_works([long] + [ctx] * short)))  # first, the rest behind it
     for b, lo, hi in plan.get("spread", ()):  # contexts spread lo..hi, shuffled over the slots: a static batch of
         ctxs = [round(lo * (hi / lo) ** (((i * 13) % b) / (b - 1))) for i in range(b)]  # varied requests, many groups
-        pts.append((f"decode {b} spread {lo}-{hi}", _decodes(ctxs)))
+        pts.append((f"decode {b} spread {lo}-{hi}", decode_works(ctxs)))
     for b, ctx, n, start in plan["mixed"]:  # decodes beside a prefill chunk (chunked, prefill-first)
         pts.append((f"decode {b}x{ctx} + chunk {n} after {start}",
-                    _decodes([ctx] * b) + [Work(b, None, "prefill", start, n)]))
+                    decode_works([ctx] * b) + [Work(b, None, "prefill", start, n)]))
     for b, n, pad in plan["padded"]:  # a static batch's prefill: b prompts of n tokens, each padded by pad
         pts.append((f"prefill {b}x{n} + padding {pad}", [Work(i, None, "prefill", 0, n, padding=pad) for i in range(b)]))
     return [(lbl, w) for lbl, w in pts if max(x.start + x.tokens + x.padding for x in w) <= n_pos]
