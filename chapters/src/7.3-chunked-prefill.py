@@ -20,6 +20,7 @@ from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tok
                                         weight_stream_s, worst_gap_ms, worst_gap_step)
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
+from tinyserve.analysis.batching import schedule
 from tinyserve.sweeps import median_queue_s
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.static import plot_composition
@@ -278,14 +279,9 @@ real = {name: run(policies[name], eng=engine) for name in check}
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def composition(tr):
-    return [[(w.slot, w.request_id, w.phase, w.start, w.tokens) for w in s.works]
-            for s in tr.steps]
-
-
 for name, tr in real.items():
     print(f"{name}: real model, {len(tr.steps)} steps; same schedule as the dry run: "
-          f"{composition(tr) == composition(traces[name])}")
+          f"{schedule(tr) == schedule(traces[name])}")
 
 # %% [markdown]
 # ## 6. What chunking cannot fix

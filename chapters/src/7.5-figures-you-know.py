@@ -16,6 +16,7 @@
 import matplotlib.pyplot as plt
 
 import tinyserve_widgets as tw
+from tinyserve.analysis.batching import kv_used_share
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
 from tinyserve.engine import Engine
 from tinyserve.figures import frames, iterations, story, token_iterations, waiting
@@ -337,16 +338,10 @@ plt.tight_layout()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def kv_held_share(trace):
-    """Time-weighted share of reserved KV bytes that hold a token's K and V."""
-    used = sum(s.kv_used_bytes * s.duration_s for s in trace.steps)
-    return used / sum(s.kv_reserved_bytes * s.duration_s for s in trace.steps)
-
-
 for label, knobs in (("slab = the whole context (4,096)", {"max_model_len": 4096}),
                      ("slab = this run's longest request", {})):
     tr = dry.run("chapter-7.2-longtail", "continuous", dry_run=True, progress=False, **knobs)
-    print(f"{label:<36} KV holding tokens: {kv_held_share(tr):5.1%}")
+    print(f"{label:<36} KV holding tokens: {kv_used_share(tr):5.1%}")
 
 # %% [markdown]
 # ## 6. The sweeps the papers use

@@ -113,6 +113,11 @@ def kv_used_share(trace: Trace) -> float:
     return float(np.sum(sa.kv_used_bytes * sa.duration_s)) / reserved if reserved else 0.0
 
 
+def schedule(trace: Trace) -> list[list[tuple]]:
+    """What every step computed, slot by slot, without times: two runs with equal schedules ran the same steps."""
+    return [[tuple(w) for w in s.works] for s in trace.steps]
+
+
 def paged_positions(lengths: Iterable[int], block: int) -> int:
     """Positions reserved when each sequence gets whole blocks of `block` positions (rounded up)."""
     return sum(math.ceil(n / block) for n in lengths) * block
