@@ -77,3 +77,15 @@ def test_the_real_models_tensors_keep_the_runs_longest(random_model):
 def test_an_unknown_slab_rule_is_one_clear_error():
     with pytest.raises(TinyserveError, match="slab: must be one of max_model_len, longest, got 'huge'"):
         Engine().run(requests(1), "continuous", batch_size=1, dry_run=True, slab="huge")
+
+
+def test_a_saved_trace_keeps_what_sized_its_slabs_and_its_workload_knobs(tmp_path):
+    from tinyserve.trace import Trace
+
+    tr = Engine().run("chapter-7.1-finisher", "continuous", batch_size=4, dry_run=True, progress=False,
+                      slab="longest", workload_knobs={"n": 3, "long_output": 5})
+    tr.save(tmp_path / "t.json")
+    back = Trace.load(tmp_path / "t.json")
+    assert (back.slab_rule, back.slab_tokens, back.kv_tensor_positions) == (tr.slab_rule, tr.slab_tokens, None)
+    assert back.workload_knobs == {"n": 3, "long_output": 5}
+    assert back.workload_label() == "chapter-7.1-finisher (n=3, long_output=5)"
