@@ -474,8 +474,10 @@ def summary(student: str, rows: list[Row], refs: dict[str, Reference], max_total
     missing = sum(lab not in per for lab in graded)
     if missing:
         parts.append(say("n_not_submitted", n=missing))
-    if n["failed"] + n["blank"]:
-        parts.append(say("n_failed", n=n["failed"] + n["blank"]))
+    if n["failed"]:
+        parts.append(say("n_failed", n=n["failed"]))
+    if n["blank"]:
+        parts.append(say("n_blank", n=n["blank"]))
     if n["integrity"]:
         parts.append(say("n_integrity", n=n["integrity"]))
     invalid = sum(r.result == "invalid" for r in rows)

@@ -182,6 +182,7 @@ TEXT: dict[str, str] = {
     "student_more": " ({parts})",
     "n_not_submitted": "{n} not submitted",
     "n_failed": "{n} failed",
+    "n_blank": "{n} not attempted",
     "n_integrity": "{n} not counted (integrity)",
     "n_invalid": "{n} file(s) not gradable",
     "n_manual": "{n} open answer(s) for you to grade",
