@@ -298,7 +298,7 @@ timelines(panels, height=2.4, x="time")
 #
 # **Our scenario** (`gallery-vllm-reservation.jsonl`): the figure's two prompts as text; A may grow to 2,048
 # positions, B to 512. Our engine keeps *one slab per slot*, the layout this chapter ends on: every slot
-# reserves the same room, the longest any request of the run may need.
+# reserves the same room from the first step, the server's maximum length (4,096 positions on this preset).
 
 # %%
 p_kv = Predict("Percentage of reserved KV holding tokens after iteration 1?", unit="%", lo=0, hi=100)
@@ -308,18 +308,16 @@ p_kv
 # NBVAL_CHECK_OUTPUT
 t = run("vllm-reservation", "continuous", batch_size=2)
 print("figure: A's reservation is 2,048 positions, B's 512; most of both hold nothing yet")
-per_position = t.steps[0].kv_used_bytes / sum(r.prompt_len for r in t.requests)  # after iteration 1: the prompts
 for k in (0, 100, 480, 1000):
     s = t.steps[k]
-    slab = s.kv_reserved_bytes / per_position / len(s.works)
-    print(f"iteration {k + 1:>4}: {len(s.works)} request(s), {slab:,.0f} positions reserved per slot, "
+    print(f"iteration {k + 1:>4}: {len(s.works)} request(s), {t.slab_tokens:,} positions reserved per slot, "
           f"KV used {s.kv_used_bytes / s.kv_reserved_bytes:6.1%} of what is reserved")
 print(p_kv.reveal(round(100 * t.steps[0].kv_used_bytes / t.steps[0].kv_reserved_bytes, 1)))
 
 # %% [markdown]
 # **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all
-# the same size, so B's slot reserves 2,048 too: more waste inside each reservation, but no gaps between
-# reservations, since equal slabs always fit back into each other's place. The KV view shows reserved against
+# the same size, the server's maximum length, so both slots reserve 4,096: more waste inside each reservation,
+# but no gaps between reservations, since equal slabs always fit back into each other's place. The KV view shows reserved against
 # used at every step; Chapter 8's paging is what closes the gap.
 
 # %%

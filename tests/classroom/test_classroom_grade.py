@@ -281,3 +281,41 @@ def test_the_process_limit_holds_here():
         assert kind is not None or drop
         assert not any("process limit" in w for w in warnings)
         assert drop == sandbox.python_readable_by_others()
+
+
+def test_a_copy_changed_beside_a_notebook_is_rerun_alone_and_only_a_repeat_offender_gets_zero(monkeypatch):
+    """As root, a hostile notebook in one worker can write into another worker's package copy: the notebook graded
+    there must not lose its points for it. A change seen after the run is re-run alone; only a change that comes
+    back when nothing else runs is the notebook's own."""
+    from tinyserve.classroom import grade as G
+
+    refs = G.load_references(ROOT / "chapters")
+    path = ROOT / "chapters" / "solutions" / "7.1-exercises.ipynb"
+    ref = refs[path.name]
+    runs = []
+
+    def fake_run(worker, nb, settings, cgroups, name):
+        runs.append(name)
+        return {c.get("id"): {"status": "passed", "message": ""} for c in ref.checks}, None
+
+    class FakeWorker:
+        def __init__(self, changes):
+            self.changes, self.renewed = list(changes), 0
+
+        def changed(self):
+            return self.changes.pop(0)
+
+        def fresh_copy(self):
+            self.renewed += 1
+
+    monkeypatch.setattr(G, "run_boxed", fake_run)
+    neighbour = FakeWorker([True, False])  # changed during the first run only: someone else did it
+    rows = G.grade_notebook("ana", path, refs, neighbour, G.Settings(), None)
+    assert len(runs) == 2 and neighbour.renewed == 1
+    assert rows and all(r.result == "passed" for r in rows if r.result != "manual")
+    runs.clear()
+    offender = FakeWorker([True, True])  # changed again when it ran alone: its own doing
+    rows = G.grade_notebook("bo", path, refs, offender, G.Settings(), None)
+    assert len(runs) == 2 and offender.renewed == 2
+    graded = [r for r in rows if r.result != "manual"]
+    assert graded and all(r.result == "integrity" and r.points == 0 for r in graded)

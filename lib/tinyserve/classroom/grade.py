@@ -11,7 +11,9 @@ For each notebook: it is read (a file that is not one gets a row saying why), gi
 check counts as the original), the cells the student wrote are scanned for answers that hand the work to the
 built-in policies or disarm the checks, and it runs in a child process boxed by sandbox.py (CPU seconds,
 memory, process count, an unprivileged user when run as root) against the worker's own read-only copy of the
-tinyserve package; a submission that changes that copy gets zero with the reason, and the copy is renewed.
+tinyserve package; a copy found changed after a run is renewed and the notebook run again alone (as root a
+submission can reach another worker's copy: a neighbour's change is never blamed on it); a submission that
+changes its copy even then gets zero with the reason.
 
 Two CSV files: --out, one row per student for a learning-management system (student, the points of every
 answer, total, flags), and --details, one row per graded answer (student, notebook, exercise, result, points,
@@ -21,6 +23,7 @@ rubric) or invalid (the file is not a gradable notebook). A line per student is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import csv
 import hashlib
@@ -358,9 +361,43 @@ def _read_all(fd: int, lines: list[str]) -> None:
     lines += data.decode("utf-8", "replace").splitlines()
 
 
+class Gate:
+    """Many notebooks run at once (shared); a re-run that must be alone waits for them and holds the others off."""
+
+    def __init__(self):
+        self._cv, self._running, self._alone = threading.Condition(), 0, False
+
+    @contextlib.contextmanager
+    def shared(self):
+        with self._cv:
+            self._cv.wait_for(lambda: not self._alone)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._running -= 1
+                self._cv.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        with self._cv:
+            self._cv.wait_for(lambda: not self._alone)
+            self._alone = True
+            self._cv.wait_for(lambda: self._running == 0)
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._alone = False
+                self._cv.notify_all()
+
+
 def grade_notebook(student: str, path: Path, refs: dict[str, Reference], worker: Worker, settings: Settings,
-                   cgroups: str | None) -> list[Row]:
-    """Rows for one submitted file."""
+                   cgroups: str | None, gate: Gate | None = None) -> list[Row]:
+    """Rows for one submitted file. A package copy found changed after the run is re-run alone (gate): only a
+    notebook that changes its copy when nothing else runs gets the zero, never its neighbour in another worker."""
+    gate = gate or Gate()
     nb, why = read_submission(path)
     if nb is None:
         return [Row(student, path.name, "-", "invalid", 0, 0, why)]
@@ -374,10 +411,16 @@ def grade_notebook(student: str, path: Path, refs: dict[str, Reference], worker:
     restored = restore_checks(nb, ref)
     flags = scan(restored, ref)
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{student}-{path.stem}")[:80]
-    results, stopped = run_boxed(worker, restored, settings, cgroups, name)
-    changed = worker.changed()  # (as root, a submission can reach its copy; as its own user, it cannot)
-    if changed:
+    with gate.shared():
+        results, stopped = run_boxed(worker, restored, settings, cgroups, name)
+        changed = worker.changed()  # (as root, a submission can reach any copy; as its own user, it cannot)
+    if changed:  # this notebook, or one running beside it in another worker: run it again, alone, to know which
         worker.fresh_copy()
+        with gate.exclusive():
+            results, stopped = run_boxed(worker, restored, settings, cgroups, name)
+            changed = worker.changed()
+        if changed:
+            worker.fresh_copy()
     rows = []
     for rc in ref.checks:
         cid, pts = rc.get("id"), points_of(rc)
@@ -418,6 +461,7 @@ def grade(submissions: Path, chapters: Path = Path("chapters"), settings: Settin
     with tempfile.TemporaryDirectory(prefix="tinyserve-grade-") as tmp:
         os.chmod(tmp, 0o755)  # the per-worker users reach their folders through it
         lanes: queue.Queue[Worker] = queue.Queue()
+        gate = Gate()
         for k in range(n):
             lanes.put(Worker(k, Path(tmp), drop_user))
 
@@ -426,7 +470,7 @@ def grade(submissions: Path, chapters: Path = Path("chapters"), settings: Settin
             lane = lanes.get()
             t0 = time.perf_counter()
             try:
-                rows = grade_notebook(student, path, refs, lane, settings, cgroups)
+                rows = grade_notebook(student, path, refs, lane, settings, cgroups, gate)
             except Exception as e:  # noqa: BLE001 - the grader's own failure on one file: a row, the rest go on
                 rows = [Row(student, path.name, "-", "invalid", 0, 0, f"grader error: {type(e).__name__}: {e}")]
             finally:

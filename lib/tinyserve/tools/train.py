@@ -97,6 +97,20 @@ def token_stream(docs: list[str], seed: int) -> torch.Tensor:
     return torch.tensor(ids, dtype=torch.long)
 
 
+@torch.no_grad()
+def _val_loss(model: TinyGPT, val_data: torch.Tensor, batch: int, block: int) -> float:
+    """Mean loss of 10 seeded validation batches (the same batches every call)."""
+    model.eval()
+    g = torch.Generator().manual_seed(1)
+    losses = []
+    for _ in range(10):
+        ix = torch.randint(len(val_data) - block - 1, (batch,), generator=g)
+        x = torch.stack([val_data[i:i + block + 1] for i in ix])
+        losses.append(torch.nn.functional.cross_entropy(model(x[:, :-1]).flatten(0, 1), x[:, 1:].flatten()).item())
+    model.train()
+    return sum(losses) / len(losses)
+
+
 def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 256, seed: int = 0,
           lr: float = 3e-3, log_every: int = 50, max_files: int | None = None, sample_tokens: int = 120) -> dict:
     """Train until `steps` or `minutes` (whichever first); save the checkpoint and its numbers; return stats."""
@@ -116,18 +130,6 @@ def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 2
         ix = torch.randint(len(src) - block - 1, (batch,), generator=gen)
         x = torch.stack([src[i:i + block + 1] for i in ix])
         return x[:, :-1], x[:, 1:]
-
-    @torch.no_grad()
-    def val_loss() -> float:
-        model.eval()
-        g = torch.Generator().manual_seed(1)
-        losses = []
-        for _ in range(10):
-            ix = torch.randint(len(val_data) - block - 1, (batch,), generator=g)
-            x = torch.stack([val_data[i:i + block + 1] for i in ix])
-            losses.append(torch.nn.functional.cross_entropy(model(x[:, :-1]).flatten(0, 1), x[:, 1:].flatten()).item())
-        model.train()
-        return sum(losses) / len(losses)
 
     t0 = time.time()
     deadline = t0 + minutes * 60
@@ -150,7 +152,7 @@ def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 2
         if step % log_every == 0:
             print(f"step {step} loss {loss_avg:.3f} ({time.time() - t0:.0f}s)", flush=True)
     elapsed = time.time() - t0
-    stats = {"steps": step, "first_loss": round(first_loss or float("nan"), 4), "train_loss": round(loss_avg or float("nan"), 4), "val_loss": round(val_loss(), 4),
+    stats = {"steps": step, "first_loss": round(first_loss or float("nan"), 4), "train_loss": round(loss_avg or float("nan"), 4), "val_loss": round(_val_loss(model, val_data, batch, block), 4),
              "train_seconds": round(elapsed, 1), "tokens_seen": step * batch * block, "batch": batch, "block": block,
              "corpus_documents": len(docs), "corpus_tokens": len(data), "seed": seed, "lr": lr,
              "params": model.num_params(), "torch": torch.__version__,
