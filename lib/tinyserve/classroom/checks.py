@@ -733,9 +733,9 @@ def slab_allocator(cls) -> None:
                 if rec is None:
                     continue
                 held = run.pool.num_slots - run.pool.num_free
-                got = mirror._mine("reserved_bytes")
-                if got != run.pool.reserved_bytes():
-                    _fail(say("slabs_reserved", where=where, idx=rec.index, truth=run.pool.reserved_bytes(),
+                got = mirror._mine("held_bytes")
+                if got != run.pool.held_bytes():
+                    _fail(say("slabs_held", where=where, idx=rec.index, truth=run.pool.held_bytes(),
                               held=held, got=got))
                 if run.pool.num_free == 0:  # full: a claim now must be refused, not over-commit the memory
                     got = mirror._mine("claim")

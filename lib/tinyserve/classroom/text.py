@@ -126,8 +126,8 @@ TEXT: dict[str, str] = {
     "slabs_claim": "{where}step {idx}: the engine's pool gave slot {truth} to {rid} ({free} free before); your "
                    "claim() returned {got}",
     "slabs_free": "{where}step {idx}: the engine's pool has {truth} free slot(s); your num_free says {got}",
-    "slabs_reserved": "{where}after step {idx}: the engine's pool reserves {truth:,} bytes ({held} slab(s) held); "
-                      "your reserved_bytes() says {got}",
+    "slabs_held": "{where}after step {idx}: the engine's pool holds {truth:,} bytes in claimed slabs ({held} "
+                  "slab(s) held); your held_bytes() says {got}",
     "slabs_overcommit": "{where}step {idx}: every one of the {n} slabs is held, yet your claim() handed out slot "
                         "{got}: it must refuse (return None) instead of promising memory that is not there",
     "slabs_release_twice": "{where}releasing slot {slot}, which is not held, must raise ValueError; your release() "

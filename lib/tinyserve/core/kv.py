@@ -165,6 +165,10 @@ class SlotPool:
         """Bytes of every slot's slab: a slab server reserves them all when it starts, busy or not."""
         return self.num_slots * self.slab_bytes
 
+    def held_bytes(self) -> int:
+        """Bytes of the slabs claimed by running requests (the rest of the reservation sits idle)."""
+        return (self.num_slots - len(self._free)) * self.slab_bytes
+
 
 # Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips
 # reading more than this many (slot, key) pairs of the slabs. Measured on CPU (about 300 was best); on a GPU
