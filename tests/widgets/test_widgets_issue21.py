@@ -75,3 +75,17 @@ def test_the_real_run_is_scaled_down_and_says_so(monkeypatch):
     assert real is ex.trace and len(real.requests) == 2 and real.clock == "wall"
     assert real.workload_label() == "chapter-7.1-finisher (long_output=5, n=2)"
     assert "Scaled down for the real run (n=2, long_output=5)" in ex.status.value
+
+
+def test_a_real_run_the_cost_model_says_is_too_slow_is_not_started(monkeypatch):
+    """The explorer prices the real run's steps with the CPU's fitted cost model first; past REAL_LIMIT_S it says
+    so in the widget and starts nothing (a knob moved far can make a short workload slow)."""
+    import tinyserve
+    from tinyserve_widgets import explorer as E
+
+    started = []
+    monkeypatch.setattr(tinyserve, "shared_engine", lambda device="auto": started.append(device))
+    ex = tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=("composition",))
+    monkeypatch.setattr(E, "REAL_LIMIT_S", 0.01)  # any real run of this workload costs more than 10 ms
+    assert ex.run_real() is None and started == []
+    assert "would take about" in ex.message.value and "cpu-tiny" in ex.message.value

@@ -33,6 +33,8 @@ KV_BUDGETS = [("opt.no_cap", "none")] + [(f"{gb:g} GB", int(gb * 10**9)) for gb 
 RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 SLABS = [("opt.preset_len", "preset"), 256, 512, 1024, 2048, 3072, 4096]  # max_model_len: every slot's slab
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
+REAL_LIMIT_S = 10.0  # a real run is offered when the cpu-tiny cost model (fitted to a one-thread CPU run) says
+# the same steps take at most this long: a knob moved far (chunks of 1 token) can make a short workload slow
 CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
             "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "x")
 
@@ -275,6 +277,15 @@ class Explorer:
         tokens = sum(r.prompt_len + r.max_new_tokens for r in reqs)
         if tokens > REAL_LIMIT_TOKENS:
             self.message.value = _box(t("explorer.real.too_big", tokens=tokens, limit=REAL_LIMIT_TOKENS))
+            return None
+        try:  # the same steps priced by the CPU's fitted cost model: a dry run, milliseconds
+            est = Engine().run(reqs, pol, dry_run=True, hardware="cpu-tiny", progress=False,
+                               **{**knobs, "slab": "longest"}).metrics()["duration_s"]
+        except TinyserveError as e:
+            self.message.value = _box(t("explorer.error", message=_esc(str(e))))
+            return None
+        if est > REAL_LIMIT_S:
+            self.message.value = _box(t("explorer.real.too_slow", s=est, limit=REAL_LIMIT_S))
             return None
         self.real.disabled = True
         self.progress.layout.visibility = "visible"

@@ -144,6 +144,9 @@ WORDS: dict[str, dict[str, str]] = {"en": {
     "explorer.real.interrupted": "Real run interrupted after {steps} steps; the previous figures stay.",
     "explorer.real.too_big": "This workload is too long for a real run here ({tokens:,} tokens; limit {limit:,}). "
                              "Lower the request count.",
+    "explorer.real.too_slow": "A real run of these settings would take about {s:.0f} s on this CPU (the cpu-tiny "
+                              "cost model's estimate of the same steps; limit {limit:.0f} s). Lower the request "
+                              "count or move the knob back.",
     "compare.left": "A",
     "compare.right": "B",
     "compare.sentence": "{a}: {ua:.0f}% useful slot-steps, p99 TTFT {ta}; {b}: {ub:.0f}% useful, p99 TTFT {tb}.",
