@@ -265,10 +265,10 @@ class Worker:
 class Settings:
     """Limits for every submission, and how the grader runs them."""
 
-    cpu_s: float = 60.0
-    cell_cpu_s: float = 30.0
-    memory_bytes: int = 3 << 30
-    max_procs: int = 32
+    cpu_s: float = sandbox.Limits.cpu_s  # the box's own defaults, stated once in sandbox.Limits
+    cell_cpu_s: float = sandbox.Limits.cell_cpu_s
+    memory_bytes: int = sandbox.Limits.memory_bytes
+    max_procs: int = sandbox.Limits.max_procs
     wall_s: float = 600.0
 
 
