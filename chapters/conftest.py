@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-EXERCISES = Path(__file__).parent / "exercises"
+HERE = Path(__file__).parent
+EXERCISES = [HERE / "exercises", HERE / "zh-TW" / "exercises"]  # each edition's handed-out notebooks
 
 
 def _inside(path: Path) -> bool:
-    return path == EXERCISES or EXERCISES in path.parents
+    return any(path == e or e in path.parents for e in EXERCISES)
 
 
 def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
-    """Ignore chapters/exercises/ unless the command line names it (or something inside it)."""
+    """Ignore chapters/exercises/ (and zh-TW/exercises/) unless the command line names it (or something inside it)."""
     if not _inside(Path(collection_path).resolve()):
         return None
     named = [Path(str(a).split("::")[0]).resolve() for a in config.args]

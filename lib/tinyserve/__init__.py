@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from . import _moved
 from .errors import TinyserveError
+from .lang import language, set_language
 
 _moved.install(__name__)  # the flat layout's module paths (tinyserve.engine, ...) stay importable
 
 __version__ = "0.1.0"
-__all__ = ["TinyserveError", "run", "shared_engine", "__version__"]
+__all__ = ["TinyserveError", "language", "run", "set_language", "shared_engine", "__version__"]
 
 _engines: dict = {}
 

@@ -1,0 +1,63 @@
+"""The language table: every key in every language, the same fields in each, one clear error for a bad code."""
+from __future__ import annotations
+
+import string
+
+import pytest
+
+import tinyserve
+from tinyserve import lang
+
+
+def fields(text: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+
+
+def test_every_key_has_every_language_with_the_same_fields():
+    missing, mismatched = [], []
+    for key, entry in lang.table().items():
+        for code in lang.LANGUAGES:
+            if not (entry.get(code) or "").strip():
+                missing.append(f"{key} [{code}]")
+        extra = set(entry) - set(lang.LANGUAGES)
+        assert not extra, f"{key}: unknown language codes {extra}"
+        if entry.get("en") and entry.get("zh-TW") and fields(entry["en"]) != fields(entry["zh-TW"]):
+            mismatched.append(f"{key}: en {sorted(fields(entry['en']))} zh-TW {sorted(fields(entry['zh-TW']))}")
+    assert not missing, f"{len(missing)} translations missing: {missing[:20]}"
+    assert not mismatched, f"placeholders differ between languages: {mismatched[:20]}"
+
+
+def test_zh_tw_is_chinese_and_uses_full_width_punctuation_in_sentences():
+    """A zh-TW string that is a sentence (has a CJK character) uses ，not , between CJK characters."""
+    import re
+    bad = [k for k, e in lang.table().items()
+           if re.search(r"[\u4e00-\u9fff][,;:](?!\d)|[,;:] ?[\u4e00-\u9fff]", e.get("zh-TW", ""))]
+    assert not bad, f"half-width punctuation between Chinese words: {bad[:20]}"
+
+
+def test_set_language_switches_everything_and_unknown_codes_list_the_choices():
+    try:
+        assert tinyserve.set_language("zh_TW") == "zh-TW" and lang.language() == "zh-TW"
+        with pytest.raises(ValueError) as e:
+            tinyserve.set_language("fr")
+        msg = str(e.value)
+        assert "\n" not in msg and "'fr'" in msg and "en" in msg and "zh-TW" in msg
+        assert lang.language() == "zh-TW"  # a bad code changes nothing
+    finally:
+        tinyserve.set_language("en")
+    assert lang.language() == "en"
+
+
+def test_unknown_key_is_an_error_not_a_raw_key():
+    with pytest.raises(KeyError):
+        lang.t("no.such.key.anywhere")
+
+
+def test_wrap_counts_display_width():
+    assert lang.width("abc") == 3 and lang.width("位子") == 4 and lang.width("，") == 2
+    text = "連續批次每一步都重新決定批次的成員，完成的序列立刻離開位子，新到者補上空出來的位子。"
+    lines = lang.wrap(text, 20)
+    assert "".join(lines) == text
+    assert all(lang.width(ln) <= 22 for ln in lines)  # one closing mark may hang past the edge
+    assert not any(ln.startswith(("，", "。")) for ln in lines)
+    assert lang.wrap("one two three four", 9) == ["one two", "three", "four"]
