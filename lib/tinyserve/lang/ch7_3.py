@@ -41,7 +41,7 @@ WORDS = {
     "7.3.gaps.engine": {
         "en": "the engine:  prefill-first stalls the thirty for {gap:.0f} ms; "
               "decode-first delays the newcomer {ttft:.1f} s",
-        "zh-TW": "引擎：prefill 優先讓這三十個卡住 {gap:.0f} ms；decode 優先讓新到者晚了 {ttft:.1f} s",
+        "zh-TW": "引擎：prefill 優先讓這三十個序列卡住 {gap:.0f} ms；decode 優先讓新到者晚了 {ttft:.1f} s",
     },
     # 2. what the steps look like
     "7.3.fig.tokens_per_step": {"en": "{name}: tokens per step", "zh-TW": "{name}：每一步的 token 數"},

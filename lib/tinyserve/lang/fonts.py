@@ -55,7 +55,7 @@ def apply(lang: str) -> None:
         fam = matplotlib.rcParams["font.sans-serif"]
         matplotlib.rcParams["font.sans-serif"] = [f for f in fam if f not in found][:1] + found + \
             [f for f in fam if f not in found][1:]
-        matplotlib.rcParams["font.family"] = ["sans-serif"]
+        matplotlib.rcParams["font.family"] = ["sans-serif"] + found  # matplotlib falls back along this list only
     if not found and not _warned["done"]:
         _warned["done"] = True
         print(INSTALL_HINT, file=sys.stderr)
