@@ -72,24 +72,29 @@ def paused(trace: Trace, step: int) -> list[str]:
 
 def story(trace: Trace, first: int = 0, last: int | None = None, columns: int = 100) -> str:
     """One line per iteration: what each request computes, who sits the step out, who waits and why; a line
-    wider than `columns` display columns continues below, indented past its 'iter  k:'."""
+    wider than `columns` display columns goes on below its 'iter  k:', a new line at each '|' first."""
     lines = []
     fr = frames(trace)
     for k in range(first, len(trace.steps) if last is None else min(last, len(trace.steps))):
-        body = " ".join(fr[k])
+        parts = [" ".join(fr[k])]
         out = paused(trace, k)
         if out:
-            body += t("figures.story.paused", ids=", ".join(out))
+            parts.append(t("figures.story.paused", ids=", ".join(out)))
         by_reason: dict[str, list[str]] = {}
         for rid, why in waiting(trace, k):
             by_reason.setdefault(why, []).append(rid)
-        wait = t("figures.story.sep").join(t("figures.story.group", ids=", ".join(ids), why=why)
-                                           for why, ids in by_reason.items())
-        if wait:
-            body += t("figures.story.waiting", groups=wait)
+        if by_reason:
+            parts.append(t("figures.story.waiting", groups=t("figures.story.sep").join(
+                t("figures.story.group", ids=", ".join(ids), why=why) for why, ids in by_reason.items())))
         head = t("figures.story.iter", k=k + 1)
-        indent = " " * width(head)
-        lines.append(head + ("\n" + indent).join(wrap(body, max(20, columns - width(head)))))
+        room = max(20, columns - width(head))
+        rows = [""]
+        for part in parts:
+            if rows[-1] and width(rows[-1] + part) > room:
+                rows.append("")
+            rows[-1] += part if rows[-1] else part.lstrip()
+        rows = [ln for row in rows for ln in wrap(row, room)]
+        lines.append(head + ("\n" + " " * width(head)).join(rows))
     return "\n".join(lines)
 
 
