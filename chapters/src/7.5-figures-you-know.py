@@ -55,7 +55,7 @@ def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
         if old is not None:
             legend.update({txt.get_text(): h for h, txt in zip(old.legend_handles, old.get_texts())})
             old.remove()
-    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)  # words: ok
     plt.tight_layout(rect=(0, 0.35 / (height * rows), 1, 1))
 
 # %% [markdown]

@@ -42,7 +42,7 @@
 # *NVIDIA TensorRT-LLM documentation, performance tuning guide.*
 # <https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/tuning-max-batch-size-and-max-num-tokens.html>
 #
-# **這幾張圖畫了什麼。** 一個玩具排程器，最多容納 4 個請求，每次迭代最多 12 個 token。一張一張看：兩段 5 個 token 的提示詞用掉 12 個 token 裡的 10 個，下一段提示詞就排不進去（被 *token 預算* 擋下）；下一次迭代，這兩個請求各只需要一個 token，於是又有兩段提示詞開始，而第五個請求明明還有 token 額度，卻被 *批次上限* 擋下；接著第一個請求完成、被逐出，第五個請求補上它的位置。最後一張圖示範 context chunking：第三段提示詞的第一段，本來可以用掉第一次迭代剩下的 2 個 token。
+# **這幾張圖畫了什麼。** 一個玩具排程器，最多容納 4 個請求，每次迭代最多 12 個 token。一張一張看：兩段 5 個 token 的提示詞用掉 12 個 token 裡的 10 個，下一段提示詞就排不進去（被 *token 預算* 擋下）；下一次迭代，這兩個請求各只需要一個 token，於是又有兩段提示詞開始，而第五個請求明明還有 token 額度，卻被 *批次上限* 擋下；接著第一個請求完成、被逐出，第五個請求補上它的位置。最後一張圖示範 context chunking：第三段提示詞切出的第一小段，本來可以用掉第一次迭代剩下的 2 個 token。
 #
 # **我們的情境**（`gallery-trtllm-budget.jsonl`）：提示詞長 5、5、4、6、3 個 token（頁面只給了前兩個，其餘是我們定的），R1 產出 2 個 token 後停止。
 #
