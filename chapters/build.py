@@ -151,6 +151,12 @@ def run_and_write(nb, stem: str, out_dir: Path, execute: bool, keep_ids: bool = 
 
 
 def main(argv: list[str]) -> None:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return
+    unknown = [a for a in argv if a.startswith("-") and a not in ("--no-exec", "--lang", "--skeleton")]
+    if unknown:
+        sys.exit(f"build.py: unknown option {unknown[0]} (options: --no-exec, --lang CODE, --skeleton; -h for help)")
     execute = "--no-exec" not in argv
     lang = argv[argv.index("--lang") + 1] if "--lang" in argv else "en"
     if lang != "en" and lang not in EDITIONS:
