@@ -22,7 +22,7 @@ from tinyserve.analysis.batching import kv_used_share
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
 from tinyserve.engine import Engine
 from tinyserve.figures import frames, iterations, story, token_iterations, waiting_on
-from tinyserve.lang import say, t
+from tinyserve.lang import ljust, say, t
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve import sweeps
 from tinyserve_widgets import sweep_plots
@@ -399,7 +399,7 @@ p_abl
 abl = sweeps.ablation(rate=8.0, budget=1024)
 say("7.5.abl.head")
 for label, m in abl.items():
-    print(f"{label:<16}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
+    print(f"{ljust(label, 16)}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
 print(p_abl.reveal(1 + min(range(3), key=lambda i: list(abl.values())[i]["p99_gap_ms"])))
 
 # %% [markdown]

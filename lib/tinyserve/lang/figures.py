@@ -21,4 +21,25 @@ WORDS = {
     "figures.limit.cap": {"en": "batch cap", "zh-TW": "批次上限"},
     "figures.limit.budget": {"en": "token budget", "zh-TW": "token 預算"},
     "figures.limit.decode_first": {"en": "decode-first rule", "zh-TW": "decode 優先規則"},
+    # sweeps (tinyserve.analysis.sweeps): the capacity table, the ablation's rows, the CDF table
+    "figures.cap.head": {"en": "P99 gap target:  ", "zh-TW": "P99 間隔目標：   "},
+    "figures.cap.none": {"en": "none", "zh-TW": "無"},
+    "figures.cap.at_least": {"en": "(>= : the highest rate tried still meets the target)",
+                             "zh-TW": "（>= 表示：試過的最高到達率仍達到目標）"},
+    "figures.cap.why_gap": {"en": "its P99 gap is already {ms:.0f} ms", "zh-TW": "它的 P99 間隔已是 {ms:.0f} ms"},
+    "figures.cap.why_queue": {"en": "its median wait for a slot is already {s:.2f} s",
+                              "zh-TW": "它等位子的中位數時間已是 {s:.2f} s"},
+    "figures.cap.missed": {"en": "{label} meets no rate under {targets} ms: even at the lowest rate tried "
+                                 "({rate:g} req/s) {why}.",
+                           "zh-TW": "{label} 在 {targets} ms 的目標下沒有任何到達率達標：即使在試過的最低到達率"
+                                    "（{rate:g} req/s），{why}。"},
+    "figures.abl.mixing": {"en": "mixing alone", "zh-TW": "只混合"},
+    "figures.abl.chunking": {"en": "chunking alone", "zh-TW": "只切 chunk"},
+    "figures.abl.both": {"en": "both", "zh-TW": "兩者並用"},
+    "figures.cdf.head": {"en": "{load:>5} {setting:<16} {ttft:>9} {p99:>7} {e2e:>9} {p99:>7}",
+                         "zh-TW": "{load:>5} {setting:<16} {ttft:>9} {p99:>7} {e2e:>9} {p99:>7}"},
+    "figures.cdf.load": {"en": "load", "zh-TW": "負載"},
+    "figures.cdf.setting": {"en": "setting", "zh-TW": "設定"},
+    "figures.cdf.ttft": {"en": "TTFT p50", "zh-TW": "TTFT p50"},
+    "figures.cdf.e2e": {"en": "e2e p50", "zh-TW": "端到端 p50"},
 }
