@@ -32,7 +32,7 @@ WORDS: dict[str, dict[str, str]] = {
     "axis.request": {"en": "request", "zh-TW": "請求"},
     "title.timeline": {"en": "Slots × steps — {policy}, {workload}", "zh-TW": "位子 × 步 — {policy}，{workload}"},
     "title.waste": {"en": "Where the slot-steps went (up to step {k})",
-                    "zh-TW": "位子步都用到哪裡去了（到第 {k} 步為止）"},
+                    "zh-TW": "位子步的去向（至第 {k} 步）"},
     "title.composition": {"en": "What each step computed", "zh-TW": "每一步算了什麼"},
     "title.step_tokens": {"en": "Step {k}: tokens by request", "zh-TW": "第 {k} 步：每個請求的 token"},
     "title.gaps": {"en": "Waiting between tokens", "zh-TW": "兩個 token 之間的等待"},
@@ -73,7 +73,7 @@ WORDS: dict[str, dict[str, str]] = {
     "comp.decodes_of": {"en": "{n} decodes", "zh-TW": "{n} 個 decode"},
     "comp.chunk_of": {"en": "{id}: chunk {a}–{b}", "zh-TW": "{id}：chunk {a}–{b}"},
     "comp.itl": {"en": "longest gap between two tokens of an in-flight request",
-                 "zh-TW": "進行中的序列兩個 token 之間最長的間隔"},
+                 "zh-TW": "進行中序列的最長 token 間隔"},
     "comp.ttft": {"en": "time to first token of a newcomer", "zh-TW": "新到者的 TTFT"},
     "comp.sentence": {"en": "Step {k}: {decodes} decode tokens and {prefill} prefill tokens in {chunks} chunk(s); "
                             "longest inter-token gap {itl}; step time {dur:.1f} ms.",
@@ -95,7 +95,7 @@ WORDS: dict[str, dict[str, str]] = {
     "pages.table_row": {"en": "page table of slot {slot}: blocks {blocks}",
                         "zh-TW": "位子 {slot} 的 page table：區塊 {blocks}"},
     # latency
-    "lat.ttft": {"en": "time to first token", "zh-TW": "TTFT（等到第一個 token 的時間）"},
+    "lat.ttft": {"en": "time to first token", "zh-TW": "TTFT"},
     "lat.e2e": {"en": "end-to-end", "zh-TW": "端到端延遲"},
     "lat.p50": {"en": "p50", "zh-TW": "p50"},
     "lat.p99": {"en": "p99", "zh-TW": "p99"},
