@@ -95,8 +95,8 @@ WORDS: dict[str, dict[str, str]] = {
     "pages.table_row": {"en": "page table of slot {slot}: blocks {blocks}",
                         "zh-TW": "位子 {slot} 的 page table：區塊 {blocks}"},
     # latency
-    "lat.ttft": {"en": "time to first token", "zh-TW": "TTFT"},
-    "lat.e2e": {"en": "end-to-end", "zh-TW": "端到端延遲"},
+    "lat.ttft": {"en": "time to first token", "zh-TW": "TTFT 的分布"},
+    "lat.e2e": {"en": "end-to-end", "zh-TW": "端到端延遲的分布"},
     "lat.p50": {"en": "p50", "zh-TW": "p50"},
     "lat.p99": {"en": "p99", "zh-TW": "p99"},
     "lat.finished": {"en": "{done} of {total} requests finished by step {k}",
