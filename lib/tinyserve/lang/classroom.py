@@ -414,6 +414,9 @@ _W: dict[str, dict[str, str]] = {
     "sc_running": {
         "en": "checking {path} (runs your notebook's code cells in order, then each check) ...",
         "zh-TW": "正在檢查 {path}（依序執行你的 notebook 的程式碼儲存格，再跑每一項檢查）……"},
+    "text_stub": {  # a written answer's cell as handed out; the English is nbgrader's text_stub, exactly
+        "en": "YOUR ANSWER HERE",
+        "zh-TW": "在這裡寫下你的答案（YOUR ANSWER HERE）"},
     # exercise names as the self-check prints them (the grader's CSV keeps the English names: they are data)
     "label.7.1 (a) padding tokens": {"en": "7.1 (a) padding tokens", "zh-TW": "7.1 (a) padding token 數"},
     "label.7.1 (b) wasted fraction": {"en": "7.1 (b) wasted fraction", "zh-TW": "7.1 (b) 浪費比例"},
