@@ -43,7 +43,7 @@ _W: dict[str, dict[str, str]] = {
         "zh-TW": "你的策略的 __init__ 還沒寫（{err}）"},
     "part_not_written": {
         "en": "part of your policy is not written yet (NotImplementedError: {err})",
-        "zh-TW": "你的策略還有一部分沒寫（NotImplementedError: {err}）"},
+        "zh-TW": "你的策略有一部分還沒寫（NotImplementedError: {err}）"},
     "fn_not_written": {
         "en": "{fn} is not written yet ({err})",
         "zh-TW": "{fn} 還沒寫（{err}）"},
