@@ -256,8 +256,8 @@ def _diff(idx: int, mine, ref, state: _State | None, knobs: dict, hint: str) -> 
         lines.append(say("wrong_time", mine=mine.start_s * 1e3, ref=ref.start_s * 1e3))
     if not lines:
         return None
-    msg = say("diff_head", idx=idx, t=mine.start_s * 1e3) + "; ".join(lines)
-    msg += say("diff_ref", idx=idx, t=ref.start_s * 1e3, works=", ".join(_fmt(w) for w in ref.works))
+    msg = say("diff_head", idx=idx, t=mine.start_s * 1e3) + say("clause_sep").join(lines)
+    msg += say("diff_ref", idx=idx, t=ref.start_s * 1e3, works=say("list_sep").join(_fmt(w) for w in ref.works))
     if state is not None:
         msg += say("diff_state", running=state.running or say("none"), waiting=state.waiting or say("none"),
                    free=state.free_slots, b=knobs["batch_size"])

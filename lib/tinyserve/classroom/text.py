@@ -10,8 +10,8 @@ from ..lang import t, table
 
 
 def say(key: str, **fields) -> str:
-    """The text for key, filled in, in the current language."""
-    return t(f"classroom.{key}", **fields)
+    """The text for key, filled in, in the current language (a field may be named `lang`: filled here, not by t)."""
+    return t(f"classroom.{key}").format(**fields)
 
 
 def exercise_name(label: str) -> str:

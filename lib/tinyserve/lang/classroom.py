@@ -511,6 +511,9 @@ _W: dict[str, dict[str, str]] = {
     "student_more": {
         "en": " ({parts})",
         "zh-TW": "（{parts}）"},
+    "clause_sep": {
+        "en": "; ",
+        "zh-TW": "；"},
     "list_sep": {
         "en": ", ",
         "zh-TW": "，"},
