@@ -346,11 +346,11 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
 
 def _runtime_hint(err: str, idx: int, policy: Policy, knobs: dict) -> str:
     running = [r.id for r in policy.running]
-    if "no free slot" in err:
+    if "no free slot" in err:  # words: ok (the engine's messages, matched; see core/kv.py and core/run.py)
         held = policy.pool.num_slots - policy.pool.num_free
         return say("no_free_slot", idx=idx, held=held, slots=policy.pool.num_slots, running=running,
                    b=knobs["batch_size"])
-    if "released twice" in err:
+    if "released twice" in err:  # words: ok
         return say("released_twice", idx=idx, err=err)
     if "stalled" in err:
         return say("stalled", idx=idx, waiting=[r.id for r in policy.waiting])

@@ -46,17 +46,17 @@ def stub_source(source: str, where: str = "cell") -> str:
     for line in source.split("\n"):
         if BEGIN in line:
             if region is not None:
-                raise GenerateError(f"{where}: {BEGIN} inside another answer region")
+                raise GenerateError(f"{where}: {BEGIN} inside another answer region")  # words: ok
             region = line[:len(line) - len(line.lstrip())]
             out += [region + s for s in STUB.split("\n")]
         elif END in line:
             if region is None:
-                raise GenerateError(f"{where}: {END} without {BEGIN}")
+                raise GenerateError(f"{where}: {END} without {BEGIN}")  # words: ok
             region = None
         elif region is None:
             out.append(line)
     if region is not None:
-        raise GenerateError(f"{where}: {BEGIN} without {END}")
+        raise GenerateError(f"{where}: {BEGIN} without {END}")  # words: ok
     return "\n".join(out)
 
 
@@ -86,7 +86,7 @@ def make_exercise(nb):
         else:
             cell.source = stub  # a written answer: the rubric stays in the solutions
     if not answers:
-        raise GenerateError("no answer cells (solution cells)")
+        raise GenerateError("no answer cells (solution cells)")  # words: ok
     ex.metadata.pop("widgets", None)
     return ex
 
@@ -109,14 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sols = sorted(args.solutions.glob("*.ipynb"))
     if not sols:
-        print(f"generate: no solution notebooks in {args.solutions}", file=sys.stderr)
+        print(f"generate: no solution notebooks in {args.solutions}", file=sys.stderr)  # words: ok
         return 2
     stale = []
     for sol in sols:
         try:
             text = exercise_text(sol)
         except GenerateError as e:
-            print(f"generate: {sol}: {e}", file=sys.stderr)
+            print(f"generate: {sol}: {e}", file=sys.stderr)  # words: ok
             return 2
         dest = args.exercises / sol.name
         if dest.is_file() and dest.read_text(encoding="utf-8") == text:
@@ -129,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     extra = [p for p in sorted(args.exercises.glob("*.ipynb")) if p.name not in known]
     if args.check:
         for p in stale:
-            print(f"out of date: {p} (run python -m tinyserve.classroom.generate)")
+            print(f"out of date: {p} (run python -m tinyserve.classroom.generate)")  # words: ok
         for p in extra:
-            print(f"no solution for: {p}")
+            print(f"no solution for: {p}")  # words: ok
         return 1 if stale or extra else 0
-    print(f"wrote {len(stale)} of {len(sols)} exercise notebooks to {args.exercises}"
-          + (f"; no solution for {', '.join(map(str, extra))}" if extra else ""))
+    print(f"wrote {len(stale)} of {len(sols)} exercise notebooks to {args.exercises}"  # words: ok
+          + (f"; no solution for {', '.join(map(str, extra))}" if extra else ""))  # words: ok
     return 0
 
 

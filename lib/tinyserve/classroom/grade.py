@@ -126,7 +126,7 @@ def load_references(chapters: Path) -> dict[str, Reference]:
         ex = make_exercise(sol)
         refs[p.name] = Reference(p.name, sol, ex, {c.get("id"): c.source for c in ex.cells})
     if not refs:
-        raise SystemExit(f"grade: no reference notebooks in {chapters / 'solutions'}")
+        raise SystemExit(say("no_references", path=chapters / "solutions"))
     return refs
 
 
@@ -457,7 +457,7 @@ def grade(submissions: Path, chapters: Path = Path("chapters"), settings: Settin
     refs = load_references(chapters)
     students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not students:
-        raise SystemExit(f"grade: no student folders in {submissions}")
+        raise SystemExit(say("no_students", path=submissions))
     jobs = []
     for sdir in students:
         files = sorted(p for p in sdir.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts

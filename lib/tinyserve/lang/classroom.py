@@ -556,6 +556,12 @@ _W: dict[str, dict[str, str]] = {
     "wrote_tables": {
         "en": "score table: {out} (one row per student); answers: {details} ({n} rows)",
         "zh-TW": "成績表：{out}（每位學生一列）；逐題結果：{details}（{n} 列）"},
+    "no_references": {
+        "en": "grade: no reference notebooks in {path}",
+        "zh-TW": "grade：{path} 裡沒有參考解答 notebook"},
+    "no_students": {
+        "en": "grade: no student folders in {path}",
+        "zh-TW": "grade：{path} 裡沒有學生資料夾"},
     "not_a_folder": {
         "en": "grade: {path} is not a folder",
         "zh-TW": "grade：{path} 不是資料夾"},
