@@ -21,3 +21,6 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
         return None
     named = [Path(str(a).split("::")[0]).resolve() for a in config.args]
     return None if any(_inside(p) for p in named) else True
+
+
+from nbfonts import pytest_runtest_makereport  # noqa: E402,F401  (a missing glyph fails the cell)

@@ -21,11 +21,23 @@ pytestmark = pytest.mark.browser
 
 def pages_under_test() -> list[str]:
     """The harness's own page (a control: if it fails, the harness is broken, not a notebook), then
-    widgets/demo.ipynb and every chapters/*.ipynb (not chapters/exercises: they are meant to fail)."""
+    widgets/demo.ipynb and every chapter notebook of both editions, chapters/*.ipynb and chapters/zh-TW/*.ipynb
+    (not the exercises: they are meant to fail)."""
     pages = ["tests/browser/placeholder.ipynb"]
     if (ROOT / "widgets" / "demo.ipynb").exists():
         pages.append("widgets/demo.ipynb")
-    return pages + [p.relative_to(ROOT).as_posix() for p in sorted(ROOT.glob("chapters/*.ipynb"))]
+    chapters = sorted(ROOT.glob("chapters/*.ipynb")) + sorted(ROOT.glob("chapters/zh-TW/*.ipynb"))
+    return pages + [p.relative_to(ROOT).as_posix() for p in chapters]
+
+
+def test_jupyterlab_offers_its_own_menus_in_traditional_chinese(lab):
+    """The language pack (requirements.txt) is installed: Settings -> Language lists 中文 (台灣) and its
+    strings load, e.g. the File menu's label."""
+    listing = json.load(urllib.request.urlopen(f"{lab}/lab/api/translations/", timeout=30))
+    assert "zh_TW" in listing["data"], sorted(listing["data"])
+    pack = json.load(urllib.request.urlopen(f"{lab}/lab/api/translations/zh_TW", timeout=30))["data"]
+    menus = json.dumps(pack.get("jupyterlab", {}), ensure_ascii=False)
+    assert "檔案" in menus  # "File"
 
 
 RUN_TIMEOUT_S = 600  # a notebook runs in <= 60 s on 2 quiet cores; a shared machine can be much slower

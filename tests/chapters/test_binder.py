@@ -47,11 +47,13 @@ def test_repo2docker_dockerfile_installs_binder_requirements_on_the_pinned_pytho
     copy_repo = out.index("COPY --chown=0:0 src/ ${REPO_DIR}/")
     install = out.index('${KERNEL_PYTHON_PREFIX}/bin/pip install --no-cache-dir -r "binder/requirements.txt"')
     assert copy_repo < install  # `-r ../requirements.txt` and `-e .` need the repository in place first
+    assert "apt-get install --yes --no-install-recommends fonts-noto-cjk" in out  # binder/apt.txt: the zh-TW font
     assert "requirements-test.txt" not in out and 'pip install --no-cache-dir -r "requirements.txt"' not in out
 
 
-def test_readme_badge_opens_chapter_7_0_in_jupyterlab():
-    m = re.search(r"\(https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/HEAD\?urlpath=lab/tree/([^)\s]+)\)",
-                  (ROOT / "README.md").read_text())
-    assert m, "no Binder badge link in README.md"
-    assert m.group(1) == "chapters/7.0-why-batching.ipynb" and (ROOT / m.group(1)).is_file()
+def test_readme_badges_open_chapter_7_0_in_jupyterlab_chinese_first():
+    found = re.findall(r"\(https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/HEAD\?urlpath=lab/tree/([^)\s]+)\)",
+                       (ROOT / "README.md").read_text())
+    assert found == ["chapters/zh-TW/7.0-why-batching.ipynb", "chapters/7.0-why-batching.ipynb"]
+    assert all((ROOT / f).is_file() for f in found)
+

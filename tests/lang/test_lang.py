@@ -61,3 +61,16 @@ def test_wrap_counts_display_width():
     assert all(lang.width(ln) <= 22 for ln in lines)  # one closing mark may hang past the edge
     assert not any(ln.startswith(("，", "。")) for ln in lines)
     assert lang.wrap("one two three four", 9) == ["one two", "three", "four"]
+
+
+def test_the_zh_tw_text_uses_the_books_terms_not_invented_ones():
+    """The chapter keeps padding, prefill, decode, chunked prefill, TTFT, page table in English; these six
+    renderings appear nowhere in it, so they must not appear in ours."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    invented = ["填充", "預填", "解碼", "分段預填", "首字延遲", "分頁"]
+    texts = {f"lang:{k}": e.get("zh-TW", "") for k, e in lang.table().items()}
+    for f in [*(root / "chapters" / "src" / "zh-TW").glob("*.py"), root / "chapters" / "README.md", root / "README.md"]:
+        texts[str(f.relative_to(root))] = f.read_text(encoding="utf-8")
+    found = [(where, w) for where, text in texts.items() for w in invented if w in text]
+    assert not found, found

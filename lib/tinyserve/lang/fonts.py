@@ -29,16 +29,37 @@ def plotly_family(lang: str) -> str:
     return PLOTLY_DEFAULT
 
 
+def system_fonts() -> dict[str, set[str]]:
+    """Font files fontconfig knows that cover Traditional Chinese -> their family names (empty without fc-list)."""
+    if not shutil.which("fc-list"):
+        return {}
+    out = subprocess.run(["fc-list", ":lang=zh-tw", "file", "family"], capture_output=True, text=True).stdout
+    files: dict[str, set[str]] = {}
+    for line in out.splitlines():
+        path, _, fams = line.partition(": ")
+        files.setdefault(path.strip(), set()).update(n.strip() for n in fams.split(","))
+    return files
+
+
 def installed_families() -> list[str]:
-    """The TC_FAMILIES installed on this machine (matplotlib's font list; fc-list without matplotlib)."""
+    """The TC_FAMILIES installed on this machine, as matplotlib sees them (fontconfig without matplotlib).
+
+    Matplotlib caches its font list; a font installed after that cache was written is missing from it, so
+    the files fontconfig lists for these families are added to matplotlib's list (milliseconds, in memory)."""
     try:
         from matplotlib import font_manager
-        names = {f.name for f in font_manager.fontManager.ttflist}
     except ImportError:
-        if not shutil.which("fc-list"):
-            return []
-        out = subprocess.run(["fc-list", ":lang=zh-tw", "family"], capture_output=True, text=True).stdout
-        names = {n.strip() for line in out.splitlines() for n in line.split(",")}
+        names = set().union(*system_fonts().values())
+        return [f for f in TC_FAMILIES if f in names]
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    if not any(f in names for f in TC_FAMILIES):
+        for path, fams in system_fonts().items():
+            if fams & set(TC_FAMILIES):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        names = {f.name for f in font_manager.fontManager.ttflist}
     return [f for f in TC_FAMILIES if f in names]
 
 
@@ -52,10 +73,10 @@ def apply(lang: str) -> None:
     except ImportError:
         matplotlib = None
     if matplotlib is not None and found:
-        fam = matplotlib.rcParams["font.sans-serif"]
-        matplotlib.rcParams["font.sans-serif"] = [f for f in fam if f not in found][:1] + found + \
-            [f for f in fam if f not in found][1:]
-        matplotlib.rcParams["font.family"] = ["sans-serif"]
+        # matplotlib falls back glyph by glyph only across the named families of font.family (a generic
+        # "sans-serif" resolves to one font), so name them: the Latin default first, then the CJK ones
+        latin = [f for f in matplotlib.rcParams["font.sans-serif"] if f not in found][:1]
+        matplotlib.rcParams["font.family"] = latin + found
     if not found and not _warned["done"]:
         _warned["done"] = True
         print(INSTALL_HINT, file=sys.stderr)
