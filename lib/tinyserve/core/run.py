@@ -64,9 +64,8 @@ def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | N
     seed drives a named workload and a JSONL file's synthetic (prompt_len) prompts."""
     knobs = dict(workload_knobs or {})
     if knobs and (isinstance(workload, (list, tuple, Path)) or str(workload).endswith(".jsonl")):
-        raise TinyserveError(f"workload_knobs: apply to a named workload only, not to "
-                             f"{'a list of requests' if isinstance(workload, (list, tuple)) else 'a JSONL file'} "
-                             f"(got {', '.join(map(str, knobs))})")
+        what = t("engine.workload.a_list" if isinstance(workload, (list, tuple)) else "engine.workload.a_jsonl")
+        raise TinyserveError(t("engine.knob.workload_knobs_named", what=what, knobs=", ".join(map(str, knobs))))
     if isinstance(workload, (list, tuple)):
         return "custom", [r.fresh() for r in workload]
     if isinstance(workload, Path) or str(workload).endswith(".jsonl"):

@@ -147,4 +147,4 @@ def get_preset(name: str) -> HardwarePreset:
         return load_preset(PRESET_DIR / f"{name}.json")
     if isinstance(name, str) and name.endswith(".json") and Path(name).is_file():
         return load_preset(name)
-    raise TinyserveError(f"hardware: unknown {name!r} (choose {', '.join(names)}, or a FILE.json from tinyserve calibrate)")
+    raise TinyserveError(t("engine.preset.unknown", name=name, choices=", ".join(names)))

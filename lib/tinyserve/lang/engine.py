@@ -78,6 +78,50 @@ WORDS = {
         "en": "workload_knobs: must be a dict of knob -> value, got {value!r}",
         "zh-TW": "workload_knobs：必須是「參數名稱 -> 值」的 dict，收到的是 {value!r}",
     },
+    "engine.knob.workload_knobs_named": {
+        "en": "workload_knobs: apply to a named workload only, not to {what} (got {knobs})",
+        "zh-TW": "workload_knobs：只適用於有名稱的工作負載，不適用於{what}（收到 {knobs}）",
+    },
+    "engine.workload.a_list": {
+        "en": "a list of requests",
+        "zh-TW": "一串請求",
+    },
+    "engine.workload.a_jsonl": {
+        "en": "a JSONL file",
+        "zh-TW": " JSONL 檔案",
+    },
+    "engine.workload.unknown": {
+        "en": "workload: unknown {name!r} (choose {choices}, or FILE.jsonl)",
+        "zh-TW": "workload：沒有 {name!r} 這個工作負載（可選 {choices}，或一個 FILE.jsonl）",
+    },
+    "engine.workload.unknown_knob": {
+        "en": "workload {name}: unknown knob {knob!r} (knobs: {knobs})",
+        "zh-TW": "workload {name}：沒有 {knob!r} 這個參數（可用的參數：{knobs}）",
+    },
+    "engine.workload.none": {
+        "en": "none",
+        "zh-TW": "無",
+    },
+    "engine.workload.jsonl_knobs": {
+        "en": "workload {name}: a JSONL file takes no knobs (got {knobs})",
+        "zh-TW": "workload {name}：JSONL 檔案不接受參數（收到 {knobs}）",
+    },
+    "engine.workload.knob_value": {
+        "en": "workload {workload}: {knob} must be {rng}, got {value}",
+        "zh-TW": "workload {workload}：{knob} 必須是{rng}，收到的是 {value}",
+    },
+    "engine.workload.int_range": {
+        "en": "an integer in {lo}..{hi}",
+        "zh-TW": " {lo}..{hi} 之間的整數",
+    },
+    "engine.workload.float_range": {
+        "en": "a finite number {op} {lo:g}",
+        "zh-TW": " {op} {lo:g} 的有限數字",
+    },
+    "engine.preset.unknown": {
+        "en": "hardware: unknown {name!r} (choose {choices}, or a FILE.json from tinyserve calibrate)",
+        "zh-TW": "hardware：沒有 {name!r} 這個 preset（可選 {choices}，或 tinyserve calibrate 寫出的 FILE.json）",
+    },
     "engine.knob.max_model_len": {
         "en": "max_model_len: must be an integer in 1..{limit}, got {value!r}",
         "zh-TW": "max_model_len：必須是 1..{limit} 之間的整數，收到的是 {value!r}",
