@@ -53,9 +53,11 @@ def apply(lang: str) -> None:
         matplotlib = None
     if matplotlib is not None and found:
         fam = matplotlib.rcParams["font.sans-serif"]
-        matplotlib.rcParams["font.sans-serif"] = [f for f in fam if f not in found][:1] + found + \
-            [f for f in fam if f not in found][1:]
-        matplotlib.rcParams["font.family"] = ["sans-serif"]
+        latin = [f for f in fam if f not in found][:1]
+        matplotlib.rcParams["font.sans-serif"] = latin + found + [f for f in fam if f not in found][1:]
+        # matplotlib falls back glyph by glyph across font.family's entries, never inside the generic
+        # "sans-serif" (it resolves to one font): name the families themselves
+        matplotlib.rcParams["font.family"] = latin + found
     if not found and not _warned["done"]:
         _warned["done"] = True
         print(INSTALL_HINT, file=sys.stderr)
