@@ -74,3 +74,36 @@ def test_the_zh_tw_text_uses_the_books_terms_not_invented_ones():
         texts[str(f.relative_to(root))] = f.read_text(encoding="utf-8")
     found = [(where, w) for where, text in texts.items() for w in invented if w in text]
     assert not found, found
+
+
+def test_each_zh_tw_notebook_is_its_english_one_with_only_the_setup_line_changed():
+    """Same code cells (so nbval checks the same numbers), the language picked by one line, prose translated."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "chapters"
+    pairs = [(root / p.name, p) for p in sorted((root / "zh-TW").glob("7.*.ipynb"))]
+    assert len(pairs) == len(list(root.glob("7.*.ipynb"))) >= 7
+    for en_path, zh_path in pairs:
+        en, zh = (json.loads(p.read_text(encoding="utf-8"))["cells"] for p in (en_path, zh_path))
+        assert [c["cell_type"] for c in en] == [c["cell_type"] for c in zh], zh_path.name
+        code = [("".join(a["source"]), "".join(b["source"])) for a, b in zip(en, zh) if a["cell_type"] == "code"]
+        differ = [(a, b) for a, b in code if a != b]
+        assert len(differ) == 1, f"{zh_path.name}: {len(differ)} code cells differ"
+        a, b = differ[0]
+        assert b == a.replace('tinyserve.set_language("en")', 'tinyserve.set_language("zh-TW")'), zh_path.name
+        md = [("".join(a["source"]), "".join(b["source"])) for a, b in zip(en, zh) if a["cell_type"] == "markdown"]
+        assert all(a != b for a, b in md), f"{zh_path.name}: a markdown cell is not translated"
+
+
+def test_zh_tw_prose_uses_full_width_punctuation():
+    """In the Chinese markdown, a comma, colon or semicolon between two Chinese characters is full-width."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "chapters" / "src" / "zh-TW"
+    bad = []
+    for f in sorted(root.glob("*.py")):
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            prose = re.sub(r"`[^`]*`|\$[^$]*\$|\([^)]*\)\]?|https?://\S+", "", line)  # code, math, links
+            if re.search(r"[\u4e00-\u9fff][,;:][\u4e00-\u9fff ]|[\u4e00-\u9fff] ?[,;][\u4e00-\u9fff]", prose):
+                bad.append(f"{f.name}:{n}")
+    assert not bad, bad[:20]
