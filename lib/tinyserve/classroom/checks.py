@@ -298,31 +298,43 @@ def _run_student(cls, kind: str, seed: int, hint: str) -> None:
 
         policy.plan = plan  # an instance attribute: the engine calls it, the class is untouched
         run = eng.start(reqs, policy, max_model_len=MAX_LEN)
-        err, calls = None, 0
-        while not run.done and err is None:
-            calls += 1
-            if len(run.steps) > limit or calls > 10 * limit:
-                left = [r.id for r in run.requests if not r.done]
-                err = say("unfinished", steps=len(run.steps), left=left)
-                break
-            try:
-                run.step()
-            except _AE as e:
-                if isinstance(e, IntegrityError):
-                    raise
-                err = str(e)
-            except NotImplementedError as e:
-                raise NotWritten(where + say("part_not_written", err=e)) from None
-            except RuntimeError as e:
-                err = _runtime_hint(str(e), len(run.steps), policy, knobs)
-            except Exception as e:  # the learner's code raised: show it as a failed check with its cause
-                raise _AE(where + say("policy_raised", idx=len(run.steps), exc=type(e).__name__, err=e)) from e
-            held = policy.pool.num_slots - policy.pool.num_free
-            if err is None and held > len(policy.running):
-                gone = [r.id for r in run.requests if r.done and r not in policy.running]
-                err = say("slot_leak", idx=len(run.steps) - 1, held=held, running=len(policy.running), gone=gone)
-    mine = run.trace()
+        err = _drive(run, policy, limit, knobs, where)
     ref = eng.run(reqs, reference_policy(kind, **knobs), max_model_len=MAX_LEN, progress=False)
+    _compare(run.trace(), ref, states, err, knobs, hint, where)
+
+
+def _drive(run, policy, limit: int, knobs: dict, where: str) -> str | None:
+    """Step the learner's run to its end; the first thing that went wrong, in words (None if nothing)."""
+    __tracebackhide__ = True
+    err, calls = None, 0
+    while not run.done and err is None:
+        calls += 1
+        if len(run.steps) > limit or calls > 10 * limit:
+            left = [r.id for r in run.requests if not r.done]
+            return say("unfinished", steps=len(run.steps), left=left)
+        try:
+            run.step()
+        except _AE as e:
+            if isinstance(e, IntegrityError):
+                raise
+            err = str(e)
+        except NotImplementedError as e:
+            raise NotWritten(where + say("part_not_written", err=e)) from None
+        except RuntimeError as e:
+            err = _runtime_hint(str(e), len(run.steps), policy, knobs)
+        except Exception as e:  # the learner's code raised: show it as a failed check with its cause
+            raise _AE(where + say("policy_raised", idx=len(run.steps), exc=type(e).__name__, err=e)) from e
+        held = policy.pool.num_slots - policy.pool.num_free
+        if err is None and held > len(policy.running):
+            gone = [r.id for r in run.requests if r.done and r not in policy.running]
+            err = say("slot_leak", idx=len(run.steps) - 1, held=held, running=len(policy.running), gone=gone)
+    return err
+
+
+def _compare(mine, ref, states: list, err: str | None, knobs: dict, hint: str, where: str) -> None:
+    """Fail with the first step where the learner's run and the reference differ, else with err, else on
+    tokens or metrics."""
+    __tracebackhide__ = True
     # the first step that differs explains more than an error it led to later
     for rec in mine.steps:
         i = rec.index

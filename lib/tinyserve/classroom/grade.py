@@ -282,6 +282,32 @@ class Settings:
     lang: str = "en"  # of the printed lines and every CSV message, the checks' included
 
 
+def _parse_report(lines: list[str]) -> tuple[dict, bool]:
+    """The runner's report lines: check id -> {status, message} (first report wins), and whether it ended."""
+    results, ended = {}, False
+    for line in lines:
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(d, dict):
+            continue
+        if d.get("end"):
+            ended = True
+        elif "id" in d and d["id"] not in results:
+            results[d["id"]] = {"status": d.get("status"), "message": d.get("message", "")}
+    return results, ended
+
+
+def _why_killed(rc, cpu: float, tail: str, box, settings: Settings) -> str:
+    """Why a runner that did not report its end stopped: the CPU limit, memory, or a signal/exit status."""
+    if rc in (-24, -9) and (rc == -24 or cpu >= settings.cpu_s - 1):  # SIGXCPU, or SIGKILL at the hard limit
+        return say("cpu_limit", limit=settings.cpu_s)
+    if box.memory_hit() or "MemoryError" in tail:
+        return say("memory_limit", gib=settings.memory_bytes / 2**30)
+    return say("killed", how=say("exit_status", rc=rc))
+
+
 def run_boxed(worker: Worker, nb, settings: Settings, cgroups: str | None, name: str) -> tuple[dict, str | None]:
     """Run a restored notebook in a boxed child; check id -> {status, message}, and why it stopped early."""
     import nbformat
@@ -323,27 +349,10 @@ def run_boxed(worker: Worker, nb, settings: Settings, cgroups: str | None, name:
             rc, cpu = _wait(proc, 30)
         reader.join(timeout=10)
         err_reader.join(timeout=10)
-        results = {}
-        ended = False
-        for line in lines:
-            try:
-                d = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(d, dict):
-                continue
-            if d.get("end"):
-                ended = True
-            elif "id" in d and d["id"] not in results:
-                results[d["id"]] = {"status": d.get("status"), "message": d.get("message", "")}
+        results, ended = _parse_report(lines)
         if stopped is None and not ended:
             tail = (err_tail[0] if err_tail else b"").decode("utf-8", "replace")
-            if rc in (-24, -9) and (rc == -24 or cpu >= settings.cpu_s - 1):  # SIGXCPU, or SIGKILL at the hard limit
-                stopped = say("cpu_limit", limit=settings.cpu_s)
-            elif box.memory_hit() or "MemoryError" in tail:
-                stopped = say("memory_limit", gib=settings.memory_bytes / 2**30)
-            else:
-                stopped = say("killed", how=say("exit_status", rc=rc))
+            stopped = _why_killed(rc, cpu, tail, box, settings)
         return results, stopped
     finally:
         if w >= 0:
