@@ -172,9 +172,10 @@ class StaticBatching(Policy):
         return n
 
     def grow(self) -> None:
-        """Paged: each unfinished member's next position gets its block (admission made sure there is one)."""
+        """Paged: each member's next position gets its block (admission made sure there is one); a finished member
+        re-runs its last position, whose block it holds after its first wasted decode."""
         for r in self.running:
-            if not r.done and not self.pool.allocate(r, r.num_prefilled + len(r.output)):
+            if not self.pool.allocate(r, r.num_prefilled + len(r.output)):
                 raise RuntimeError(f"static batch: no block for {r.id}")  # a bug: _fitting reserved its worst case
 
     def _next_decodes(self) -> list[Work]:
