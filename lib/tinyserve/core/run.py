@@ -250,10 +250,12 @@ class Run:
         pool, recomputed, resumed = self.pool, 0, []
         for w in works:
             r = w.request
-            if w.phase == "prefill" and r.computed_len > w.start:  # positions it had stored before a preemption
+            if w.phase != "prefill" or not r.preemptions:
+                continue
+            if r.computed_len > w.start:  # positions it had stored before a preemption
                 recomputed += min(w.start + w.tokens, r.computed_len) - w.start
-                if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
-                    resumed.append(r.id)  # its recompute ended here and sampled its next token
+            if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
+                resumed.append(r.id)  # its recompute ended here and sampled its next token
         self._block_fields = {"blocks_used": pool.held, "blocks_free": pool.free_blocks,
                               "block_waste": pool.held * pool.block_size - self.kv_used_tokens,
                               "preempted": tuple(pool.preempted), "resumed": tuple(resumed),
