@@ -40,6 +40,17 @@ they are different kernels, run one after the other). ``attention`` says how the
                    (cpu-tiny) a static batch is priced as the tiny engine computes it, and under an exact preset
                    as a real server computes it.
 
+The paged KV layout (core/blocks.py) is priced as the same works: exact presets already read exactly each
+sequence's keys, which is what a paged kernel reads. What paging adds is the block-table indirection: one 4-byte
+block id per block of keys read, per layer. On the GPU presets a block of 16 positions holds 16 x 327,680 / 80 =
+65,536 bytes per layer, so the table adds 4 / 65,536 = 0.006% to the KV bytes read, and we assume (stated) that a
+modern paged kernel (FlashAttention / FlashInfer with a block table, vLLM v1) loses nothing else to the
+indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% slower than FasterTransformer's
+contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
+What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
+one. Under cpu-tiny (tinyserve-cpu) a paged step is priced as a slab step: the preset is not re-fitted for the
+gather through the table, whose real cost the wall clock measures.
+
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more
 (2.5% of the 50-token + 3,950-padding prefill of chapter-7.1-padding).
