@@ -188,3 +188,18 @@ def test_block_spans_draw_who_held_each_block_at_each_step(model):
     assert (1, "r0", 2, 5, 7) in tr.block_spans
     assert sorted(s for s in tr.block_spans if s[1] == "r1" and s[3] >= 8) == [
         (0, "r1", 0, 8, 10), (1, "r1", 1, 8, 10), (2, "r1", 2, 8, 10)]
+
+
+def test_an_abort_gives_its_blocks_back_and_the_others_are_unaffected(model):
+    run = Engine(model).start(same(2), "continuous", batch_size=2, kv_layout="paged", block_size=4,
+                              kv_budget=16 * BPT)
+    for _ in range(2):
+        run.step()
+    assert run.pool.held == 4  # both hold 2 blocks after step 1 (see the preemption test)
+    run.abort("r0")
+    assert run.pool.held == 2 and run.pool.free_blocks == 2
+    while not run.done:
+        run.step()
+    tr = run.trace()
+    assert tr.request("r0").status == "aborted" and tr.metrics()["preemptions"] == 0  # r1 alone never runs short
+    assert tr.request("r1").output == greedy_alone(model, tr.request("r1"))

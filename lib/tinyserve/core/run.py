@@ -121,7 +121,7 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
 class Run:
     """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
 
-    def __init__(self, make_runner: Callable[[int, int], ModelRunner] | None, cfg: GPTConfig,
+    def __init__(self, make_runner: Callable[..., ModelRunner] | None, cfg: GPTConfig,
                  requests: list[Request], policy: Policy, clock, workload_name: str, dtype, kv_budget: int | None,
                  max_model_len: int | None, dry_run: bool, slab: str = "max_model_len", kv_layout: str = "slab",
                  block_size: int = DEFAULT_BLOCK_SIZE):
@@ -163,11 +163,12 @@ class Run:
         # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which).
         # Paged: lowest-first allocation keeps block ids below the most ever held at once, at most every slot's
         # longest sequence, so the tensors need no more blocks than that, however large the modeled pool
-        self.kv_tensor_positions = None if dry_run or not accepted else max_model_len or longest
-        if self.paged and self.kv_tensor_positions:
-            longest = max(r.prompt_len + r.max_new_tokens for r in accepted)
-            self.kv_tensor_positions = block_size * min(self.pool.num_blocks, self.pool.num_slots * blocks_for(
-                longest, block_size))
+        if self.paged:
+            most = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+            tensor = block_size * min(self.pool.num_blocks, self.pool.num_slots * blocks_for(most, block_size))
+        else:
+            tensor = max_model_len or longest
+        self.kv_tensor_positions = None if dry_run or not accepted else tensor
         self.runner = None if self.kv_tensor_positions is None else (
             make_runner(self.pool.num_slots, self.kv_tensor_positions, block_size) if self.paged
             else make_runner(self.pool.num_slots, self.kv_tensor_positions))
@@ -227,7 +228,7 @@ class Run:
         self.now += self.clock.step_time(works, measured)
         newly_done = self._advance(works, sampled, start)
         if self.paged:
-            self.pool_record(works)
+            self._record_blocks(works)
         new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__: runs per slot per step
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))
@@ -245,7 +246,7 @@ class Run:
 
     _block_fields: dict = {}  # the paged layout's StepRecord fields of the step being recorded (none for slabs)
 
-    def pool_record(self, works) -> None:
+    def _record_blocks(self, works) -> None:
         """The step's block counts, preemptions and recomputed tokens (after its K/V were stored)."""
         pool, recomputed, resumed = self.pool, 0, []
         for w in works:
