@@ -48,8 +48,9 @@ print(json.dumps({"seconds": secs, "peak_mb": resource.getrusage(resource.RUSAGE
 
 
 def notebooks() -> list[Path]:
-    """Every chapter notebook (not the exercises, which are meant to fail until solved) and the widget demo."""
-    found = sorted(ROOT.glob("chapters/*.ipynb"))
+    """Every chapter notebook of both editions (not the exercises, which are meant to fail until solved) and
+    the widget demo."""
+    found = sorted(ROOT.glob("chapters/*.ipynb")) + sorted(ROOT.glob("chapters/zh-TW/*.ipynb"))
     demo = ROOT / "widgets" / "demo.ipynb"
     return found + ([demo] if demo.exists() else [])
 

@@ -151,6 +151,12 @@ def run_and_write(nb, stem: str, out_dir: Path, execute: bool, keep_ids: bool = 
 
 
 def main(argv: list[str]) -> None:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return
+    unknown = [a for a in argv if a.startswith("-") and a not in ("--no-exec", "--lang", "--skeleton")]
+    if unknown:
+        sys.exit(f"build.py: unknown option {unknown[0]} (options: --no-exec, --lang CODE, --skeleton; -h for help)")
     execute = "--no-exec" not in argv
     lang = argv[argv.index("--lang") + 1] if "--lang" in argv else "en"
     if lang != "en" and lang not in EDITIONS:
@@ -158,9 +164,9 @@ def main(argv: list[str]) -> None:
     wanted = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--lang")]
     srcs = sorted(SRC.glob("7.*.py"))
     sols = sorted((HERE / "solutions").glob("7.*.ipynb")) if lang != "en" else []
-    if wanted:
-        srcs = [s for s in srcs if any(s.stem.startswith(w) for w in wanted)]
-        sols = [s for s in sols if any(s.stem.startswith(w) for w in wanted)]
+    if wanted:  # "7.2" names the chapter notebook; "7.2-exercises" (or "exercises") its exercises
+        srcs = [s for s in srcs if any(s.stem.startswith(w) for w in wanted if "exercises" not in w)]
+        sols = [s for s in sols if any(s.stem.startswith(w) or w == "exercises" for w in wanted if "exercises" in w)]
     if "--skeleton" in argv:
         for s in srcs:
             cells = parse(s.read_text(encoding="utf-8"))
@@ -171,13 +177,15 @@ def main(argv: list[str]) -> None:
     for s in srcs:
         took = build(s, execute, lang)
         print(f"{lang}/{s.stem}.ipynb  {took:5.1f} s", flush=True)
+    built = 0
     for s in sols:
         if not (SRC / lang / f"{s.stem}.py").exists():
             print(f"{lang}/solutions/{s.stem}.ipynb: no translation yet (src/{lang}/{s.stem}.py)", file=sys.stderr)
             continue
         took = build_solution(s, lang, execute)
+        built += 1
         print(f"{lang}/solutions/{s.stem}.ipynb  {took:5.1f} s", flush=True)
-    if sols:  # the handed-out notebooks of this edition, as generate makes the English ones
+    if built:  # the handed-out notebooks of this edition, as generate makes the English ones
         from tinyserve.classroom import generate
         generate.main(["--solutions", str(HERE / lang / "solutions"), "--exercises", str(HERE / lang / "exercises")])
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).parent
-EXERCISES = [HERE / "exercises", HERE / "zh-TW" / "exercises"]  # each edition's handed-out notebooks
+# each edition's handed-out notebooks; and the zh-TW solutions, which are the English ones' code cell for cell
+# (tests/classroom/test_classroom_zh.py runs and grades them): nbval would run the same checks a second time
+EXERCISES = [HERE / "exercises", HERE / "zh-TW" / "exercises", HERE / "zh-TW" / "solutions"]
 
 
 def _inside(path: Path) -> bool:

@@ -11,15 +11,15 @@
 
 # %%
 
-import textwrap
-
 import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+tinyserve.set_language("en")
 from tinyserve.analysis.prefill import (achieved_flops, decode_works, intensity, ridge_tokens,
                                         weight_stream_s)
 from tinyserve.clock import ModeledClock
+from tinyserve.lang import say, t, wrap
 from tinyserve.requests import Request
 from tinyserve.tokenizer import decode, encode
 from tinyserve.workloads import make_prompt
@@ -34,8 +34,8 @@ CHAPTER_SCALE = False
 engine = tinyserve.shared_engine()  # loads the shipped checkpoint once
 model = engine.model
 cfg = model.config
-print(f"tiny GPT: {model.num_params():,} parameters, {cfg.n_layer} layers, width {cfg.n_embd},")
-print(f"context {cfg.n_positions} tokens, byte-level vocabulary of {cfg.vocab_size}")
+say("7.0.model", params=model.num_params(), layers=cfg.n_layer, width=cfg.n_embd, context=cfg.n_positions,
+    vocab=cfg.vocab_size)
 
 # %% [markdown]
 # ## 1. One token per forward pass
@@ -47,7 +47,7 @@ print(f"context {cfg.n_positions} tokens, byte-level vocabulary of {cfg.vocab_si
 # %%
 # NBVAL_IGNORE_OUTPUT
 # (float32 text can differ between CPUs)
-prompt = encode("def fibonacci(n):\n")
+prompt = encode("def fibonacci(n):\n")  # words: ok (a prompt for the model, not prose)
 out = model.generate(prompt, max_new_tokens=120)
 print(decode(prompt) + decode(out))
 
@@ -61,7 +61,7 @@ print(decode(prompt) + decode(out))
 # about 32·*t*, or much less? Give a multiple of *t*.
 
 # %%
-p_wide = Predict("A 32-wide decode step costs how many times a 1-wide step?", unit="×", lo=0)
+p_wide = Predict(t("7.0.predict.wide"), unit="×", lo=0)
 p_wide
 
 # %%
@@ -83,8 +83,7 @@ measured = {b: decode_step_ms(b) for b in batches}
 # (wall clock: your machine, your numbers)
 t1 = measured[1]
 for b, ms in measured.items():
-    print(f"B={b:3d}: {ms:6.2f} ms per step = {ms / t1:5.2f}× a 1-wide step, "
-          f"{ms / b:6.3f} ms per token")
+    say("7.0.measured_row", b=b, ms=ms, ratio=ms / t1, per_token=ms / b)
 print()
 print(p_wide.reveal(round(measured[32] / t1, 2)))
 
@@ -93,12 +92,11 @@ print(p_wide.reveal(round(measured[32] / t1, 2)))
 # (a picture of the measured numbers)
 fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
 ax[0].plot(batches, [measured[b] for b in batches], "o-", color=BLUE)
-ax[0].set(xscale="log", xlabel="sequences in the step (B)", ylabel="ms per decode step",
-          title="measured here: time per step", ylim=(0, None))
+ax[0].set(xscale="log", xlabel=t("7.0.x_batch"), ylabel=t("7.0.y_step_ms"),
+          title=t("7.0.title_step_measured"), ylim=(0, None))
 ax[1].plot(batches, [measured[b] / b for b in batches], "s-", color=ORANGE)
-ax[1].set(xscale="log", yscale="log", xlabel="sequences in the step (B)",
-          ylabel="ms per generated token",
-          title="measured here: time per token")
+ax[1].set(xscale="log", yscale="log", xlabel=t("7.0.x_batch"), ylabel=t("7.0.y_token_ms"),
+          title=t("7.0.title_token_measured"))
 plt.tight_layout()
 
 # %% [markdown]
@@ -130,24 +128,19 @@ plt.tight_layout()
 clock = ModeledClock("h200-70b-fp8")
 hw = clock.hardware
 print(hw.description)
-print(f"weights streamed per step: {hw.weight_bytes / 1e9:.1f} GB;  "
-      f"bandwidth {hw.bandwidth_Bps / 1e12:.2f} TB/s;  "
-      f"arithmetic {hw.peak_flops / 1e12:,.0f} TFLOP/s;")
-print(f"overhead {hw.overhead_s * 1e3:.1f} ms per step")
-print("sources (all of them, with the assumptions: appendix 7.6):")
+say("7.0.hw_rates", gb=hw.weight_bytes / 1e9, tbs=hw.bandwidth_Bps / 1e12, tflops=hw.peak_flops / 1e12)
+say("7.0.hw_overhead", ms=hw.overhead_s * 1e3)
+say("7.0.sources")
 for s in hw.sources[:2]:
-    print(textwrap.fill(s, 92, initial_indent=" - ", subsequent_indent="   ",
-                        break_long_words=False, break_on_hyphens=False))  # URLs kept whole
-print(f"one decode step for a single sequence (512 tokens of context): "
-      f"{1e3 * clock.decode_step_time(1, 512):.1f} ms")
+    print(" - " + "\n   ".join(wrap(s, 89)))  # breaks only at spaces: URLs kept whole
+say("7.0.one_step", ms=1e3 * clock.decode_step_time(1, 512))
 
 # %% [markdown]
 # **Predict.** One sequence's decode step takes the time printed on the last line. How wide can the batch
 # get before the step takes twice as long?
 
 # %%
-p_knee = Predict("At what batch size does the modeled step first take twice as long as B=1?",
-                 unit="sequences", lo=1)
+p_knee = Predict(t("7.0.predict.knee"), unit=t("7.0.unit.sequences"), lo=1)
 p_knee
 
 # %%
@@ -162,18 +155,16 @@ ridge = ridge_tokens(hw)
 # (modeled: the same on every machine)
 one = step_ms[1]
 for b in (1, 8, 32, 64, 128, 256, 512):
-    print(f"B={b:3d}: {step_ms[b]:6.1f} ms per step ({step_ms[b] / one:4.2f}× B=1), "
-          f"{step_ms[b] / b:6.3f} ms per token, {bound[b]}-bound")
+    say("7.0.modeled_row", b=b, ms=step_ms[b], ratio=step_ms[b] / one, per_token=step_ms[b] / b,
+        bound=t(f"7.0.bound.{bound[b]}"))
 knee = next(b for b in range(1, 4097)
             if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
-print("\nthe chapter: one step can serve many sequences for nearly the price of one")
-print(f"the engine:  64 sequences share one step for {step_ms[64] / one:.2f}× "
-      f"the time of one; each token costs {one / (step_ms[64] / 64):.0f}× less")
-print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ms of weight streaming holds the arithmetic of "
-      f"{ridge:.0f} tokens;")
-print(f"       the step is memory-bound up to B={knee - 1}, compute-bound from B={knee}")
+print()
+say("7.0.chapter_claim")
+say("7.0.engine_claim", ratio=step_ms[64] / one, cheaper=one / (step_ms[64] / 64))
+say("7.0.ridge", ms=weight_stream_s(hw) * 1e3, tokens=ridge, last=knee - 1, knee=knee)
 doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
-print(f"the step first takes twice as long as B=1 at B={doubled}")
+say("7.0.doubled", b=doubled)
 print(p_knee.reveal(doubled))
 
 # %%
@@ -182,25 +173,23 @@ xs = np.arange(1, 1025)
 ts = [1e3 * clock.decode_step_time(int(b), CONTEXT) for b in xs]
 ax[0].plot(xs, ts, color=BLUE)
 ax[0].axvline(ridge, ls="--", color=GREY)
-ax[0].text(ridge * 1.1, max(ts) * 0.85, f"ridge\n{ridge:.0f} tokens", fontsize=8)
-ax[0].set(xscale="log", xlabel="sequences in the step (B)",
-          ylabel="ms per decode step (modeled)",
-          title="70B on H200: time per step", ylim=(0, None))
+ax[0].text(ridge * 1.1, max(ts) * 0.85, t("7.0.ridge_label", tokens=ridge), fontsize=8)
+ax[0].set(xscale="log", xlabel=t("7.0.x_batch"), ylabel=t("7.0.y_step_modeled"),
+          title=t("7.0.title_step_70b"), ylim=(0, None))
 # the roofline: useful arithmetic rate of the linear layers against tokens per step (flops per weight byte)
 tflops = [achieved_flops(clock, int(b)) / 1e12 for b in xs]
-ax[1].plot(xs, tflops, color=BLUE, lw=2, label="what a step reaches")
+ax[1].plot(xs, tflops, color=BLUE, lw=2, label=t("7.0.legend.reached"))
 ax[1].plot(xs, hw.bandwidth_Bps * intensity(hw, xs) / 1e12, ":", color=ORANGE,
-           label="memory roof (bandwidth)")
-ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label="arithmetic roof")
+           label=t("7.0.legend.memory_roof"))
+ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label=t("7.0.legend.arithmetic_roof"))
 ax[1].axvline(ridge, ls="--", color=GREY)
 for b in (1, 8, 64, 512):
     ax[1].plot(b, achieved_flops(clock, b) / 1e12, "o", color="k", ms=4)
-    ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points",
+    ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points",  # words: ok
                    xytext=(4, -11), fontsize=8)
 ax[1].set(xscale="log", yscale="log", ylim=(1, 5000),
-          xlabel="tokens in the step (∝ flops per weight byte)",
-          ylabel="useful TFLOP/s (modeled)", title="the roofline of the linear layers")
-ax[1].legend(fontsize=7, loc="lower right", frameon=False)
+          xlabel=t("7.0.x_roofline"), ylabel=t("7.0.y_roofline"), title=t("7.0.title_roofline"))
+ax[1].legend(fontsize=7, loc="lower right", frameon=False)  # words: ok (a matplotlib location)
 plt.tight_layout()
 
 # %% [markdown]
@@ -229,9 +218,8 @@ together = tinyserve.run(batched,
 # %%
 # NBVAL_CHECK_OUTPUT
 same = [together.request(f"p{i}").output == alone[i] for i in range(4)]
-print(f"tokens identical alone vs batched: {same}")
-print(f"steps shared by the batch: {len(together.steps)} "
-      "(one prefill step, then 15 decode steps)")
+say("7.0.identical", same=same)
+say("7.0.shared_steps", n=len(together.steps))
 
 # %% [markdown]
 # ## 5. "Batch" is a decision, taken every step
@@ -254,7 +242,7 @@ while not run.done:
         continue  # nothing to do until the next arrival: the clock jumps ahead
     what = ", ".join(f"{w.request_id} {w.phase}" + (f"×{w.tokens}" if w.tokens > 1 else "")
                      for w in st.works)
-    print(f"step {st.index:2d} at {st.start_s * 1e3:6.1f} ms: {what}")
+    say("7.0.step_row", i=st.index, ms=st.start_s * 1e3, what=what)
 
 # %% [markdown]
 # Requests join and leave without the others waiting for them. 7.1 shows what happens when the batch is *not*

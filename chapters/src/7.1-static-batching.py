@@ -15,10 +15,12 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
+from tinyserve.lang import say, t, width
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.palette import HATCH, PALETTE
 from tinyserve_widgets.predict import Predict
@@ -44,8 +46,7 @@ print(clock.hardware.description)
 # **Predict.** How many prompt tokens will the engine compute on behalf of the 50-token request?
 
 # %%
-p_pad = Predict("How many prompt tokens will the engine compute for the 50-token request?", unit="tokens",
-                lo=0, hi=1e6)
+p_pad = Predict(t("7.1.predict.padding"), unit=t("7.1.unit.tokens"), lo=0, hi=1e6)
 p_pad
 
 # %%
@@ -54,24 +55,24 @@ short, long_ = sorted(padded.requests, key=lambda r: r.prompt_len)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"short prompt: {short.prompt_len} tokens, computed {short.prefill_computed_tokens} prefill tokens "
-      f"({short.prefill_computed_tokens - short.prompt_len} of them padding)")
-print("the chapter: a 50-token prompt beside a 4,000-token one pays for 80x the prefill it needs")
-print(f"the engine:  it computed {short.prefill_computed_tokens / short.prompt_len:.1f}x its own prefill")
+say("7.1.padding_row", prompt=short.prompt_len, computed=short.prefill_computed_tokens,
+    padding=short.prefill_computed_tokens - short.prompt_len)
+say("7.1.padding_chapter")
+say("7.1.padding_engine", ratio=short.prefill_computed_tokens / short.prompt_len)
 print(p_pad.reveal(short.prefill_computed_tokens))
 alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
-print(f"modeled: its prefill alone would take {alone_ms:.1f} ms; the padded group's prefill step took {padded_ms:.1f} ms")
+say("7.1.padding_modeled", alone=alone_ms, padded=padded_ms)
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 1.8), layout="constrained")
 for i, r in enumerate((short, long_)):
-    ax.barh(i, r.prompt_len, color=PALETTE["prefill"], label="its own prompt" if i == 0 else None)
+    ax.barh(i, r.prompt_len, color=PALETTE["prefill"], label=t("7.1.legend.own_prompt") if i == 0 else None)
     ax.barh(i, r.prefill_computed_tokens - r.prompt_len, left=r.prompt_len, color=PALETTE["padding"],
-            hatch=HATCH["padding"], edgecolor="#8a7d00", lw=0, label="padding" if i == 0 else None)
-ax.set(yticks=[0, 1], yticklabels=[f"{short.prompt_len}-token prompt", f"{long_.prompt_len}-token prompt"],
-       xlabel="prompt tokens computed in the group's prefill")
-ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
-ax.set_title("the short prompt is computed as if it were as long as the longest", fontsize=10);
+            hatch=HATCH["padding"], edgecolor="#8a7d00", lw=0, label=t("7.1.legend.padding") if i == 0 else None)
+ax.set(yticks=[0, 1], yticklabels=[t("7.1.prompt_tick", n=short.prompt_len), t("7.1.prompt_tick", n=long_.prompt_len)],
+       xlabel=t("7.1.x_padding"))
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)  # words: ok (a location)
+ax.set_title(t("7.1.title_padding"), fontsize=10);
 
 # %% [markdown]
 # ## 2. The fastest finisher
@@ -83,7 +84,7 @@ ax.set_title("the short prompt is computed as if it were as long as the longest"
 # **Predict.** Slot 7 holds a 20-token request in the first group. How many of its decode steps are wasted?
 
 # %%
-p_slot7 = Predict("How many of slot 7's decode steps are wasted?", unit="steps", lo=0, hi=1e5)
+p_slot7 = Predict(t("7.1.predict.slot7"), unit=t("7.1.unit.steps"), lo=0, hi=1e5)
 p_slot7
 
 # %%
@@ -99,9 +100,8 @@ def composition(trace):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"real model, long answer {LONG} tokens: {len(real.steps)} steps, "
-      f"{real.metrics()['wasted_decode_tokens']} wasted decode tokens")
-print(f"the dry run computes the very same steps: {composition(real) == composition(replay)}")
+say("7.1.real_run", long=LONG, steps=len(real.steps), wasted=real.metrics()["wasted_decode_tokens"])
+say("7.1.dry_same", same=composition(real) == composition(replay))
 
 # %% [markdown]
 # The replay agrees step for step with the real model, so the chapter-scale numbers below come from dry runs.
@@ -118,12 +118,12 @@ slot7 = grid[7, :group_steps]
 # NBVAL_CHECK_OUTPUT
 n_dec = int(np.sum(slot7 != "prefill"))
 n_wasted = int(np.sum(slot7 == "wasted"))
-print(f"the first group runs {group_steps} steps: 1 prefill + {group_steps - 1} decode steps")
-print(f"slot 7: {n_dec} decode steps, {n_dec - n_wasted} useful, {n_wasted} wasted")
+say("7.1.group_steps", steps=group_steps, decodes=group_steps - 1)
+say("7.1.slot7", decodes=n_dec, useful=n_dec - n_wasted, wasted=n_wasted)
 print(p_slot7.reveal(n_wasted))
 wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
-print("the chapter: 31 of 32 slots spend 99% of the time making tokens that are thrown away")
-print(f"the engine:  {len(shorts)} slots spend at least {min(wasted_shares):.1%} of their decode steps on them")
+say("7.1.finisher_chapter")
+say("7.1.finisher_engine", slots=len(shorts), share=min(wasted_shares))
 
 # %% [markdown]
 # Step through the real-model run (long answer of `LONG` tokens) with the cursor: every slot's phase, and the
@@ -135,7 +135,7 @@ tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 # %%
 fig, ax = plt.subplots(figsize=(10, 4.2), layout="constrained")
 plot_timeline(ax, static)
-ax.set_title("static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)", fontsize=10);
+ax.set_title(t("7.1.title_timeline"), fontsize=10);
 
 # %% [markdown]
 # Vermillion is work thrown away; the thin green stripes at the left are the useful steps of the short requests,
@@ -150,9 +150,8 @@ ax.set_title("static, B=32: 63 requests (r0 wants 2,000 tokens, the rest 20)", f
 # %%
 # NBVAL_CHECK_OUTPUT
 second = [r.id for r in static.requests if r.admitted_s and r.admitted_s > 0]
-print(f"20-token requests in the first group: done after {np.median(ab.e2e_s(static, [r.id for r in shorts])):.2f} s "
-      f"(modeled)")
-print(f"20-token requests queued for the second group: done after {np.median(ab.e2e_s(static, second)):.2f} s")
+say("7.1.first_group_done", s=np.median(ab.e2e_s(static, [r.id for r in shorts])))
+say("7.1.second_group_done", s=np.median(ab.e2e_s(static, second)))
 
 # %% [markdown]
 # Now realistic traffic: `chapter-7.2-longtail` mixes short chat turns with long retrieval-augmented answers,
@@ -172,18 +171,16 @@ without = e2e[(rs.output_len <= 50) & (longest < 300)]
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"traffic asks for {asked:.1f} output tokens/s; the server delivers {m['output_throughput']:.1f} tokens/s")
-print(f"end-to-end latency p50 {m['e2el_ms']['p50'] / 1e3:.1f} s, p99 {m['e2el_ms']['p99'] / 1e3:.1f} s (modeled)")
-print("the chapter: the tail belongs to whichever long request happened to share the group")
-print(f"the engine:  short answers (<= 50 tokens) grouped with a >= 300-token answer: p50 {np.median(with_long):.1f} s;"
-      f" without one: {np.median(without):.1f} s")
+say("7.1.throughput", asked=asked, delivered=m["output_throughput"])
+say("7.1.e2e", p50=m["e2el_ms"]["p50"] / 1e3, p99=m["e2el_ms"]["p99"] / 1e3)
+say("7.1.tail_chapter")
+say("7.1.tail_engine", with_long=np.median(with_long), without=np.median(without))
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
 sc = ax.scatter(rs.output_len, e2e, c=longest, cmap="viridis", s=18)
-fig.colorbar(sc, ax=ax, label="longest answer in its group (tokens)")
-ax.set(xscale="log", xlabel="the request's own answer length (tokens)", ylabel="end-to-end latency (s, modeled)",
-       title="a short answer's latency depends on who shared its group");
+fig.colorbar(sc, ax=ax, label=t("7.1.colorbar_longest"))
+ax.set(xscale="log", xlabel=t("7.1.x_own_length"), ylabel=t("7.1.y_e2e"), title=t("7.1.title_scatter"));
 
 # %% [markdown]
 # Averaged over the run the server keeps up; per request it does not: a 20-token answer's latency is set by the
@@ -199,7 +196,7 @@ ax.set(xscale="log", xlabel="the request's own answer length (tokens)", ylabel="
 # timeout still throw away?
 
 # %%
-p_waste = Predict("What share of the decode work will a 0.5 s timeout still throw away?", unit="%", lo=0, hi=100)
+p_waste = Predict(t("7.1.predict.waste"), unit="%", lo=0, hi=100)
 p_waste
 
 # %%
@@ -207,26 +204,33 @@ TIMEOUTS = (4.0, 2.0, 1.0, 0.5, 0.1)
 
 
 def timeout_runs(rate):
+    """Full groups (key None), then dynamic batching with each timeout (key: the timeout in s)."""
     wl = get_workload("chapter-7.2-longtail", rate=rate)
-    runs = {"full groups": dry.run(wl, "static", batch_size=32, dry_run=True, progress=False)}
-    for t in TIMEOUTS:
-        runs[f"timeout {t} s"] = dry.run(wl, "dynamic", batch_size=32, timeout=t, dry_run=True, progress=False)
+    runs = {None: dry.run(wl, "static", batch_size=32, dry_run=True, progress=False)}
+    for timeout in TIMEOUTS:
+        runs[timeout] = dry.run(wl, "dynamic", batch_size=32, timeout=timeout, dry_run=True, progress=False)
     return runs
+
+
+def run_name(timeout):
+    """A run's label in the table and the chart."""
+    return t("7.1.full_groups") if timeout is None else t("7.1.timeout_name", timeout=timeout)
 
 
 runs = timeout_runs(0.5)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print("0.5 requests/s; wait = arrival to first computed step, the median over requests")
-print(f"{'policy':16s} {'median wait':>11s} {'p99 e2e':>8s} {'wasted decode work':>19s}")
-for name, tr in runs.items():
-    print(f"{name:16s} {ab.queue_wait_s(tr):10.2f}s {tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s "
-          f"{ab.wasted_share(tr):18.1%}")
-full, quick = runs["full groups"], runs["timeout 0.5 s"]
-print("the chapter: dynamic batching waits less, yet once decoding starts it keeps the fastest-finisher waste")
-print(f"the engine:  median wait {ab.queue_wait_s(full):.1f} s -> {ab.queue_wait_s(quick):.1f} s, waste "
-      f"{ab.wasted_share(full):.0%} -> {ab.wasted_share(quick):.0%}")
+say("7.1.wait_note")
+say("7.1.table_head")
+for timeout, tr in runs.items():
+    name = run_name(timeout)
+    print(f"{name}{' ' * (16 - width(name))} {ab.queue_wait_s(tr):10.2f}s "  # padded by display width
+          f"{tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s {ab.wasted_share(tr):18.1%}")
+full, quick = runs[None], runs[0.5]
+say("7.1.timeout_chapter")
+say("7.1.timeout_engine", full_wait=ab.queue_wait_s(full), quick_wait=ab.queue_wait_s(quick),
+    full_waste=ab.wasted_share(full), quick_waste=ab.wasted_share(quick))
 print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
 
 # %% [markdown]
@@ -238,21 +242,20 @@ print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
 # %%
 # NBVAL_CHECK_OUTPUT
 light = timeout_runs(0.1)
-print("median wait (s) for each timeout " + " / ".join(f"{t:g}" for t in TIMEOUTS))
+say("7.1.light_head", timeouts=" / ".join(f"{timeout:g}" for timeout in TIMEOUTS))
 for rate, rr in ((0.5, runs), (0.1, light)):
-    print(f"  {rate} requests/s: " + " / ".join(f"{ab.queue_wait_s(rr[f'timeout {t} s']):.2f}" for t in TIMEOUTS))
+    say("7.1.light_row", rate=rate, waits=" / ".join(f"{ab.queue_wait_s(rr[timeout]):.2f}" for timeout in TIMEOUTS))
 
 # %%
-names = list(runs)
 fig, ax = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
 for rate, rr, color in ((0.5, runs, PALETTE["prefill"]), (0.1, light, PALETTE["accent"])):
-    ax[0].plot(TIMEOUTS, [ab.queue_wait_s(rr[f"timeout {t} s"]) for t in TIMEOUTS], "o-", color=color,
-               label=f"{rate} requests/s")
-ax[0].set(xscale="log", xlabel="timeout (s)", ylabel="median wait (s)", title="waiting: the timeout helps at light load")
+    ax[0].plot(TIMEOUTS, [ab.queue_wait_s(rr[timeout]) for timeout in TIMEOUTS], "o-", color=color,
+               label=t("7.1.rate", rate=rate))
+ax[0].set(xscale="log", xlabel=t("7.1.x_timeout"), ylabel=t("7.1.y_wait"), title=t("7.1.title_wait"))
 ax[0].legend(fontsize=8, frameon=False)
-ax[1].barh(names, [100 * ab.wasted_share(runs[n]) for n in names], color=PALETTE["wasted"], hatch=HATCH["wasted"],
-           edgecolor="white", lw=0)
-ax[1].set(xlabel="wasted share of decode work (%), 0.5 requests/s", title="waste: still there");
+ax[1].barh([run_name(k) for k in runs], [100 * ab.wasted_share(tr) for tr in runs.values()],
+           color=PALETTE["wasted"], hatch=HATCH["wasted"], edgecolor="white", lw=0)
+ax[1].set(xlabel=t("7.1.x_waste"), title=t("7.1.title_waste"));
 
 # %% [markdown]
 # The timeout decides when a group *starts*. Smaller groups waste a little less, but each still decodes until

@@ -13,9 +13,11 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
 from tinyserve.engine import Engine
+from tinyserve.lang import say, t
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
@@ -37,7 +39,7 @@ dry = Engine()  # dry runs: same scheduler and cost model, no forward passes
 # many steps will it take now?
 
 # %%
-p_queue = Predict("How many steps after arriving is a queued 20-token request done?", unit="steps", lo=0, hi=1e5)
+p_queue = Predict(t("7.2.predict.queue"), unit=t("7.2.unit.steps"), lo=0, hi=1e5)
 p_queue
 
 # %%
@@ -51,12 +53,11 @@ first = [i for i, ok in zip(ra.ids, twenty & (ra.first_step == 0)) if ok]
 # %%
 # NBVAL_CHECK_OUTPUT
 for name, tr in (("static", stat), ("continuous", cont)):
-    print(f"{name:10s}: a queued 20-token request is done {int(np.median(ab.steps_until_done(tr, queued)))} "
-          f"steps after it arrived; wasted decode tokens: {tr.metrics()['wasted_decode_tokens']:,}")
+    say("7.2.finisher.row", name=name, steps=int(np.median(ab.steps_until_done(tr, queued))),
+        wasted=tr.metrics()["wasted_decode_tokens"])
 its = sorted(set(ab.iterations_computed(cont, first + queued).tolist()))
-print("the chapter: a 20-token request is done after about 20 iterations, whoever else is in the batch")
-print(f"the engine:  every one is computed in exactly {' or '.join(map(str, its))} iterations "
-      f"(1 prefill + 19 decodes), beside r0's 2,000")
+say("7.2.finisher.chapter")
+say("7.2.finisher.engine", its=t("7.2.or").join(map(str, its)))
 print(p_queue.reveal(int(np.median(ab.steps_until_done(cont, queued)))))
 
 # %% [markdown]
@@ -69,8 +70,7 @@ tw.show(small, k=len(small.steps) - 1, views=("timeline", "waste"))
 
 # %%
 fig, ax = plt.subplots(2, 1, figsize=(10, 6.5), layout="constrained")
-for a, tr, title in ((ax[0], stat, "static: the second group waits for r0"),
-                     (ax[1], cont, "continuous: freed slots are refilled at once")):
+for a, tr, title in ((ax[0], stat, t("7.2.fig.static_waits")), (ax[1], cont, t("7.2.fig.cont_refills"))):
     plot_timeline(a, tr)
     a.set_xlim(-0.5, 2100)  # the same steps on both, so the two runs line up
     a.set_title(title, fontsize=10)
@@ -85,17 +85,18 @@ for a, tr, title in ((ax[0], stat, "static: the second group waits for r0"),
 # in step 20?
 
 # %%
-p_swap = Predict("How many slots change hands in step 20?", unit="slots", lo=0, hi=32)
+p_swap = Predict(t("7.2.predict.swap"), unit=t("7.2.unit.slots"), lo=0, hi=32)
 p_swap
 
 # %%
 # NBVAL_CHECK_OUTPUT
 changes = {k: ab.slot_changes(cont, k) for k in range(1, len(cont.steps))}
 for k in [k for k, c in changes.items() if c][:4]:
-    moves = ", ".join(f"slot {s}: {a or '-'} → {b or 'idle'}" for s, a, b in changes[k][:3])
+    moves = t("7.2.swap.sep").join(t("7.2.swap.move", s=s, a=a or "-", b=b or t("7.2.swap.idle"))
+                                   for s, a, b in changes[k][:3])
     kinds = [w.phase for w in cont.steps[k].works]
-    print(f"step {k}: {len(changes[k])} slots change hands ({moves}, …); "
-          f"this step: {kinds.count('prefill')} prefills, {kinds.count('decode')} decodes")
+    say("7.2.swap.row", k=k, n=len(changes[k]), moves=moves, prefills=kinds.count("prefill"),
+        decodes=kinds.count("decode"))
 print(p_swap.reveal(len(changes[20])))
 
 # %%
@@ -103,9 +104,9 @@ fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
 plot_timeline(ax, cont, k=20, max_columns=len(cont.steps))  # one column per step: nothing binned
 ax.set_xlim(14.5, 25.5)
 for s, a, b in [c for c in changes[20] if c[0] in (1, 11, 21, 31)]:
-    ax.annotate(f"slot {s}: {a} → {b}", (20, s), xytext=(22.3, s), fontsize=8, va="center",
+    ax.annotate(t("7.2.swap.move", s=s, a=a, b=b), (20, s), xytext=(22.3, s), fontsize=8, va="center",
                 bbox=dict(boxstyle="round", fc="white", lw=0.4), arrowprops=dict(arrowstyle="->", lw=0.8))
-ax.set_title("zoom on steps 15–25: in step 20 a new request prefills in 31 freed slots", fontsize=10);
+ax.set_title(t("7.2.fig.zoom"), fontsize=10);
 
 # %% [markdown]
 # Two facts make the swap cheap. Every decode step is the *same operation* whoever sits in each slot — one
@@ -128,7 +129,7 @@ ax.set_title("zoom on steps 15–25: in step 20 a new request prefills in 31 fre
 # **Predict.** What share of its decode capacity will continuous batching reach on this traffic?
 
 # %%
-p_util = Predict("Continuous batching's share of decode capacity on this traffic?", unit="%", lo=0, hi=100)
+p_util = Predict(t("7.2.predict.util"), unit="%", lo=0, hi=100)
 p_util
 
 # %%
@@ -141,20 +142,20 @@ def serve(wl, kw):
 
 
 longtail = {name: serve(traffic, kw) for name, kw in policies.items()}
-print(f"{len(traffic)} requests; decode capacity at 32 slots: {ab.decode_capacity_tok_s(longtail['continuous']):,.0f} "
-      f"tokens/s (modeled: {longtail['static'].hardware})")
+say("7.2.longtail.capacity", n=len(traffic), cap=ab.decode_capacity_tok_s(longtail["continuous"]),
+    hw=longtail["static"].hardware)
 
 # %%
 # NBVAL_CHECK_OUTPUT
 for name, tr in longtail.items():
     m = tr.metrics()
-    print(f"{name:10s}: slot-time util. {m['time_utilization']:5.1%}, share of decode capacity "
-          f"{ab.capacity_share(tr):5.1%}, e2e p50 {m['e2el_ms']['p50'] / 1e3:4.1f} s, p99 {m['e2el_ms']['p99'] / 1e3:5.1f} s")
+    say("7.2.longtail.row", name=name, util=m["time_utilization"], share=ab.capacity_share(tr),
+        p50=m["e2el_ms"]["p50"] / 1e3, p99=m["e2el_ms"]["p99"] / 1e3)
 s, c = longtail["static"], longtail["continuous"]
-print("the chapter: GPU utilisation climbs from 10-20% (static) to 60-80% (continuous); p99 tightens sharply")
-print(f"the engine:  share of decode capacity {ab.capacity_share(s):.0%} -> {ab.capacity_share(c):.0%}, "
-      f"slot-time utilisation {s.metrics()['time_utilization']:.0%} -> {c.metrics()['time_utilization']:.0%}, "
-      f"p99 {s.metrics()['e2el_ms']['p99'] / 1e3:.0f} s -> {c.metrics()['e2el_ms']['p99'] / 1e3:.0f} s")
+say("7.2.longtail.chapter")
+say("7.2.longtail.engine", share_s=ab.capacity_share(s), share_c=ab.capacity_share(c),
+    util_s=s.metrics()["time_utilization"], util_c=c.metrics()["time_utilization"],
+    p99_s=s.metrics()["e2el_ms"]["p99"] / 1e3, p99_c=c.metrics()["e2el_ms"]["p99"] / 1e3)
 print(p_util.reveal(round(100 * ab.capacity_share(c), 1)))
 
 # %%
@@ -163,9 +164,8 @@ for (name, tr), color in zip(longtail.items(), (PALETTE["accent"], PALETTE["pref
     e2e = np.sort(ab.e2e_s(tr))
     ax[0].step(e2e, np.arange(1, len(e2e) + 1) / len(e2e), where="post", label=name, color=color)
     ax[1].plot(tr.step_arrays().start_s, ab.useful_slots_per_step(tr), lw=0.8, label=name, color=color)
-ax[0].set(xscale="log", xlabel="end-to-end latency (s, modeled)", ylabel="fraction of requests done",
-          title="latency of every request")
-ax[1].set(xlabel="time (s, modeled)", ylabel="slots doing useful work", title="useful slots per step")
+ax[0].set(xscale="log", xlabel=t("7.2.fig.e2e"), ylabel=t("7.2.fig.done_fraction"), title=t("7.2.fig.latency"))
+ax[1].set(xlabel=t("7.2.fig.time"), ylabel=t("7.2.fig.useful_slots"), title=t("7.2.fig.useful_per_step"))
 ax[0].legend(fontsize=8, frameon=False);
 
 # %% [markdown]
@@ -179,8 +179,7 @@ sweep = {name: [serve(get_workload("chapter-7.2-longtail", rate=r), kw) for r in
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print("rate    slot-time util.    share of capacity   mean step (ms)   p99 e2e (s)")
-print("req/s   static / cont.     static / cont.      static / cont.   static / cont.")
+say("7.2.sweep.head")
 for i, rate in enumerate(rates):
     s, c = sweep["static"][i], sweep["continuous"][i]
     util = [t.metrics()["time_utilization"] for t in (s, c)]
@@ -202,8 +201,8 @@ fig, ax = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
 for (name, runs), color in zip(sweep.items(), (PALETTE["accent"], PALETTE["prefill"])):
     ax[0].plot(rates, [100 * ab.capacity_share(t) for t in runs], "o-", color=color, label=name)
     ax[1].plot(rates, [t.metrics()["e2el_ms"]["p99"] / 1e3 for t in runs], "o-", color=color, label=name)
-ax[0].set(xscale="log", xlabel="arrival rate (requests/s)", ylabel="share of decode capacity (%)", ylim=(0, 100))
-ax[1].set(xscale="log", yscale="log", xlabel="arrival rate (requests/s)", ylabel="p99 end-to-end (s, modeled)")
+ax[0].set(xscale="log", xlabel=t("7.2.fig.rate"), ylabel=t("7.2.fig.share"), ylim=(0, 100))
+ax[1].set(xscale="log", yscale="log", xlabel=t("7.2.fig.rate"), ylabel=t("7.2.fig.p99"))
 ax[0].legend(fontsize=8, frameon=False);
 
 # %% [markdown]
@@ -229,8 +228,8 @@ replay = dry.run("chapter-7.2-longtail", "continuous", batch_size=32, workload_k
 # NBVAL_CHECK_OUTPUT
 same = [[(w.slot, w.request_id, w.phase, w.tokens) for w in s.works] for s in real.steps] == \
        [[(w.slot, w.request_id, w.phase, w.tokens) for w in s.works] for s in replay.steps]
-print(f"{N} requests on the real model: {len(real.steps)} steps, {real.metrics()['output_tokens']:,} tokens generated")
-print(f"identical schedule in the dry run: {same}")
+say("7.2.real.run", n=N, steps=len(real.steps), tokens=real.metrics()["output_tokens"])
+say("7.2.real.same", same=same)
 
 # %% [markdown]
 # ## What to remember

@@ -15,12 +15,14 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
+tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms,
                                         weight_stream_s, worst_gap_ms, worst_gap_step)
 from tinyserve.clock import ModeledClock
 from tinyserve.engine import Engine
 from tinyserve.analysis.batching import schedule
+from tinyserve.lang import say, t
 from tinyserve.sweeps import median_queue_s
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.static import plot_composition
@@ -41,9 +43,9 @@ alone = dry.run(scenario[:-1], "continuous", batch_size=32, dry_run=True, progre
 step_ms = 1e3 * alone.steps[10].duration_s
 clock = ModeledClock(alone.hardware)
 hw = clock.hardware
-print(f"{len(inflight)} requests decoding ({scenario[0].max_new_tokens} tokens each); "
-      f"'long' ({newcomer.prompt_len:,}-token prompt) arrives at {newcomer.arrival_s} s")
-print(f"a decode step of the thirty takes {step_ms:.1f} ms (modeled, {alone.hardware})")
+say("7.3.setup.inflight", n=len(inflight), tokens=scenario[0].max_new_tokens, prompt=newcomer.prompt_len,
+    arrival=newcomer.arrival_s)
+say("7.3.setup.step", ms=step_ms, hw=alone.hardware)
 
 # %% [markdown]
 # ## 1. Two bad choices
@@ -57,17 +59,17 @@ print(f"a decode step of the thirty takes {step_ms:.1f} ms (modeled, {alone.hard
 # the thirty's worst gap, in ms?
 
 # %%
-p_gap = Predict("Worst gap between two tokens of the thirty under prefill-first?",
-                unit="ms", lo=0)
+p_gap = Predict(t("7.3.predict.gap"), unit="ms", lo=0)
 p_gap
 
 # %%
 policies = {
     "prefill-first": dict(policy="continuous", max_waiting_steps=0),
     "decode-first": dict(policy="continuous", max_waiting_steps=math.inf),
-    "decode-first, forced in after 20 steps": dict(policy="continuous", max_waiting_steps=20),
-    "chunked, 512-token chunks": dict(policy="chunked", chunk_size=512),
+    "forced-20": dict(policy="continuous", max_waiting_steps=20),
+    "chunked-512": dict(policy="chunked", chunk_size=512),
 }
+label = {name: t(f"7.3.policy.{name}") for name in policies}  # what a learner reads for each
 
 
 def run(kw, eng=dry, **more):
@@ -80,13 +82,13 @@ traces = {name: run(kw) for name, kw in policies.items()}
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'policy':40s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
+say("7.3.gaps.head")
 for name, tr in traces.items():
-    print(f"{name:40s} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
-pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked, 512-token chunks"))
-print("\nthe chapter: the whole prefill now delays the decodes; holding it back delays the newcomer")
-print(f"the engine:  prefill-first stalls the thirty for {worst_gap_ms(pf, inflight):.0f} ms; "
-      f"decode-first delays the newcomer {ttft_ms(df, 'long') / 1e3:.1f} s")
+    say("7.3.gaps.row", name=label[name], gap=worst_gap_ms(tr, inflight), ttft=ttft_ms(tr, "long"))
+pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked-512"))
+print()
+say("7.3.gaps.chapter")
+say("7.3.gaps.engine", gap=worst_gap_ms(pf, inflight), ttft=ttft_ms(df, "long") / 1e3)
 print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 
 # %% [markdown]
@@ -107,14 +109,14 @@ tw.show(ch, k=first_chunk, views=("composition",))  # live, at the newcomer's fi
 # %%
 arrival = next(s.index for s in pf.steps if any(w.request_id == "long" for w in s.works))
 fig, ax = plt.subplots(3, 2, figsize=(9, 8.4))
-shown = ("prefill-first", "decode-first, forced in after 20 steps", "chunked, 512-token chunks")
+shown = ("prefill-first", "forced-20", "chunked-512")
 for row, name in zip(ax, shown):
     tr = traces[name]
     first = next(s.index for s in tr.steps if any(w.request_id == "long" for w in s.works))
     plot_composition(row[0], row[1], tr, first)  # cursor at the newcomer's first computed step
     for a in row:
         a.set_xlim(max(0, arrival - 5), arrival + 40)
-    row[0].set_title(f"{name}: tokens per step", fontsize=9)
+    row[0].set_title(t("7.3.fig.tokens_per_step", name=label[name]), fontsize=9)
 legend = {}  # one legend under the figure, not one over each panel's bars
 for a in ax.flat:
     for h, lbl in zip(*a.get_legend_handles_labels()):
@@ -136,34 +138,30 @@ plt.tight_layout(rect=(0, 0.06, 1, 1))
 # **Predict.** How many chunk tokens fit beside the thirty decodes before the step gets longer?
 
 # %%
-p_ridge = Predict("Chunk tokens that fit beside thirty decodes before the step gets longer?",
-                  unit="tokens", lo=0)
+p_ridge = Predict(t("7.3.predict.ridge"), unit=t("7.3.unit.tokens"), lo=0)
 p_ridge
 
 # %%
 chunks = [64, 128, 256, 512, 1024, 2048, 4096]
-sweep = {c: run(policies["chunked, 512-token chunks"], chunk_size=c) for c in chunks}
+sweep = {c: run(policies["chunked-512"], chunk_size=c) for c in chunks}
 ridge = ridge_tokens(hw)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"weight stream: {hw.weight_bytes / 1e9:.1f} GB ÷ {hw.bandwidth_Bps / 1e12:.2f} TB/s = "
-      f"{weight_stream_s(hw) * 1e3:.1f} ms per step")
-print(f"arithmetic: 2 × {hw.nonembed_params / 1e9:.1f}e9 parameters "
-      f"÷ {hw.peak_flops / 1e12:,.0f} TFLOP/s = "
-      f"{compute_s_per_token(hw) * 1e3:.3f} ms per token")
+say("7.3.ridge.stream", gb=hw.weight_bytes / 1e9, tbs=hw.bandwidth_Bps / 1e12, ms=weight_stream_s(hw) * 1e3)
+say("7.3.ridge.arithmetic", params=hw.nonembed_params / 1e9, tflops=hw.peak_flops / 1e12,
+    ms=compute_s_per_token(hw) * 1e3)
 fits = math.floor(ridge) - len(inflight)
-print(f"ridge: {weight_stream_s(hw) * 1e3:.1f} ÷ {compute_s_per_token(hw) * 1e3:.3f} = "
-      f"{ridge:.0f} tokens per step")
-print(f"beside {len(inflight)} decodes, a chunk of up to {fits} tokens rides free\n")
-print(f"{'chunk':>6} {'tokens in the worst step':>25} {'arithmetic past the ridge':>26} "
-      f"{'worst gap':>10} {'× a plain step':>15}")
+say("7.3.ridge.ridge", stream=weight_stream_s(hw) * 1e3, per_token=compute_s_per_token(hw) * 1e3, ridge=ridge)
+say("7.3.ridge.fits", n=len(inflight), fits=fits)
+print()
+say("7.3.ridge.head")
 for c, tr in sweep.items():
     n = worst_gap_step(tr, inflight).tokens  # the step the thirty waited longest for
     gap = worst_gap_ms(tr, inflight)
     extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
     print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
-print(f"(a plain step of the thirty: {step_ms:.1f} ms)")
+say("7.3.ridge.plain", ms=step_ms)
 print(p_ridge.reveal(fits))
 
 # %% [markdown]
@@ -173,36 +171,35 @@ print(p_ridge.reveal(fits))
 # %%
 fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.25, 1]})
 stream, per_tok, D = weight_stream_s(hw) * 1e3, compute_s_per_token(hw) * 1e3, len(inflight)
-cases = [("30 decodes", 0), ("+ 128-token chunk", 128), ("+ 512-token chunk", 512)]
-for i, (label, c) in enumerate(cases):
+cases = [(t("7.3.fig.decodes", n=D), 0)] + [(t("7.3.fig.plus_chunk", c=c), c) for c in (128, 512)]
+for i, (_, c) in enumerate(cases):
     y = 3 * (len(cases) - 1 - i)
     first = i == 0  # label each kind of bar once
     ax[0].barh(y + 1, stream, color=SKY, height=0.8,
-               label="stream the weights once" if first else None)
+               label=t("7.3.fig.stream") if first else None)
     ax[0].barh(y, D * per_tok, color=BLUE, height=0.8,
-               label="decodes' arithmetic" if first else None)
+               label=t("7.3.fig.decode_arith") if first else None)
     ax[0].barh(y, c * per_tok, left=D * per_tok, color=ORANGE, hatch="//", height=0.8,
-               label="chunk's arithmetic" if first else None)
+               label=t("7.3.fig.chunk_arith") if first else None)
     longer = max(stream, (D + c) * per_tok)  # the step lasts as long as the longer bar
     ax[0].text(longer + 1, y + 0.5, f"{longer:.0f} ms", va="center", fontsize=8)
 ax[0].axvline(stream, color="k", lw=0.8, ls=":")
 ax[0].set_yticks([3 * (len(cases) - 1 - i) + 0.5 for i in range(len(cases))],
                  [lbl for lbl, _ in cases], fontsize=8)
-ax[0].set(xlabel="ms of one step's linear layers (modeled)", xlim=(0, 75),
-          title="one forward pass, weights streamed once")
+ax[0].set(xlabel=t("7.3.fig.step_ms"), xlim=(0, 75), title=t("7.3.fig.one_pass"))
 fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=8,
            frameon=False)
 ns = np.unique(np.geomspace(1, 4096, 200).astype(int))
 ax[1].plot(ns, [linear_s(clock, int(n)) * 1e3 for n in ns], color=BLUE)
 ax[1].axvline(ridge, ls="--", color=GREY)
-ax[1].text(ridge * 1.1, 10, f"ridge: {ridge:.0f} tokens", fontsize=8)
-for label, c in cases + [("+ 2,048", 2048)]:
+ax[1].text(ridge * 1.1, 10, t("7.3.fig.ridge", ridge=ridge), fontsize=8)
+for c in (0, 128, 512, 2048):
     n = D + c
     ax[1].plot(n, linear_s(clock, n) * 1e3, "o", color=ORANGE if c else BLUE)
-    ax[1].annotate(label.replace("-token chunk", ""), (n, linear_s(clock, n) * 1e3),
+    ax[1].annotate(f"+ {c:,}" if c else cases[0][0], (n, linear_s(clock, n) * 1e3),
                    textcoords="offset points", xytext=(-6, 7), fontsize=7, ha="right")
-ax[1].set(xscale="log", yscale="log", xlabel="tokens in the step", ylabel="ms (modeled)",
-          title="the roofline as time", ylim=(8, 700))
+ax[1].set(xscale="log", yscale="log", xlabel=t("7.3.fig.tokens_in_step"), ylabel=t("7.3.fig.ms_modeled"),
+          title=t("7.3.fig.roofline"), ylim=(8, 700))
 plt.tight_layout(rect=(0, 0.07, 1, 1))
 
 # %% [markdown]
@@ -217,39 +214,37 @@ plt.tight_layout(rect=(0, 0.07, 1, 1))
 # **Predict.** Which chunk length gives the newcomer its first token *soonest*: 64, 512, or 4,096 tokens?
 
 # %%
-p_chunk = Predict("Which chunk length gives the newcomer its first token soonest: 64, 512 or 4096?",
-                  unit="tokens", lo=1)
+p_chunk = Predict(t("7.3.predict.chunk"), unit=t("7.3.unit.tokens"), lo=1)
 p_chunk
 
 # %%
 # NBVAL_CHECK_OUTPUT
 waits = (0, 5, 20, 50, 100, 200, math.inf)
 bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
-print(f"{'chunk':>6s} {'steps with a chunk':>19s} {'worst gap':>10s} {'newcomer TTFT':>14s}")
+say("7.3.chunks.head")
 for c, tr in sweep.items():
     k = sum(any(w.request_id == "long" and w.phase == "prefill" for w in s.works)
             for s in tr.steps)
     print(f"{c:6d} {k:19d} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
 best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
-print(f"soonest first token with {best}-token chunks")
+say("7.3.chunks.best", best=best)
 print(p_chunk.reveal(best))
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
 point = {c: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for c, t in sweep.items()}
 held = {n: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for n, t in bounded.items()}
-ax.plot(*zip(*point.values()), "o-", color=BLUE, label="chunked prefill (chunk length)")
+ax.plot(*zip(*point.values()), "o-", color=BLUE, label=t("7.3.fig.chunked"))
 for c, xy in point.items():
     ax.annotate(str(c), xy, textcoords="offset points", xytext=(4, 4), fontsize=8)
-ax.plot(*zip(*held.values()), "s--", color=GREY, label="whole prefill, after waiting N steps")
+ax.plot(*zip(*held.values()), "s--", color=GREY, label=t("7.3.fig.held"))
 for n, xy in held.items():
     ax.annotate("∞" if n == math.inf else str(n), xy, textcoords="offset points",
                 xytext=(4, -10), fontsize=8, color=GREY)
 ax.axhline(step_ms, ls=":", color="k", lw=0.8)
-ax.text(1800, step_ms * 1.05, "a plain decode step", fontsize=7)
-ax.set(xscale="log", yscale="log", xlabel="newcomer's time to first token (ms, modeled)",
-       ylabel="the thirty's worst gap (ms, modeled)",
-       title="the trade-off: lower-left is better")
+ax.text(1800, step_ms * 1.05, t("7.3.fig.plain_step"), fontsize=7)
+ax.set(xscale="log", yscale="log", xlabel=t("7.3.fig.newcomer_ttft"), ylabel=t("7.3.fig.worst_gap"),
+       title=t("7.3.fig.tradeoff"))
 ax.minorticks_off()
 ax.set_xticks([500, 1000, 2000, 5000], ["500", "1,000", "2,000", "5,000"])
 ax.set_yticks([20, 50, 100, 200, 500], ["20", "50", "100", "200", "500"])
@@ -272,7 +267,7 @@ tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=(
 # ## 5. The same schedule on the real model
 
 # %%
-check = ["chunked, 512-token chunks"]
+check = ["chunked-512"]
 if CHAPTER_SCALE:
     check += ["prefill-first", "decode-first"]
 real = {name: run(policies[name], eng=engine) for name in check}
@@ -280,8 +275,7 @@ real = {name: run(policies[name], eng=engine) for name in check}
 # %%
 # NBVAL_CHECK_OUTPUT
 for name, tr in real.items():
-    print(f"{name}: real model, {len(tr.steps)} steps; same schedule as the dry run: "
-          f"{schedule(tr) == schedule(traces[name])}")
+    say("7.3.real.row", name=label[name], steps=len(tr.steps), same=schedule(tr) == schedule(traces[name]))
 
 # %% [markdown]
 # ## 6. What chunking cannot fix
@@ -292,8 +286,7 @@ for name, tr in real.items():
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{'load':>7s} {'chunk':>6s} {'p99 gap':>8s} {'TTFT p50':>9s} {'TTFT p99':>9s} "
-      f"{'wait for a slot':>16s}")
+say("7.3.load.head")
 for rate in (4, 16):
     load = get_workload("chapter-7.2-longtail", rate=rate, n=150)
     for c in (128, 512, 2048):

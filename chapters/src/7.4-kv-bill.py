@@ -14,21 +14,23 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
+import tinyserve
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
 from tinyserve.cache import sequences_that_fit
 from tinyserve.clock import get_preset
 from tinyserve.engine import Engine
+from tinyserve.lang import say, t
 from tinyserve.workloads import get_workload
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_slabs_and_pages
 
+tinyserve.set_language("en")
 dry = Engine()
 hw = get_preset("h200-70b-fp8")
-print(hw.description)
-print(f"KV memory left after the weights: {hw.kv_memory_bytes / 1e9:.2f} GB; the server's maximum length "
-      f"(max_model_len): {hw.max_model_len:,} positions")
+print(hw.text("description"))
+say("7.4.kv_left", gb=hw.kv_memory_bytes / 1e9, n=hw.max_model_len)
 
 # %% [markdown]
 # ## 1. A sequence's KV grows with it
@@ -42,9 +44,9 @@ per_position = ab.kv_bytes_per_position(trace)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{per_position:,} bytes of K and V per position ({trace.kv_units} units, {trace.kv_dtype})")
+say("7.4.per_position", n=per_position, units=t(f"7.4.units.{trace.kv_units}"), dtype=trace.kv_dtype)
 for n in (100, 1000, 4096):
-    print(f"{n:5d} tokens of context: {n * per_position / 1e9:6.3f} GB of KV")
+    say("7.4.context_kv", n=n, gb=n * per_position / 1e9)
 
 # %% [markdown]
 # ## 2. Slabs: reserved when the server starts
@@ -57,17 +59,16 @@ for n in (100, 1000, 4096):
 # **Predict.** Over the long-tail run of 7.2 (32 slots), what percentage of the reserved KV holds tokens?
 
 # %%
-p_used = Predict("Percentage of the reserved KV that holds tokens, over the run?", unit="%", lo=0, hi=100)
+p_used = Predict(t("7.4.predict.used"), unit="%", lo=0, hi=100)
 p_used
 
 # %%
 # NBVAL_CHECK_OUTPUT
 sa = trace.step_arrays()
-print(f"{trace.num_slots} slots x {trace.slab_tokens:,} positions ({trace.slab_rule})")
-print(f"reserved at step 0: {sa.kv_reserved_bytes[0] / 1e9:.1f} GB = {trace.num_slots} x {trace.slab_tokens:,} x "
-      f"{per_position:,} bytes; the same at every step")
-print(f"peak used: {sa.kv_used_bytes.max() / 1e9:.1f} GB")
-print(f"over the run (time-weighted) the sequences hold {ab.kv_used_share(trace):.1%} of the reserved KV")
+say("7.4.slots", slots=trace.num_slots, slab=trace.slab_tokens, rule=trace.slab_rule)
+say("7.4.reserved", gb=sa.kv_reserved_bytes[0] / 1e9, slots=trace.num_slots, slab=trace.slab_tokens, bpp=per_position)
+say("7.4.peak", gb=sa.kv_used_bytes.max() / 1e9)
+say("7.4.share", share=ab.kv_used_share(trace))
 print(p_used.reveal(round(100 * ab.kv_used_share(trace), 1)))
 
 # %%
@@ -76,11 +77,11 @@ tw.show(trace, k=len(trace.steps) // 2, views=("kv",))
 # %%
 fig, ax = plt.subplots(figsize=(9, 3), layout="constrained")
 ax.fill_between(sa.start_s, sa.kv_reserved_bytes / 1e9, step="post", color=PALETTE["kv_reserved"],
-                label="reserved by the slabs")
+                label=t("7.4.fig.reserved"))
 ax.fill_between(sa.start_s, sa.kv_used_bytes / 1e9, step="post", color=PALETTE["kv_used"],
-                label="holding the sequences' tokens")
-ax.set(xlabel="time (s, modeled)", ylabel="KV memory (GB)", title="continuous batching with one slab per slot")
-ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);
+                label=t("7.4.fig.used"))
+ax.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.fig.kv_gb"), title=t("7.4.fig.title"))
+ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);  # words: ok
 
 # %% [markdown]
 # The light area is memory held that holds nothing.
@@ -94,7 +95,7 @@ ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
 # **Predict.** How many sequences fit in the KV memory with one 4,096-position slab each?
 
 # %%
-p = Predict("How many sequences fit with one 4,096-position slab each?", unit="sequences", lo=0, hi=1e6)
+p = Predict(t("7.4.predict.fit"), unit=t("7.4.unit.sequences"), lo=0, hi=1e6)
 p
 
 # %%
@@ -104,19 +105,18 @@ fit = sequences_that_fit(hw, lengths, max_len=trace.slab_tokens)
 # %%
 # NBVAL_CHECK_OUTPUT
 print(p.reveal(fit.slabs))
-print(f"one slab = {fit.slab_tokens:,} positions = {fit.slab_tokens * fit.bytes_per_token / 1e9:.2f} GB")
-print(f"mean sequence of this traffic: {fit.mean_tokens:.0f} tokens = {fit.mean_tokens * fit.bytes_per_token / 1e9:.3f} GB")
-print("the chapter: the naive one-slab-per-slot layout gives back much of the batching win")
-print(f"the engine:  slabs fit {fit.slabs} sequences; allocating exactly what each uses would fit {fit.exact} "
-      f"({fit.gain:.1f}x as many)")
+say("7.4.one_slab", n=fit.slab_tokens, gb=fit.slab_tokens * fit.bytes_per_token / 1e9)
+say("7.4.mean_seq", n=fit.mean_tokens, gb=fit.mean_tokens * fit.bytes_per_token / 1e9)
+say("7.4.chapter")
+say("7.4.engine", slabs=fit.slabs, exact=fit.exact, gain=fit.gain)
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 2), layout="constrained")
-ax.barh(["one slab per sequence", "exactly what each uses"], [fit.slabs, fit.exact],
+ax.barh([t("7.4.bar.slabs"), t("7.4.bar.exact")], [fit.slabs, fit.exact],
         color=[PALETTE["kv_reserved"], PALETTE["kv_used"]])
 for i, v in enumerate((fit.slabs, fit.exact)):
     ax.text(v, i, f" {v}", va="center")
-ax.set(xlabel="sequences that fit in the KV memory", title="70B on one H200: concurrency left on the table",
+ax.set(xlabel=t("7.4.bar.xlabel"), title=t("7.4.bar.title"),
        xlim=(0, fit.exact * 1.15));
 
 # %% [markdown]
@@ -148,9 +148,9 @@ plot_slabs_and_pages(a1, a2, trace, k=len(trace.steps) // 2, block=256);
 # NBVAL_CHECK_OUTPUT
 block = 16
 paged = ab.paged_positions(lengths, block)
-print(f"with {block}-position blocks this traffic's sequences reserve {paged:,} positions for {sum(lengths):,} tokens:")
-print(f"{1 - sum(lengths) / paged:.1%} of the reservation unused "
-      f"(with {trace.slab_tokens:,}-position slabs: {1 - sum(lengths) / (len(lengths) * trace.slab_tokens):.1%})")
+say("7.4.paged", block=block, paged=paged, tokens=sum(lengths))
+say("7.4.unused", unused=1 - sum(lengths) / paged, slab=trace.slab_tokens,
+    slab_unused=1 - sum(lengths) / (len(lengths) * trace.slab_tokens))
 
 # %% [markdown]
 # That is PagedAttention; Chapter 8 adds eviction policies (H2O, InfiniGen) and prefix caching on top.

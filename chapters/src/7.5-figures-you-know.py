@@ -15,11 +15,14 @@
 
 import matplotlib.pyplot as plt
 
+import tinyserve
+tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis.batching import kv_used_share
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
 from tinyserve.engine import Engine
-from tinyserve.figures import frames, iterations, story, token_iterations, waiting
+from tinyserve.figures import frames, iterations, story, token_iterations, waiting_on
+from tinyserve.lang import ljust, say, t
 from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve import sweeps
 from tinyserve_widgets import sweep_plots
@@ -47,12 +50,12 @@ def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
         if x == "steps":
             ticks = range(0, len(tr.steps), max(1, len(tr.steps) // 12))
             ax.set_xticks(list(ticks), [str(k + 1) for k in ticks])
-            ax.set_xlabel("iteration")
+            ax.set_xlabel(t("7.5.axis.iteration"))
         old = ax.get_legend()
         if old is not None:
-            legend.update({t.get_text(): h for h, t in zip(old.legend_handles, old.get_texts())})
+            legend.update({txt.get_text(): h for h, txt in zip(old.legend_handles, old.get_texts())})
             old.remove()
-    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)  # words: ok
     plt.tight_layout(rect=(0, 0.35 / (height * rows), 1, 1))
 
 # %% [markdown]
@@ -74,32 +77,30 @@ def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
 # that are already finished?
 
 # %%
-p_any = Predict("Decode tokens computed for already-finished sequences (static, 4 slots)?", unit="tokens", lo=0)
+p_any = Predict(t("7.5.any.predict"), unit="tokens", lo=0)
 p_any
 
 # %%
 # NBVAL_CHECK_OUTPUT
 static = run("anyscale-grid", "static", batch_size=4)
 cont = run("anyscale-grid", "continuous", batch_size=4)
-print("static batching:")
+say("7.5.any.static")
 print(story(static))
-print("\ncontinuous batching:")
+print()
+say("7.5.any.cont")
 print(story(cont))
 print()
 print(p_any.reveal(static.metrics()["wasted_decode_tokens"]))
 its = token_iterations(static)
-print("figure: S3 stops after iteration 2, S2 after 6; S3's row stays taken until 6;")
-print("        S5-S7 take freed rows")
-print(f"engine: S3's tokens in iterations {its['S3']}, its slot computes until iteration "
-      f"{iterations(static, 'S3')[-1]}")
-print(f"        (thrown away in {iterations(static, 'S3', 'wasted')}); S2's last token in {its['S2'][-1]}")
+say("7.5.any.figure")
+say("7.5.any.engine", s3=its["S3"], until=iterations(static, "S3")[-1],
+    thrown=iterations(static, "S3", "wasted"), s2_last=its["S2"][-1])
 slot = {w.request_id: w.slot for s in cont.steps for w in s.works}
-print("engine, continuous:")
+say("7.5.any.engine_cont")
 for r in ("S5", "S6", "S7"):
     was = next(o for o in ("S1", "S2", "S3", "S4") if slot[o] == slot[r])
-    print(f"        {r} enters at iteration {iterations(cont, r)[0]} in slot {slot[r]} (was {was}'s)")
-print(f"continuous: {cont.metrics()['wasted_decode_tokens']} wasted, done in {len(cont.steps)} iterations "
-      f"instead of {len(static.steps)}")
+    say("7.5.any.enters", r=r, it=iterations(cont, r)[0], slot=slot[r], was=was)
+say("7.5.any.summary", wasted=cont.metrics()["wasted_decode_tokens"], n=len(cont.steps), m=len(static.steps))
 
 # %% [markdown]
 # In the static run, `S3:w` in iterations 3 to 6 is the picture's idle row: the engine really computes a token
@@ -119,7 +120,7 @@ tw.show(static, k=2, views=("timeline", "waste", "requests"))
 tw.show(cont, k=2, views=("timeline", "waste", "requests"))
 
 # %%
-timelines({"static, 4 slots": static, "continuous, 4 slots": cont}, height=2.8)
+timelines({t("7.5.any.title.static"): static, t("7.5.any.title.cont"): cont}, height=2.8)
 
 # %% [markdown]
 # ## 2. Orca, Figure 3: a finished request is still computed
@@ -136,19 +137,20 @@ timelines({"static, 4 slots": static, "continuous, 4 slots": cont}, height=2.8)
 # **Predict.** Batched as a unit, how many tokens will the engine compute for x2 after it is done?
 
 # %%
-p_orca = Predict("Tokens computed for x2 after it is done (request-level batching)?", unit="tokens", lo=0)
+p_orca = Predict(t("7.5.orca.predict"), unit="tokens", lo=0)
 p_orca
 
 # %%
 # NBVAL_CHECK_OUTPUT
 static = run("orca-early-finish", "static", batch_size=2)
 cont = run("orca-early-finish", "continuous", batch_size=2)
-print("request-level (static):\n" + story(static))
-print("iteration-level (continuous):\n" + story(cont))
-print("figure: x2 ends at iteration 2, yet iterations 3 and 4 still compute it")
-print(f"engine: x2's tokens in iterations {token_iterations(static)['x2']} under both;")
-print(f"        static computes it again in {iterations(static, 'x2', 'wasted')}, "
-      f"continuous in {iterations(cont, 'x2', 'wasted')}")
+say("7.5.orca.static")
+print(story(static))
+say("7.5.orca.cont")
+print(story(cont))
+say("7.5.orca.figure")
+say("7.5.orca.engine", its=token_iterations(static)["x2"], static=iterations(static, "x2", "wasted"),
+    cont=iterations(cont, "x2", "wasted"))
 print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
 
 # %% [markdown]
@@ -159,7 +161,7 @@ print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
 tw.show(static, k=2, views=("timeline", "waste"))
 
 # %%
-timelines({"request-level (static)": static, "iteration-level (continuous)": cont}, height=2.2)
+timelines({t("7.5.orca.title.static"): static, t("7.5.orca.title.cont"): cont}, height=2.2)
 
 # %% [markdown]
 # ## 3. TensorRT-LLM: "Tuning Max Batch Size and Max Num Tokens"
@@ -184,22 +186,24 @@ timelines({"request-level (static)": static, "iteration-level (continuous)": con
 # its *whole* prompt fits what is left of the budget.
 
 # %%
-p_trt = Predict("Tokens in the second iteration, without chunking?", unit="tokens", lo=0, hi=12)
+p_trt = Predict(t("7.5.trt.predict"), unit="tokens", lo=0, hi=12)
 p_trt
 
 # %%
 # NBVAL_CHECK_OUTPUT
 whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
 chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
-print("figure: frame 2 R3 blocked by the budget; frame 3 R5 blocked by the batch cap;")
-print("        frame 4 R1 evicted, R5 in")
-print(f"engine: iteration 1 R3 waits on the {dict(waiting(whole, 0))['R3'].split(':')[0]}; "
-      f"iteration 2 R5 waits on the {dict(waiting(whole, 1))['R5'].split(':')[0]};")
-print(f"        R1 computes in {iterations(whole, 'R1')}, R5 from {iterations(whole, 'R5')[0]}\n")
-print("without context chunking (TensorRT-LLM's frames 2-4):\n" + story(whole, last=3))
-print("tokens per iteration:", [s.tokens for s in whole.steps[:3]])
-print("\nwith context chunking (our chunked policy):\n" + story(chunk, last=3))
-print("tokens per iteration:", [s.tokens for s in chunk.steps[:3]])
+say("7.5.trt.figure")
+say("7.5.trt.engine", r3=waiting_on(whole, 0)["R3"], r5=waiting_on(whole, 1)["R5"],
+    r1_its=iterations(whole, "R1"), r5_from=iterations(whole, "R5")[0])
+print()
+say("7.5.trt.whole")
+print(story(whole, last=3))
+say("7.5.trt.tokens", tokens=[s.tokens for s in whole.steps[:3]])
+print()
+say("7.5.trt.chunk")
+print(story(chunk, last=3))
+say("7.5.trt.tokens", tokens=[s.tokens for s in chunk.steps[:3]])
 print(p_trt.reveal(whole.steps[1].tokens))
 
 # %% [markdown]
@@ -214,7 +218,7 @@ print(p_trt.reveal(whole.steps[1].tokens))
 tw.show(chunk, k=0, views=("composition", "requests"))
 
 # %%
-timelines({"whole prompts only": whole, "context chunking": chunk}, height=2.6)
+timelines({t("7.5.trt.title.whole"): whole, t("7.5.trt.title.chunk"): chunk}, height=2.6)
 
 # %% [markdown]
 # ## 4. Sarathi-Serve, Figure 7: generation stalls under four schedulers
@@ -243,7 +247,7 @@ timelines({"whole prompts only": whole, "context chunking": chunk}, height=2.6)
 # (A decode-only iteration takes about 20 ms.)
 
 # %%
-p_sar = Predict("A's longest gap between two tokens under Orca's rule?", unit="ms", lo=0)
+p_sar = Predict(t("7.5.sar.predict"), unit="ms", lo=0)
 p_sar
 
 # %%
@@ -256,13 +260,15 @@ panels = {
 }
 
 
-print("figure: vLLM and Orca stall A and B while C and D prefill; FasterTransformer keeps A and B")
-print("        going but holds C and D back; Sarathi-Serve does neither")
+say("7.5.sar.figure")
 decode_ms = 1e3 * panels["Orca"].steps[1].duration_s  # iteration 2: A and B decoding alone
-print(f"engine: a decode-only iteration takes {decode_ms:.1f} ms\n")
-for name, t in panels.items():
-    print(f"{name}:\n{story(t, first=1, last=7)}")
-    print(f"  A's longest gap {worst_gap_ms(t, 'A'):.1f} ms; C's first token {ttft_ms(t, 'C'):.1f} ms after it arrived\n")
+say("7.5.sar.engine", ms=decode_ms)
+print()
+for name, trace in panels.items():
+    say("7.5.sar.panel", name=name)
+    print(story(trace, first=1, last=7))
+    say("7.5.sar.gaps", gap=worst_gap_ms(trace, "A"), ttft=ttft_ms(trace, "C"))
+    print()
 print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
 
 # %% [markdown]
@@ -301,18 +307,17 @@ timelines(panels, height=2.4, x="time")
 # reserves the same room from the first step, the server's maximum length (4,096 positions on this preset).
 
 # %%
-p_kv = Predict("Percentage of reserved KV holding tokens after iteration 1?", unit="%", lo=0, hi=100)
+p_kv = Predict(t("7.5.kv.predict"), unit="%", lo=0, hi=100)
 p_kv
 
 # %%
 # NBVAL_CHECK_OUTPUT
-t = run("vllm-reservation", "continuous", batch_size=2)
-print("figure: A's reservation is 2,048 positions, B's 512; most of both hold nothing yet")
+kv = run("vllm-reservation", "continuous", batch_size=2)
+say("7.5.kv.figure")
 for k in (0, 100, 480, 1000):
-    s = t.steps[k]
-    print(f"iteration {k + 1:>4}: {len(s.works)} request(s), {t.slab_tokens:,} positions reserved per slot, "
-          f"KV used {s.kv_used_bytes / s.kv_reserved_bytes:6.1%} of what is reserved")
-print(p_kv.reveal(round(100 * t.steps[0].kv_used_bytes / t.steps[0].kv_reserved_bytes, 1)))
+    s = kv.steps[k]
+    say("7.5.kv.step", it=k + 1, n=len(s.works), slab=kv.slab_tokens, used=s.kv_used_bytes / s.kv_reserved_bytes)
+print(p_kv.reveal(round(100 * kv.steps[0].kv_used_bytes / kv.steps[0].kv_reserved_bytes, 1)))
 
 # %% [markdown]
 # **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all
@@ -321,11 +326,11 @@ print(p_kv.reveal(round(100 * t.steps[0].kv_used_bytes / t.steps[0].kv_reserved_
 # used at every step; Chapter 8's paging is what closes the gap.
 
 # %%
-tw.show(t, k=480, views=("kv", "requests"))
+tw.show(kv, k=480, views=("kv", "requests"))
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 2.5))
-tw.static.plot_kv(ax, t, 480)
+tw.static.plot_kv(ax, kv, 480)
 plt.tight_layout()
 
 # %% [markdown]
@@ -336,10 +341,9 @@ plt.tight_layout()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for label, knobs in (("slab = the whole context (4,096)", {}),
-                     ("slab = this run's longest request", {"slab": "longest"})):
+for key, knobs in (("7.5.kv.share.context", {}), ("7.5.kv.share.longest", {"slab": "longest"})):
     tr = dry.run("chapter-7.2-longtail", "continuous", dry_run=True, progress=False, **knobs)
-    print(f"{label:<36} KV holding tokens: {kv_used_share(tr):5.1%}")
+    say(key, share=kv_used_share(tr))
 
 # %% [markdown]
 # ## 6. The sweeps the papers use
@@ -387,15 +391,15 @@ plt.tight_layout()
 # **Predict.** Which of the three has the lowest P99 gap: 1 (mixing), 2 (chunking) or 3 (both)?
 
 # %%
-p_abl = Predict("Lowest P99 gap: 1 (mixing alone), 2 (chunking alone) or 3 (both)?", lo=1, hi=3)
+p_abl = Predict(t("7.5.abl.predict"), lo=1, hi=3)
 p_abl
 
 # %%
 # NBVAL_CHECK_OUTPUT
 abl = sweeps.ablation(rate=8.0, budget=1024)
-print(f"{'':<16}{'P50 TTFT':>10}{'P99 gap':>10}   (ms, modeled)")
+say("7.5.abl.head")
 for label, m in abl.items():
-    print(f"{label:<16}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
+    print(f"{ljust(label, 16)}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
 print(p_abl.reveal(1 + min(range(3), key=lambda i: list(abl.values())[i]["p99_gap_ms"])))
 
 # %% [markdown]
@@ -434,8 +438,8 @@ def latency_traces(load, spread):
 
 
 latency = tw.LatencyView(latency_traces(6.0, spread))
-spread_knob = widgets.FloatSlider(value=spread, min=0.0, max=2.0, step=0.25, description="output spread")
-load_knob = widgets.ToggleButtons(options=[("2 req/s", 2.0), ("6 req/s", 6.0)], value=6.0, description="load")
+spread_knob = widgets.FloatSlider(value=spread, min=0.0, max=2.0, step=0.25, description=t("7.5.knob.spread"))
+load_knob = widgets.ToggleButtons(options=[("2 req/s", 2.0), ("6 req/s", 6.0)], value=6.0, description=t("7.5.knob.load"))
 
 
 def redraw(_=None):

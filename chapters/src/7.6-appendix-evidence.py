@@ -12,22 +12,23 @@
 #    full-budget step.
 
 # %%
-import textwrap
-
 from IPython.display import Markdown
 
+import tinyserve
 from tinyserve.analysis.prefill import compute_s_per_token, ridge_tokens, weight_stream_s, worst_gap_ms
 from tinyserve.clock import get_preset, list_presets
 from tinyserve.engine import Engine
+from tinyserve.lang import say, t, wrap
 from tinyserve.sweeps import stall_bound_s
 from tinyserve.validation import format_table, goals_met, load_table
 from tinyserve.workloads import get_workload
 
+tinyserve.set_language("en")
+
 
 def wrapped(text: str) -> str:
-    """A source line wrapped for reading, its URLs kept whole."""
-    return textwrap.fill(text, 92, initial_indent=" - ", subsequent_indent="   ", break_long_words=False,
-                         break_on_hyphens=False)
+    """A source line wrapped for reading at 92 columns (a CJK character takes two), its URLs kept whole."""
+    return "\n".join(("   " if i else " - ") + line for i, line in enumerate(wrap(text, 89)))
 
 # %% [markdown]
 # ## 1. How the presets were sourced
@@ -44,12 +45,10 @@ def wrapped(text: str) -> str:
 for name in list_presets():
     hw = get_preset(name)
     print(f"{name}:")
-    print(wrapped(hw.description))
+    print(wrapped(hw.text("description")))
     size = f"{hw.weight_bytes / 1e9:,.2f} GB" if hw.weight_bytes >= 1e9 else f"{hw.weight_bytes / 1e6:.1f} MB"
-    print(f"   weights {size} at {hw.bandwidth_Bps / 1e12:,.2f} TB/s = "
-          f"{weight_stream_s(hw) * 1e3:.4g} ms a step")
-    print(f"   {hw.peak_flops / 1e12:,.4g} TFLOP/s = {compute_s_per_token(hw) * 1e3:.4g} ms of arithmetic "
-          f"a token; ridge {ridge_tokens(hw):.4g} tokens")
+    print("   " + t("7.6.weights", size=size, tbps=hw.bandwidth_Bps / 1e12, ms=weight_stream_s(hw) * 1e3))
+    print("   " + t("7.6.flops", tflops=hw.peak_flops / 1e12, ms=compute_s_per_token(hw) * 1e3, ridge=ridge_tokens(hw)))
 
 # %% [markdown]
 # The CPU's ridge is below one token: the tiny GPT's weights stay in the CPU's cache (the fit gives their
@@ -58,9 +57,9 @@ for name in list_presets():
 
 # %%
 hw = get_preset("h200-70b-fp8")
-for s in hw.sources:
+for s in hw.text("sources"):
     print(wrapped(s))
-print(wrapped(hw.details["kv_memory"]))
+print(wrapped(hw.text("details.kv_memory")))
 
 # %% [markdown]
 # ## 2. Can a cost model stand in for a GPU?
@@ -75,9 +74,8 @@ print(wrapped(hw.details["kv_memory"]))
 # (a saved measurement: re-take it on your machine with python benchmarks/costmodel.py)
 saved = load_table()
 ok = goals_met(saved["rows"])
-print(f"measured {saved['date']} on {saved['device']} ({saved['threads']} thread, torch {saved['torch']})")
-print(f"total time within 10%: {ok['total_within_10pct']} of {ok['runs']} runs; "
-      f"per-step median error within 15%: {ok['step_median_within_15pct']} of {ok['runs']}")
+say("7.6.measured", date=saved["date"], device=saved["device"], threads=saved["threads"], torch=saved["torch"])
+say("7.6.goals", total=ok["total_within_10pct"], step=ok["step_median_within_15pct"], runs=ok["runs"])
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
@@ -108,7 +106,7 @@ for c in (64, 128, 256, 512, 1024, 2048, 4096):
     budget = tr.knobs["max_batch_tokens"]
     bound = 1e3 * stall_bound_s(budget, deepest, batch_size=32)
     gap = worst_gap_ms(tr, inflight)
-    print(f"chunk {c:4d} (budget {budget:4d} tokens): worst gap {gap:6.1f} ms <= bound {bound:6.1f} ms: {gap <= bound}")
+    say("7.6.gap", c=c, budget=budget, gap=gap, bound=bound, ok=gap <= bound)
 
 # %% [markdown]
 # The bound is loose here: it prices a full-budget step at the deepest position any request of the run

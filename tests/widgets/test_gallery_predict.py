@@ -80,3 +80,32 @@ def test_without_a_kernel_the_question_shows_as_text():
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     assert data["text/plain"].startswith("Predict: How long is the stall?")
     assert "application/vnd.jupyter.widget-view+json" in data
+
+
+@pytest.mark.parametrize("text,value", [("３２", 32.0), ("1，000", 1000.0), ("１．５", 1.5), ("１，９８０", 1980.0),
+                                        ("－４", -4.0), ("\u22124.5", -4.5), ("\u3000２e３\u3000", 2000.0)])
+def test_full_width_digits_commas_and_points_are_read(text, value):
+    assert parse_number(text) == value
+
+
+@pytest.mark.parametrize("text", ["３２個", "一百", "１．５．２"])
+def test_full_width_text_that_is_not_a_number_is_refused(text):
+    with pytest.raises(ValueError, match="is not a number"):
+        parse_number(text)
+
+
+def test_predict_speaks_chinese_after_set_language():
+    import tinyserve
+
+    tinyserve.set_language("zh-TW")
+    try:
+        p = Predict("位子 7 會浪費幾個 token？", unit="token", lo=0)
+        assert p.box.placeholder == "你的數字" and p.button.description == "鎖定"
+        assert not p.submit("abc") and "「abc」不是數字" in p.message.value
+        assert p.submit("１，２００") and p.guess == 1200.0 and p.message.value.startswith("你的預測：1,200 token。")
+        assert p.reveal(1000) == "你預測 1,200 token，引擎算出 1,000 token：偏高 20%。"
+        assert compare(0.95, 1.0, "s") == "你預測 0.95 s，引擎算出 1 s：偏低 5%，很接近。"
+        assert compare(None, 5).startswith("引擎：5。")
+    finally:
+        tinyserve.set_language("en")
+    assert compare(0.95, 1.0, "s") == "You said 0.95 s; the engine says 1 s: 5% off low, close."

@@ -264,27 +264,30 @@ def test_real_run_draws_the_measured_trace_and_survives_an_interrupt(monkeypatch
 def test_every_word_comes_from_the_table():
     import importlib
 
-    from tinyserve_widgets.words import WORDS
+    from tinyserve import lang
+    from tinyserve_widgets import words
 
     files = [p for p in Path(tw.__file__).parent.glob("*.py") if p.name != "words.py"]
-    for p in files:  # a module may add its own keys to the table when imported (predict.py does)
+    for p in files:
         importlib.import_module(f"tinyserve_widgets.{p.stem}")
     src = "".join(p.read_text() for p in files)
     keys = set(re.findall(r'\bt\("([a-z_.0-9]+)"', src))
-    assert keys and keys <= set(WORDS["en"]), keys - set(WORDS["en"])
+    table = lang.table()
+    assert keys and keys <= set(table), keys - set(table)
     for prefix in ("phase.", "waste.", "comp.", "req.", "state.", "knob.", "lat.", "compare."):  # f-string keys
-        assert any(k.startswith(prefix) for k in WORDS["en"])
+        assert any(k.startswith(prefix) for k in table)
+    # one table: the widgets keep no words of their own, words.py only re-exports tinyserve.lang
+    assert not hasattr(words, "WORDS") and words.t is lang.t and tw.set_language is lang.set_language
 
 
-def test_a_translation_replaces_the_words_and_falls_back_to_english():
-    from tinyserve_widgets import words
+def test_set_language_is_tinyserves_and_an_unknown_code_lists_the_choices():
+    import tinyserve
 
-    words.WORDS["xx"] = {"axis.step": "STEP"}
     try:
-        words.set_language("xx")
-        assert words.t("axis.step") == "STEP" and words.t("axis.slot") == "slot"
+        assert tw.set_language("zh-TW") == "zh-TW" and tinyserve.language() == "zh-TW"
+        assert tw.t("axis.slot") == "位子"
     finally:
-        words.set_language("en")
-        del words.WORDS["xx"]
-    with pytest.raises(ValueError, match="unknown 'nope'"):
-        words.set_language("nope")
+        tinyserve.set_language("en")
+    assert tw.t("axis.slot") == "slot"
+    with pytest.raises(ValueError, match="unknown language 'nope'; available: en"):
+        tw.set_language("nope")

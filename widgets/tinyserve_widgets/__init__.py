@@ -4,6 +4,7 @@
     trace = tinyserve.run("chapter-7.1-finisher", policy="static", dry_run=True)
     tw.show(trace)                    # slot timeline, waste meter, step composition, KV, requests, latency
     tw.Explorer("chapter-7.3-long-prompt", policy="chunked")   # knobs that re-run the engine's dry run
+    tinyserve.set_language("zh-TW")   # every label, sentence and figure font in 繁體中文 (views on screen redraw)
 
 Every view reads a Trace (tinyserve.trace); nothing here schedules or computes metrics.
 """

@@ -17,12 +17,18 @@ class Cursor:
 
     def __init__(self, num_steps: int, k: int = 0, interval_ms: int = 120):
         last = max(0, num_steps - 1)
-        self.slider = W.IntSlider(value=min(k, last), min=0, max=last, description=t("axis.step"),
-                                  continuous_update=True, layout=W.Layout(width="60%"))
+        self.slider = W.IntSlider(value=min(k, last), min=0, max=last, continuous_update=True,
+                                  layout=W.Layout(width="60%"))
         self.play = W.Play(value=self.slider.value, min=0, max=last, step=self._stride(num_steps),
-                           interval=interval_ms, description=t("cursor.play"))
+                           interval=interval_ms)
         W.jslink((self.play, "value"), (self.slider, "value"))
         self.widget = W.HBox([self.play, self.slider])
+        self.relabel()
+        V.follow_language(self)
+
+    def relabel(self) -> None:
+        """Its words in the current language."""
+        self.slider.description, self.play.description = t("axis.step"), t("cursor.play")
 
     @staticmethod
     def _stride(n: int) -> int:
@@ -75,7 +81,7 @@ class TraceView:
 
         unknown = set(views) - set(VIEWS)
         if unknown:
-            raise ValueError(f"views: unknown {sorted(unknown)} (choose from {', '.join(VIEWS)})")
+            raise ValueError(t("widgets.error.views", unknown=sorted(unknown), choices=", ".join(VIEWS)))
         self.trace = trace
         k = D.clamp_step(trace, k)
         self.own_cursor = cursor is None  # a shared cursor (Compare) is drawn and resized by its owner

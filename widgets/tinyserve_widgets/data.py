@@ -93,7 +93,7 @@ def vformat(template: str, **arrays) -> np.ndarray:
 def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS) -> TimelineData:
     """The slot timeline: one column per step, or per bin of steps when there are more steps than max_columns."""
     if x not in ("steps", "time"):
-        raise ValueError(f"x: must be 'steps' or 'time', got {x!r}")
+        raise ValueError(t("widgets.error.x", x=x))
     grid = trace.phase_grid()
     n, slots = len(trace.steps), trace.num_slots
     b, first, last = _bins(n, max_columns)
@@ -170,11 +170,12 @@ def waste_sentence(trace: Trace, k: int) -> str:
     elif s["useful"] == slots:
         head = t("waste.sentence.full", slots=slots)
     else:
-        head = t("waste.sentence.useful", useful=s["useful"], slots=slots) + " " + t(
-            "waste.sentence.idle", idle=s["idle"], slots=slots)
+        head = t("widgets.join.sentences", a=t("waste.sentence.useful", useful=s["useful"], slots=slots),
+                 b=t("waste.sentence.idle", idle=s["idle"], slots=slots))
     w = waste_at(trace, k)
     total = sum(w.values())
-    return head + " " + t("waste.sentence.total", pct=100 * w["useful"] / total if total else 0.0, total=total)
+    return t("widgets.join.sentences", a=head,
+             b=t("waste.sentence.total", pct=100 * w["useful"] / total if total else 0.0, total=total))
 
 
 # ------------------------------------------------------------------------------------------ step composition
@@ -281,5 +282,6 @@ def state_counts(trace: Trace, k: int) -> dict[str, int]:
 
 def state_sentence(trace: Trace, k: int) -> str:
     """The per-request view's words for step k."""
-    counts = ", ".join(f"{v} {t('state.' + name)}" for name, v in state_counts(trace, k).items() if v)
+    counts = t("widgets.join.list").join(t("widgets.state_count", n=v, state=t(f"state.{name}"))
+                                         for name, v in state_counts(trace, k).items() if v)
     return t("req.states", k=clamp_step(trace, k), counts=counts or t("unit.none"))

@@ -18,7 +18,7 @@ from tinyserve.trace import Trace
 from tinyserve.workloads import WORKLOADS, get_workload
 
 from .board import BOARD_WIDTH_PX, VIEWS, Cursor, TraceView
-from .views import LatencyView
+from .views import LatencyView, follow_language
 from .words import t
 
 HISTORY = 8  # traces an Explorer keeps (Explorer.traces)
@@ -32,6 +32,12 @@ WAITS = [1, 5, 20, 100, ("opt.unbounded", math.inf)]
 KV_BUDGETS = [("opt.no_cap", "none")] + [(f"{gb:g} GB", int(gb * 10**9)) for gb in (0.1, 1, 4, 16, 64)]
 RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 SLABS = [("opt.preset_len", "preset"), 256, 512, 1024, 2048, 3072, 4096]  # max_model_len: every slot's slab
+ORDERS = [("knob.prefill_first", True), ("knob.decode_first", False)]
+AXES = [("knob.x.steps", "steps"), ("knob.x.time", "time")]
+# per knob, the word key of each named option's value (a language change relabels the options from it)
+_KEYED = {name: {v: key for key, v in (o for o in base if isinstance(o, tuple)) if key.startswith(("opt.", "knob."))}
+          for name, base in (("max_batch_tokens", BUDGETS), ("timeout", TIMEOUTS), ("max_waiting_steps", WAITS),
+                             ("kv_budget", KV_BUDGETS), ("max_model_len", SLABS), ("order", ORDERS), ("x", AXES))}
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
 REAL_LIMIT_S = 10.0  # a real run is offered when the cpu-tiny cost model (fitted to a one-thread CPU run) says
 # the same steps take at most this long: a knob moved far (chunks of 1 token) can make a short workload slow
@@ -95,8 +101,7 @@ class Explorer:
             "chunk_size": _slider("chunk_size", CHUNKS, chunk_size),
             "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens, "400px"),
             "timeout": _slider("timeout", TIMEOUTS, timeout),
-            "order": W.ToggleButtons(options=[(t("knob.prefill_first"), True), (t("knob.decode_first"), False)],
-                                     value=prefill_first, description=t("knob.order"), style={"button_width": "auto"}),
+            "order": W.ToggleButtons(options=[(t(k), v) for k, v in ORDERS], value=prefill_first, description=t("knob.order"), style={"button_width": "auto"}),
             "max_waiting_steps": _slider("max_waiting_steps", WAITS, max_waiting_steps),
             "workload": W.Dropdown(options=names, value=wl, description=t("knob.workload"),
                                    layout=W.Layout(width="320px")),
@@ -107,7 +112,7 @@ class Explorer:
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
             "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
             "max_model_len": _slider("max_model_len", SLABS, max_model_len, "360px"),
-            "x": W.ToggleButtons(options=[(t("knob.x.steps"), "steps"), (t("knob.x.time"), "time")], value=x,
+            "x": W.ToggleButtons(options=[(t(k), v) for k, v in AXES], value=x,
                                  description=t("knob.x"), style={"button_width": "auto"}),
         }
         self.controls = tuple(controls)
@@ -135,6 +140,23 @@ class Explorer:
         real = [W.HBox([self.real, self.progress])] if real_button else []
         self.widget = W.VBox(rows + real + [self.message, self.status, self.board.widget],
                              layout=W.Layout(width="100%"))
+        follow_language(self)
+
+    def relabel(self) -> None:
+        """The knobs' names and named options in the current language (the board's views relabel themselves;
+        the status line speaks the new language from the next run)."""
+        self._hold = True
+        try:
+            for name, w in self.knobs.items():
+                w.description = t(f"knob.{name}")
+                keys = _KEYED.get(name)
+                if keys:
+                    value = w.value
+                    w.options = [(t(keys[v]) if v in keys else label, v) for label, v in w.options]
+                    w.value = value
+            self.real.description = t("explorer.real")
+        finally:
+            self._hold = False
 
     # ---- settings ----------------------------------------------------------------------------------------
     def _enable(self) -> None:
@@ -189,7 +211,7 @@ class Explorer:
         """Set several knobs (names as in CONTROLS) and re-run once; returns the new trace (None: a message)."""
         unknown = set(values) - set(self.knobs)
         if unknown:
-            raise ValueError(f"knobs: unknown {sorted(unknown)} (choose from {', '.join(self.knobs)})")
+            raise ValueError(t("widgets.error.knobs", unknown=sorted(unknown), choices=", ".join(self.knobs)))
         self._hold = True
         try:
             for name, v in values.items():
@@ -197,7 +219,9 @@ class Explorer:
                 if v is None and isinstance(w, W.SelectionSlider):
                     v = next(o[1] for o in w.options if isinstance(o, tuple) and o[1] in NONE)
                 if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
-                    w.options = _opts([o if isinstance(o[1], str) else o[1] for o in w.options], v)
+                    keys = _KEYED.get(name, {})
+                    w.options = _opts([(keys[o[1]], o[1]) if o[1] in keys else o if isinstance(o[1], str) else o[1]
+                                       for o in w.options], v)
                 w.value = v
         finally:
             self._hold = False
@@ -239,7 +263,8 @@ class Explorer:
                slots=trace.num_slots, ms=ms)
         rejected = [r.finish_reason for r in trace.requests if r.status == REJECTED]
         if rejected:
-            ok += " " + t("explorer.rejected", n=len(rejected), total=len(trace.requests), first=_esc(rejected[0])) + "."
+            ok = t("widgets.ok_rejected", ok=ok, rejected=t("explorer.rejected", n=len(rejected),
+                                                              total=len(trace.requests), first=_esc(rejected[0])))
         self.status.value = _small(ok)
         t1, c1 = time.perf_counter(), time.process_time()
         if draw:
@@ -317,9 +342,10 @@ class Explorer:
         self.message.value = ""
         done = t("explorer.real.done", steps=len(trace.steps), s=run.loop_s)
         if scaled:
-            done += " " + t("explorer.real.scaled", knobs=", ".join(f"{a}={b}" for a, b in self.real_knobs.items()))
+            done = t("widgets.join.sentences", a=done, b=t("explorer.real.scaled", knobs=", ".join(
+                f"{a}={b}" for a, b in self.real_knobs.items())))
         if sized:
-            done += " " + t("explorer.real.tensors", slab=trace.slab_tokens)
+            done = t("widgets.join.sentences", a=done, b=t("explorer.real.tensors", slab=trace.slab_tokens))
         self.status.value = _small(done)
         self._set_trace(trace)
         return trace
@@ -363,6 +389,11 @@ class Compare:
                                                           W.VBox([W.HTML(f"<b>{t('compare.right')}</b>"),
                                                                   self.right.widget], layout=half)]),
                               self.words, self.latency.widget], layout=W.Layout(width="100%"))
+        follow_language(self)
+
+    def relabel(self) -> None:
+        """The comparing sentence in the current language (the explorers and views relabel themselves)."""
+        self._redraw()
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)

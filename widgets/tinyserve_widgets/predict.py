@@ -7,39 +7,18 @@ answer beside theirs.
     ...                                 # cells that run the engine
     print(p.reveal(trace.metrics()["wasted_decode_tokens"]))   # both numbers side by side, in words
 
-Only numbers are accepted ("1,980", "2e3", "-4.5"); anything else is refused with the reason, inside the
-widget. Once revealed, the box locks. Without a kernel (GitHub, nbviewer: widget state stripped) the cell
+Only numbers are accepted ("1,980", "2e3", "-4.5"; full-width digits and commas too: "１，９８０", "1，980");
+anything else is refused with the reason, inside the widget. Once revealed, the box locks. Without a kernel (GitHub, nbviewer: widget state stripped) the cell
 shows the question as text, and reveal() returns a plain sentence a checked cell can print.
-Words live in the package's one table (words.WORDS), under "predict.*" keys.
+Words live in tinyserve's language table (tinyserve/lang/widgets.py), under "predict.*" keys.
 """
 from __future__ import annotations
 
 import math
+import unicodedata
 
-from .words import WORDS, t
+from .words import t
 
-WORDS["en"].update({
-    "predict.placeholder": "your number",
-    "predict.lock": "Lock in",
-    "predict.locked": "Your prediction: {guess}. Run on; the answer comes further down.",
-    "predict.empty": "Type a number first.",
-    "predict.not_number": "“{text}” is not a number: type digits such as 1980, 1,980 or 2e3.",
-    "predict.not_finite": "“{text}” is not a finite number.",
-    "predict.range": "{guess} is outside {lo} .. {hi}.",
-    "predict.below": "{guess} cannot be the answer: it must be at least {lo}. Your entry is kept; change it.",
-    "predict.above": "{guess} cannot be the answer: it must be at most {hi}. Your entry is kept; change it.",
-    "predict.absurd": "{guess} is far beyond anything this question can give (more than {limit}). "
-                      "Your entry is kept; check the digits.",
-    "predict.revealed": "Already revealed: the prediction is locked.",
-    "predict.static": "Predict: {question} (run the notebook to type your answer; it is revealed further down)",
-    "predict.answer": "Engine: {answer}{unit}.",
-    "predict.none": "Engine: {answer}{unit}. (No prediction entered: type one above, then run this cell again.)",
-    "predict.exact": "You said {guess}{unit}; the engine says {answer}{unit}: exactly right.",
-    "predict.close": "You said {guess}{unit}; the engine says {answer}{unit}: {off} {dir}, close.",
-    "predict.far": "You said {guess}{unit}; the engine says {answer}{unit}: {off} {dir}.",
-    "predict.low": "low",
-    "predict.high": "high",
-})
 
 
 ABSURD = 1e9  # no question here has an answer beyond this: a larger entry is a slip of the keyboard
@@ -53,11 +32,13 @@ def _fmt(x: float) -> str:
 
 
 def parse_number(text: str) -> float:
-    """The number in text, or ValueError with the reason in words (commas/underscores as separators)."""
+    """The number in text, or ValueError with the reason in words (commas/underscores as separators). Full-width
+    digits, commas and points (a Chinese keyboard's "１，９８０", "１．５") read as their ASCII forms (NFKC)."""
     s = str(text).strip()
     if not s:
         raise ValueError(t("predict.empty"))
-    cleaned = s.replace(",", "").replace("_", "").replace(" ", "")
+    cleaned = unicodedata.normalize("NFKC", s).replace("\u2212", "-")  # and the minus sign U+2212
+    cleaned = cleaned.replace(",", "").replace("_", "").replace(" ", "")
     try:
         v = float(cleaned)
     except ValueError:
@@ -75,7 +56,8 @@ def compare(guess: float | None, answer: float, unit: str = "", tolerance: float
     if guess == answer:
         return t("predict.exact", guess=_fmt(guess), answer=_fmt(answer), unit=u)
     rel = abs(guess - answer) / abs(answer) if answer else math.inf
-    off = f"{rel:.0%} off" if math.isfinite(rel) else f"{_fmt(abs(guess - answer))}{u} off"
+    off = t("predict.off_rel", rel=rel) if math.isfinite(rel) else t("predict.off_abs", diff=_fmt(abs(guess - answer)),
+                                                                      unit=u)
     key = "predict.close" if rel <= tolerance else "predict.far"
     return t(key, guess=_fmt(guess), answer=_fmt(answer), unit=u, off=off,
              dir=t("predict.low") if guess < answer else t("predict.high"))
@@ -123,7 +105,7 @@ class Predict:
     def reveal(self, answer: float) -> str:
         """Show the engine's answer beside the prediction, lock the box, and return the sentence."""
         if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
-            raise ValueError(f"answer: must be a finite number, got {answer!r}")
+            raise ValueError(t("predict.bad_answer", answer=answer))
         self.answer = float(answer)
         self.box.disabled = self.button.disabled = True
         text = compare(self.guess, self.answer, self.unit, self.tolerance)

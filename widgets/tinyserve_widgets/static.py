@@ -1,5 +1,6 @@
 """Static matplotlib pictures of every view (for committed notebooks read on GitHub/nbviewer, where no kernel
-runs and widget state is stripped). Same data functions as the live views; no pyplot state is touched."""
+runs and widget state is stripped). Same data functions as the live views; no pyplot state is touched.
+Chinese labels draw with the CJK fallback font that tinyserve.set_language("zh-TW") gives matplotlib."""
 from __future__ import annotations
 
 import io
@@ -13,6 +14,8 @@ from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
 from .palette import HATCH, PALETTE, SERIES
+from tinyserve.lang import fill
+
 from .words import t
 
 STATIC_FALLBACK = {"on": True}  # displayed TraceView/Explorer outputs also carry a PNG (GitHub shows it)
@@ -41,9 +44,8 @@ def png_bytes(fig: Figure, dpi: int = 72) -> bytes:
 
 
 def _wrap(text: str, width: int = 110) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width))
+    """Lines of at most width display columns (a CJK character takes two)."""
+    return fill(text, width)
 
 
 def plot_timeline(ax, trace: Trace, k: int | None = None, x: str = "steps", max_columns: int = D.MAX_COLUMNS):

@@ -6,22 +6,25 @@ import numpy as np
 
 from tinyserve.sweeps import MAX_QUEUE_S, CapacityCurve
 
+from .words import t
+
 
 def plot_capacity(curves: list[CapacityCurve], targets_ms, ax=None, max_queue_s: float = MAX_QUEUE_S):
     """Capacity vs P99 target, one line per setting; missing points are named on the figure, not left blank."""
     ax = ax or plt.subplots(figsize=(6, 3.5))[1]
     missing = []
     for c in curves:
-        caps = [c.capacity(t, max_queue_s) for t in targets_ms]
-        xs = [t for t, x in zip(targets_ms, caps) if x is not None]
+        caps = [c.capacity(ms, max_queue_s) for ms in targets_ms]
+        xs = [ms for ms, x in zip(targets_ms, caps) if x is not None]
         ys = [x for x in caps if x is not None]
         ax.plot(xs, ys, marker="o", label=c.label)
-        missing += [f"{c.label} @ {t:g} ms" for t, x in zip(targets_ms, caps) if x is None]
+        missing += [f"{c.label} @ {ms:g} ms" for ms, x in zip(targets_ms, caps) if x is None]
     if missing:
-        ax.text(0.01, 0.98, "no rate meets: " + "; ".join(missing), transform=ax.transAxes, va="top", fontsize=7, wrap=True)
+        ax.text(0.01, 0.98, t("sweep_plots.no_rate", missing=t("widgets.join.clause").join(missing)),
+                transform=ax.transAxes, va="top", fontsize=7, wrap=True)
     ax.set_xscale("log")
-    ax.set_xlabel("P99 inter-token gap target (ms, modeled)")
-    ax.set_ylabel("capacity (requests/s)")
+    ax.set_xlabel(t("sweep_plots.target"))
+    ax.set_ylabel(t("sweep_plots.capacity"))
     ax.legend(fontsize=7)
     return ax
 
@@ -39,7 +42,7 @@ def plot_cdfs(result: dict[tuple[float, str], dict[str, np.ndarray]], axes=None)
                     v = d[key]
                     ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=label)
             ax.set_xscale("log")
-            ax.set_xlabel(("time to first token" if key == "ttft_s" else "end-to-end latency") + " (s, modeled)")
-            ax.set_ylabel(f"fraction of requests\n({load:g} req/s)")
+            ax.set_xlabel(t("sweep_plots.ttft" if key == "ttft_s" else "sweep_plots.e2e"))
+            ax.set_ylabel(t("sweep_plots.fraction", load=load))
         axes[i][0].legend(fontsize=7)
     return axes

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import pathlib
+import weakref
 
 import ipywidgets as W
 import numpy as np
@@ -14,6 +15,8 @@ import plotly.graph_objects as go
 from _plotly_utils.utils import to_typed_array_spec
 from plotly.subplots import make_subplots
 
+from tinyserve import lang
+from tinyserve.lang import fonts
 from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
@@ -65,12 +68,39 @@ else:  # pragma: no cover - only with a plotly other than the pinned one
     BoardFigure = go.FigureWidget
 
 
+# Figures, views and controls alive now: a language change relabels them (weakly held: a dropped view is freed)
+_FIGURES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # by id(): a figure is unhashable
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+def follow_language(obj) -> None:
+    """Have obj.relabel() called whenever tinyserve.set_language changes the language."""
+    _LIVE.add(obj)
+
+
 def new_figure(fig=None) -> go.FigureWidget:
-    """A FigureWidget with the small template (optionally from a make_subplots figure)."""
+    """A FigureWidget with the small template and the language's font stack (optionally from a make_subplots
+    figure): every figure of the widgets is made here."""
     if fig is None:
-        return BoardFigure(layout={"template": TEMPLATE})
-    fig.layout.template = TEMPLATE
-    return BoardFigure(fig)
+        out = BoardFigure(layout={"template": TEMPLATE})
+    else:
+        fig.layout.template = TEMPLATE
+        out = BoardFigure(fig)
+    # Traditional Chinese families named first for zh-TW, so a browser does not pick Simplified glyph shapes
+    out.layout.font.family = fonts.plotly_family(lang.language())
+    _FIGURES[id(out)] = out
+    return out
+
+
+def _relabel_all(code: str) -> None:
+    """tinyserve.set_language(code) redraws every live figure's font and every live view's words."""
+    for fig in list(_FIGURES.values()):
+        fig.layout.font.family = fonts.plotly_family(code)
+    for obj in list(_LIVE):
+        obj.relabel()
+
+
+lang.on_change(_relabel_all)
 
 
 @contextlib.contextmanager
@@ -132,7 +162,9 @@ class View:
             self.fig, self.panels, self.legend = host
             self.widget = self.words
         self._build()  # not in batch mode: plotly drops the properties of shapes and notes added in one
+        self._labels()
         self.set_trace(trace, k)
+        follow_language(self)
 
     # ---- parts of the figure ---------------------------------------------------------------------------------
     def _add(self, trace, panel: int = 0) -> None:
@@ -178,6 +210,16 @@ class View:
     # ---- drawing ---------------------------------------------------------------------------------------------
     def _build(self) -> None: ...
 
+    def _labels(self) -> None:
+        """Set the words drawn once (legend names, titles, axis titles, hover templates) in the language."""
+
+    def relabel(self) -> None:
+        """Redraw every word in the current language (tinyserve.set_language calls it)."""
+        with batch(self.fig):
+            self._labels()
+            self._draw()
+            self._cursor(self.k)
+
     def set_trace(self, trace: Trace, k: int | None = None) -> None:
         """Draw another trace (keeping the cursor where it is, limited to the new trace's steps)."""
         self.trace = trace
@@ -209,7 +251,7 @@ class SlotTimeline(View):
     def _build(self) -> None:
         self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=_N - 0.5, colorscale=COLORSCALE, showscale=False, name=""))
         for c in CODES[:-1]:  # legend entries
-            self._add(go.Scatter(x=[None], y=[None], mode="markers", name=D.phase_name(c), hoverinfo="skip",
+            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
                                  marker=dict(symbol="square", size=11, color=D.COLORS[c],
                                              line=dict(width=0.5, color="#888"))))
         self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
@@ -218,8 +260,13 @@ class SlotTimeline(View):
         # the bins note sits under the title (below the axis it would run into the next panel of a board)
         self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
                        bgcolor="rgba(255,255,255,0.8)")
-        self.yaxis().update(title=t("axis.slot"), autorange="reversed", zeroline=False, showgrid=False)
+        self.yaxis().update(autorange="reversed", zeroline=False, showgrid=False)
         self.xaxis().update(showgrid=False, zeroline=False)
+
+    def _labels(self) -> None:
+        for c in CODES[:-1]:
+            self.tr(1 + c).name = D.phase_name(c)
+        self.yaxis().title.text = t("axis.slot")
 
     def set_x(self, x: str) -> None:
         """Switch the x axis between 'steps' and 'time'."""
@@ -259,11 +306,15 @@ class WasteMeter(View):
 
     def _build(self) -> None:
         for key in WASTE_KEYS:
-            self._add(go.Bar(x=[0], y=[""], orientation="h", name=t(f"waste.{key}"), marker_color=WASTE_COLORS[key],
-                             marker_pattern_shape=PATTERN.get(key, ""),
-                             hovertemplate="%{x:,.1f} " + t(f"waste.{key}") + "<extra></extra>"))
+            self._add(go.Bar(x=[0], y=[""], orientation="h", marker_color=WASTE_COLORS[key],
+                             marker_pattern_shape=PATTERN.get(key, "")))
         self.fig.update_layout(barmode="stack")
         self._title()
+
+    def _labels(self) -> None:
+        for i, key in enumerate(WASTE_KEYS):
+            word = t(f"waste.{key}")
+            self.tr(i).update(name=word, hovertemplate="%{x:,.1f} " + word + "<extra></extra>")
         self.xaxis().title.text = t("axis.slot_steps")
 
     def _draw(self) -> None:
@@ -297,14 +348,12 @@ class StepComposition(View):
 
     def _build(self) -> None:
         for name, _, color in COMP_SERIES:
-            self._add(go.Scatter(x=[], y=[], name=t(f"comp.{name}"), stackgroup="tokens", fillcolor=color,
+            self._add(go.Scatter(x=[], y=[], stackgroup="tokens", fillcolor=color,
                                  line=dict(width=0, shape="hv"), mode="lines"), 0)
         self._add(go.Bar(x=[], y=[], base=[], orientation="h", marker_color=[], text=[], textposition="inside",
-                         insidetextanchor="middle", showlegend=False,
-                         hovertemplate="%{text}: %{x} tokens<extra></extra>"), 1)
-        self._add(go.Scatter(x=[], y=[], name=t("comp.itl"), mode="lines", line=dict(color="#333", width=1.2,
-                                                                                        shape="hv")), 2)
-        self._add(go.Scatter(x=[], y=[], name=t("comp.ttft"), mode="markers",
+                         insidetextanchor="middle", showlegend=False), 1)
+        self._add(go.Scatter(x=[], y=[], mode="lines", line=dict(color="#333", width=1.2, shape="hv")), 2)
+        self._add(go.Scatter(x=[], y=[], mode="markers",
                              marker=dict(color=PALETTE["newcomer"], size=7, symbol="diamond")), 2)
         for p in (0, 2):  # cursor lines in the two step-indexed panels
             self._add_shape(p, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
@@ -312,13 +361,20 @@ class StepComposition(View):
                         line=dict(color="#222", width=1.5, dash="dash"))  # the budget
         self._add_shape(1, y_domain=True, type="line", x0=0, x1=0, y0=0, y1=1,
                         line=dict(color="#222", width=1.5, dash="dash"))
-        for p, key in ((0, "title.composition"), (1, ""), (2, "title.gaps")):
+        for p in (0, 1, 2):
             self._title(p)
-            self.note(len(self._notes) - 1).text = t(key) if key else ""
-        self.xaxis(2).update(title=t("axis.step"), matches=self.panels[0][0])
+        self.xaxis(2).matches = self.panels[0][0]
+        self.yaxis(1).showticklabels = False
+
+    def _labels(self) -> None:
+        for i, (name, _, _) in enumerate(COMP_SERIES):
+            self.tr(i).name = t(f"comp.{name}")
+        self.tr(4).hovertemplate = t("hover.step_bar")
+        self.tr(5).name, self.tr(6).name = t("comp.itl"), t("comp.ttft")
+        self.note(0).text, self.note(2).text = t("title.composition"), t("title.gaps")  # note 1: the cursor's step
+        self.xaxis(2).title.text = t("axis.step")
         self.yaxis(0).title.text = t("axis.tokens")
         self.yaxis(2).title.text = t("axis.gap_ms")
-        self.yaxis(1).showticklabels = False
 
     def _draw(self) -> None:
         sa = self.trace.step_arrays()
@@ -369,16 +425,18 @@ class KVView(View):
     height = 270
 
     def _build(self) -> None:
-        self._add(go.Scatter(x=[], y=[], name=t("kv.reserved"), fill="tozeroy", mode="lines",
+        self._add(go.Scatter(x=[], y=[], fill="tozeroy", mode="lines",
                              line=dict(color=PALETTE["kv_reserved"], width=1, shape="hv")))
-        self._add(go.Scatter(x=[], y=[], name=t("kv.used"), fill="tozeroy", mode="lines",
+        self._add(go.Scatter(x=[], y=[], fill="tozeroy", mode="lines",
                              line=dict(color=PALETTE["kv_used"], width=1, shape="hv")))
         self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
                              marker=dict(color="#222", size=8)))
         self._title()
+
+    def _labels(self) -> None:
+        self.tr(0).name, self.tr(1).name = t("kv.reserved"), t("kv.used")
         self.note(0).text = t("title.kv")
         self.xaxis().title.text = t("axis.step")
-
 
     def _draw(self) -> None:
         res, used, unit = D.kv_series(self.trace)
@@ -415,19 +473,26 @@ class LatencyView(View):
             for p in (0, 1):
                 self._add(go.Scatter(x=[], y=[], mode="lines", line=dict(color=color, shape="hv"), name="",
                                      legendgroup=str(i), showlegend=p == 0, visible=False), p)
-                self._add(go.Scatter(x=[], y=[], mode="markers+text", text=[t("lat.p50"), t("lat.p99")],
+                self._add(go.Scatter(x=[], y=[], mode="markers+text",
                                      textposition="middle right", marker=dict(color=color, size=8), cliponaxis=False,
                                      showlegend=False, legendgroup=str(i), visible=False), p)
-        for p, key in ((0, "lat.ttft"), (1, "lat.e2e")):
+        for p in (0, 1):
             self._title(p)
+            self.yaxis(p).range = [0, 1.02]
+
+    def _labels(self) -> None:
+        for i in range(MAX_SERIES):
+            for p in (0, 1):
+                self.tr(4 * i + 2 * p + 1).text = [t("lat.p50"), t("lat.p99")]
+        for p, key in ((0, "lat.ttft"), (1, "lat.e2e")):
             self.note(p).text = t(key)
             self.xaxis(p).title.text = t("axis.latency_ms")
-            self.yaxis(p).update(title=t("axis.fraction"), range=[0, 1.02])
+            self.yaxis(p).title.text = t("axis.fraction")
 
     def set_traces(self, traces: dict[str, Trace], k: int | None = None) -> None:
         """Draw these traces (label -> trace, at most MAX_SERIES); the first one follows the cursor."""
         if len(traces) > MAX_SERIES:
-            raise ValueError(f"traces: at most {MAX_SERIES} in one latency view, got {len(traces)}")
+            raise ValueError(t("widgets.error.traces", most=MAX_SERIES, n=len(traces)))
         self.traces = traces
         self.set_trace(next(iter(traces.values())), k)
 
@@ -469,16 +534,19 @@ class RequestView(View):
 
     def _build(self) -> None:
         for key in REQ_KEYS:
-            self._add(go.Bar(x=[], y=[], base=[], orientation="h", name=t(f"req.{key}"),
-                             marker_color=D.STATE_COLORS[key],
-                             hovertemplate="%{y}: %{base:.3f}–%{customdata:.3f} s<extra>" + t(f"req.{key}")
-                             + "</extra>"))
+            self._add(go.Bar(x=[], y=[], base=[], orientation="h", marker_color=D.STATE_COLORS[key]))
         self._add_shape(0, type="line", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5))
         self._title()
-        self.note(0).text = t("title.requests")
         self._add_note(0, 0, -0.14, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#555"))
         self.fig.update_layout(barmode="overlay")
-        self.yaxis().update(autorange="reversed", title=t("axis.request"), type="category")
+        self.yaxis().update(autorange="reversed", type="category")
+
+    def _labels(self) -> None:
+        for i, key in enumerate(REQ_KEYS):
+            self.tr(i).update(name=t(f"req.{key}"), hovertemplate="%{y}: %{base:.3f}–%{customdata:.3f} s<extra>"
+                              + t(f"req.{key}") + "</extra>")
+        self.note(0).text = t("title.requests")
+        self.yaxis().title.text = t("axis.request")
 
     def _draw(self) -> None:
         b = D.request_bars(self.trace)

@@ -5,6 +5,7 @@ Iterations are numbered from 1, as the figures number them (the trace's step ind
 """
 from __future__ import annotations
 
+from ..lang import t, width, wrap
 from ..trace.record import Trace
 
 PHASE_MARK = {"prefill": "p", "decode": "d", "wasted": "w"}
@@ -24,8 +25,9 @@ def frames(trace: Trace) -> list[list[str]]:
     return out
 
 
-def waiting(trace: Trace, step: int) -> list[tuple[str, str]]:
-    """(request id, why) for each request that had arrived by this step but computes nothing in it yet."""
+def _waits(trace: Trace, step: int) -> list[tuple[str, str, dict]]:
+    """(request id, what it waits on, the numbers) for each request that had arrived by this step but computes
+    nothing in it yet; what it waits on: 'batch' (request-level batching), 'cap', 'budget' or 'decode_first'."""
     s = trace.steps[step]
     computing = {w.request_id for w in s.works}
     knobs = trace.knobs
@@ -39,15 +41,24 @@ def waiting(trace: Trace, step: int) -> list[tuple[str, str]]:
         if first is not None and first < step:
             continue  # already started (e.g. prefilled and now sitting a step out): not waiting to enter
         if trace.policy in ("static", "dynamic") and s.works:
-            why = "the running batch must finish first (request-level batching)"
+            out.append((r.id, "batch", {}))
         elif len(s.works) >= cap:
-            why = f"batch cap: all {cap} slots busy"
+            out.append((r.id, "cap", {"cap": cap}))
         elif budget is not None:
-            why = f"token budget: this step already carries {s.tokens} of {budget} tokens"
+            out.append((r.id, "budget", {"tokens": s.tokens, "budget": budget}))
         else:
-            why = "decode-first: waits until no decode is in flight"
-        out.append((r.id, why))
+            out.append((r.id, "decode_first", {}))
     return out
+
+
+def waiting(trace: Trace, step: int) -> list[tuple[str, str]]:
+    """(request id, why) for each request that had arrived by this step but computes nothing in it yet."""
+    return [(rid, t(f"figures.why.{kind}", **fields)) for rid, kind, fields in _waits(trace, step)]
+
+
+def waiting_on(trace: Trace, step: int) -> dict[str, str]:
+    """{request id: the limit it waits on, in a few words ('token budget', 'batch cap', ...)} for this step."""
+    return {rid: t(f"figures.limit.{kind}") for rid, kind, _ in _waits(trace, step)}
 
 
 def paused(trace: Trace, step: int) -> list[str]:
@@ -59,22 +70,31 @@ def paused(trace: Trace, step: int) -> list[str]:
             and (r.finish_s is None or r.finish_s > s.start_s)]
 
 
-def story(trace: Trace, first: int = 0, last: int | None = None) -> str:
-    """One line per iteration: what each request computes, who sits the step out, who waits and why."""
+def story(trace: Trace, first: int = 0, last: int | None = None, columns: int = 100) -> str:
+    """One line per iteration: what each request computes, who sits the step out, who waits and why; a line
+    wider than `columns` display columns goes on below its 'iter  k:', a new line at each '|' first."""
     lines = []
     fr = frames(trace)
     for k in range(first, len(trace.steps) if last is None else min(last, len(trace.steps))):
-        line = f"iter {k + 1:>2}: {' '.join(fr[k])}"
+        parts = [" ".join(fr[k])]
         out = paused(trace, k)
         if out:
-            line += f" | paused: {', '.join(out)}"
+            parts.append(t("figures.story.paused", ids=", ".join(out)))
         by_reason: dict[str, list[str]] = {}
         for rid, why in waiting(trace, k):
             by_reason.setdefault(why, []).append(rid)
-        wait = "; ".join(f"{', '.join(ids)} ({why})" for why, ids in by_reason.items())
-        if wait:
-            line += f" | waiting: {wait}"
-        lines.append(line)
+        if by_reason:
+            parts.append(t("figures.story.waiting", groups=t("figures.story.sep").join(
+                t("figures.story.group", ids=", ".join(ids), why=why) for why, ids in by_reason.items())))
+        head = t("figures.story.iter", k=k + 1)
+        room = max(20, columns - width(head))
+        rows = [""]
+        for part in parts:
+            if rows[-1] and width(rows[-1] + part) > room:
+                rows.append("")
+            rows[-1] += part if rows[-1] else part.lstrip()
+        rows = [ln for row in rows for ln in wrap(row, room)]
+        lines.append(head + ("\n" + " " * width(head)).join(rows))
     return "\n".join(lines)
 
 

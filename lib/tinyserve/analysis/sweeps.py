@@ -23,6 +23,7 @@ from ..core.request import FINISHED, Request
 from ..trace.record import Trace
 from ..core.policies.variants import ChunkOnly
 from ..core.workloads import get_workload, make_prompt
+from ..lang import ljust, rjust, t
 
 MAX_QUEUE_S = 2.0  # Sarathi-Serve's sustainability rule: the median wait for a slot must stay under 2 s
 
@@ -110,20 +111,20 @@ def capacity_sweep(settings: list[Setting], rates=(1, 2, 3, 4, 6, 8, 10, 12, 16,
 
 def capacity_table(curves: list[CapacityCurve], targets_ms, max_queue_s: float = MAX_QUEUE_S) -> str:
     """Capacity per setting and target as text; a setting that misses a target at every rate says so in words."""
-    lines = ["P99 gap target:  " + "".join(f"{t:>9g} ms" for t in targets_ms)]
-    notes = ["(>= : the highest rate tried still meets the target)"] if any(
-        c.capacity(t, max_queue_s) == c.top_rate for c in curves for t in targets_ms) else []
+    lines = [t("figures.cap.head") + "".join(f"{x:>9g} ms" for x in targets_ms)]
+    notes = [t("figures.cap.at_least")] if any(
+        c.capacity(x, max_queue_s) == c.top_rate for c in curves for x in targets_ms) else []
     for c in curves:
-        caps = [c.capacity(t, max_queue_s) for t in targets_ms]
-        lines.append(f"{c.label:<17}" + "".join(f"{'none':>12}" if x is None else
+        caps = [c.capacity(x, max_queue_s) for x in targets_ms]
+        lines.append(ljust(c.label, 17) + "".join(rjust(t("figures.cap.none"), 12) if x is None else
                                                 f"{('>=' if x == c.top_rate else '') + format(x, 'g'):>8} r/s"
                                                 for x in caps))
-        missed = [t for t, x in zip(targets_ms, caps) if x is None]
+        missed = [x for x, cap in zip(targets_ms, caps) if cap is None]
         if missed:
-            why = (f"its P99 gap is already {c.p99_gap_ms[0]:.0f} ms" if c.p99_gap_ms[0] > min(missed)
-                   else f"its median wait for a slot is already {c.queue_s[0]:.2f} s")
-            notes.append(f"{c.label} meets no rate under {', '.join(f'{t:g}' for t in missed)} ms: even at the lowest "
-                         f"rate tried ({c.rates[0]:g} req/s) {why}.")
+            why = (t("figures.cap.why_gap", ms=c.p99_gap_ms[0]) if c.p99_gap_ms[0] > min(missed)
+                   else t("figures.cap.why_queue", s=c.queue_s[0]))
+            notes.append(t("figures.cap.missed", label=c.label, targets=", ".join(f"{x:g}" for x in missed),
+                           rate=c.rates[0], why=why))
     return "\n".join(lines + notes)
 
 
@@ -159,10 +160,10 @@ def ablation_settings(budget: int = 1024, batch_size: int = 128) -> list[Setting
                     never both; while both wait, chunk steps and decode steps alternate
     both            chunked: every decode, then chunks filling the rest of the same step's budget
     """
-    return [Setting("mixing alone", "continuous", {"batch_size": batch_size, "max_waiting_steps": 0}),
-            Setting("chunking alone", ChunkOnly, {"batch_size": batch_size, "chunk_size": budget,
+    return [Setting(t("figures.abl.mixing"), "continuous", {"batch_size": batch_size, "max_waiting_steps": 0}),
+            Setting(t("figures.abl.chunking"), ChunkOnly, {"batch_size": batch_size, "chunk_size": budget,
                                                   "max_batch_tokens": budget}),
-            Setting("both", "chunked", {"batch_size": batch_size, "chunk_size": budget, "max_batch_tokens": budget})]
+            Setting(t("figures.abl.both"), "chunked", {"batch_size": batch_size, "chunk_size": budget, "max_batch_tokens": budget})]
 
 
 def ablation(rate: float = 8.0, n: int = 200, budget: int = 1024, seed: int = 0,
@@ -221,9 +222,10 @@ def cdfs(loads=(2.0, 6.0), spread: float = 1.0, n: int = 200, seed: int = 0, set
 
 def cdf_table(result: dict[tuple[float, str], dict[str, np.ndarray]]) -> str:
     """P50 and P99 of TTFT and end-to-end latency per load and setting, in modeled seconds."""
-    lines = [f"{'load':>5} {'setting':<16} {'TTFT p50':>9} {'p99':>7} {'e2e p50':>9} {'p99':>7}"]
+    lines = [t("figures.cdf.head", load=t("figures.cdf.load"), setting=t("figures.cdf.setting"),
+               ttft=t("figures.cdf.ttft"), p99="p99", e2e=t("figures.cdf.e2e"))]
     for (load, label), d in result.items():
         q = {k: np.percentile(v, [50, 99]) for k, v in d.items()}
-        lines.append(f"{load:>5g} {label:<16} {q['ttft_s'][0]:>9.2f} {q['ttft_s'][1]:>7.2f} "
+        lines.append(f"{load:>5g} {ljust(label, 16)} {q['ttft_s'][0]:>9.2f} {q['ttft_s'][1]:>7.2f} "
                      f"{q['e2e_s'][0]:>9.2f} {q['e2e_s'][1]:>7.2f}")
     return "\n".join(lines)

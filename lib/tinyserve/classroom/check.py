@@ -1,10 +1,12 @@
 """Check your own answers: correct, wrong (with the check's message) or not attempted, per answer.
 
-    python -m tinyserve.classroom.check chapters/exercises/7.1-exercises.ipynb [more notebooks]
+    python -m tinyserve.classroom.check chapters/exercises/7.1-exercises.ipynb [more notebooks] [--lang zh-TW]
 
 Needs only the learner's install (requirements.txt): it runs the saved notebook's code cells in order in this
 process, then reports each check cell. In a notebook, its last cell does the same for the kernel's answers:
-`check_here(globals(), "7.1")`. Exit status 0 when every answer is correct, 1 otherwise, 2 for a bad file.
+`check_here(globals(), "7.1")`, in the kernel's current language. Exit status 0 when every answer is correct, 1
+otherwise, 2 for a bad file. The report and the checks' messages are in the notebook's own language (the one its
+setup line `tinyserve.set_language(...)` picks: chapters/zh-TW/exercises speak 繁體中文), or in --lang.
 """
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import io
 import sys
 from pathlib import Path
 
-from .notebooks import OPEN_TAG, check_cells, label_of, points_of, read_notebook, tags
-from .text import say
+from ..lang import normalize, set_language
+from .notebooks import OPEN_TAG, check_cells, edition, label_of, points_of, read_notebook, tags
+from .text import exercise_name, say
 
 # every graded answer of a notebook: (exercise, checker in checks.CHECKERS, the name the answer defines, points);
 # the check cells' metadata say the same (tests/classroom/test_classroom.py holds them together)
@@ -41,8 +44,8 @@ MARK = {"passed": "✓", "failed": "✗", "integrity": "✗", "blank": "·", "ma
 def _line(label: str, status: str, message: str = "") -> str:
     word = {"passed": say("sc_correct"), "failed": say("sc_wrong"), "integrity": say("sc_wrong"),
             "blank": say("sc_blank"), "manual": say("sc_manual")}[status]
-    return say("sc_line", mark=MARK[status], label=label, status=word,
-               msg=f" — {message}" if message and status in ("failed", "integrity") else "")
+    return say("sc_line", mark=MARK[status], label=exercise_name(label), status=word,
+               msg=say("sc_msg", message=message) if message and status in ("failed", "integrity") else "")
 
 
 def _total(outcomes: list[tuple[str, str, float]]) -> str:
@@ -79,11 +82,12 @@ def check_here(ns: dict, notebook: str) -> None:
     print(_total(outcomes))
 
 
-def check_file(path: Path) -> int:
-    """Run a saved notebook and report its check cells; the exit status."""
+def check_file(path: Path, lang: str | None = None) -> int:
+    """Run a saved notebook and report its check cells (in lang, else the notebook's language); the exit status."""
     from .runner import execute
 
     nb, why = read_notebook(path)
+    set_language(lang or (edition(nb) if nb is not None else "en"))
     if nb is None:
         print(say("sc_bad_file", path=path, why=why))
         return 2
@@ -94,7 +98,9 @@ def check_file(path: Path) -> int:
         if not cell.get("id"):
             cell["id"] = f"cell-{i}"
     print(say("sc_running", path=path), flush=True)
-    results = execute(nb)
+    lang = lang or edition(nb)
+    results = execute(nb, lang=lang)  # the checks speak lang, whatever the notebook's setup line chose
+    set_language(lang)
     outcomes = []
     for cell in check_cells(nb):
         out = results.get(cell.get("id"))
@@ -111,8 +117,10 @@ def check_file(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.check", description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="+", type=Path)
+    ap.add_argument("--lang", type=normalize, default=None,
+                    help="language of the report: en or zh-TW (default: each notebook's own)")
     args = ap.parse_args(argv)
-    return max(check_file(p) for p in args.notebooks)
+    return max(check_file(p, args.lang) for p in args.notebooks)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Exactly what nbgrader's generate_assignment does to the cells (so both give the 
 cell (nbgrader metadata `solution: true`, tagged `solution` too) every region from a `### BEGIN SOLUTION` line
 to its `### END SOLUTION` becomes the stub `# YOUR CODE HERE` + `raise NotImplementedError("write your answer
 here")` at the marker's indentation (hints go above the marker, so they stay); a written answer (a markdown
-solution cell) becomes "YOUR ANSWER HERE". Outputs are cleared.
+solution cell) becomes "YOUR ANSWER HERE" (in a zh-TW edition's notebook, that stub in its language: set
+nbgrader's ClearSolutions.text_stub to the same for that edition). Outputs are cleared.
 --check writes nothing and exits 1 when an exercise is missing or differs from what would be generated.
 """
 from __future__ import annotations
@@ -20,6 +21,14 @@ BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # nbgrader's delimiters: a line c
 # nbgrader's ClearSolutions.code_stub for python must be this text (chapters/README.md, tests/classroom/test_classroom_nbgrader.py)
 STUB = '# YOUR CODE HERE\nraise NotImplementedError("write your answer here")'
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's text_stub: a written (markdown) answer cell becomes this
+
+
+def text_stub(nb) -> str:
+    """The written-answer stub in the notebook's language (TEXT_STUB in English)."""
+    from ..lang import t
+    from .notebooks import edition
+
+    return t("classroom.text_stub", edition(nb))
 
 
 class GenerateError(Exception):
@@ -37,17 +46,17 @@ def stub_source(source: str, where: str = "cell") -> str:
     for line in source.split("\n"):
         if BEGIN in line:
             if region is not None:
-                raise GenerateError(f"{where}: {BEGIN} inside another answer region")
+                raise GenerateError(f"{where}: {BEGIN} inside another answer region")  # words: ok
             region = line[:len(line) - len(line.lstrip())]
             out += [region + s for s in STUB.split("\n")]
         elif END in line:
             if region is None:
-                raise GenerateError(f"{where}: {END} without {BEGIN}")
+                raise GenerateError(f"{where}: {END} without {BEGIN}")  # words: ok
             region = None
         elif region is None:
             out.append(line)
     if region is not None:
-        raise GenerateError(f"{where}: {BEGIN} without {END}")
+        raise GenerateError(f"{where}: {BEGIN} without {END}")  # words: ok
     return "\n".join(out)
 
 
@@ -60,7 +69,7 @@ def is_solution(cell) -> bool:
 def make_exercise(nb):
     """An exercise notebook (a new object) from a solution notebook: the cells nbgrader's generate_assignment makes."""
     ex = copy.deepcopy(nb)
-    answers = 0
+    answers, stub = 0, text_stub(nb)
     for cell in ex.cells:
         where = f"cell {cell.get('id')}"
         if cell.cell_type == "code":
@@ -75,9 +84,9 @@ def make_exercise(nb):
         elif cell.cell_type == "code":
             raise GenerateError(f"{where}: a solution code cell without {BEGIN} (it would be handed out whole)")
         else:
-            cell.source = TEXT_STUB  # a written answer: the rubric stays in the solutions
+            cell.source = stub  # a written answer: the rubric stays in the solutions
     if not answers:
-        raise GenerateError("no answer cells (solution cells)")
+        raise GenerateError("no answer cells (solution cells)")  # words: ok
     ex.metadata.pop("widgets", None)
     return ex
 
@@ -100,14 +109,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sols = sorted(args.solutions.glob("*.ipynb"))
     if not sols:
-        print(f"generate: no solution notebooks in {args.solutions}", file=sys.stderr)
+        print(f"generate: no solution notebooks in {args.solutions}", file=sys.stderr)  # words: ok
         return 2
     stale = []
     for sol in sols:
         try:
             text = exercise_text(sol)
         except GenerateError as e:
-            print(f"generate: {sol}: {e}", file=sys.stderr)
+            print(f"generate: {sol}: {e}", file=sys.stderr)  # words: ok
             return 2
         dest = args.exercises / sol.name
         if dest.is_file() and dest.read_text(encoding="utf-8") == text:
@@ -120,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     extra = [p for p in sorted(args.exercises.glob("*.ipynb")) if p.name not in known]
     if args.check:
         for p in stale:
-            print(f"out of date: {p} (run python -m tinyserve.classroom.generate)")
+            print(f"out of date: {p} (run python -m tinyserve.classroom.generate)")  # words: ok
         for p in extra:
-            print(f"no solution for: {p}")
+            print(f"no solution for: {p}")  # words: ok
         return 1 if stale or extra else 0
-    print(f"wrote {len(stale)} of {len(sols)} exercise notebooks to {args.exercises}"
-          + (f"; no solution for {', '.join(map(str, extra))}" if extra else ""))
+    print(f"wrote {len(stale)} of {len(sols)} exercise notebooks to {args.exercises}"  # words: ok
+          + (f"; no solution for {', '.join(map(str, extra))}" if extra else ""))  # words: ok
     return 0
 
 

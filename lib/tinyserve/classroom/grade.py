@@ -2,7 +2,7 @@
 
     python -m tinyserve.classroom.grade SUBMISSIONS_DIR [--out scores.csv] [--details details.csv]
         [--chapters chapters] [--workers N] [--cpu-seconds 60] [--cell-cpu-seconds 30] [--memory-gib 3]
-        [--max-procs 32] [--wall-seconds 600]
+        [--max-procs 32] [--wall-seconds 600] [--lang en]
 
 SUBMISSIONS_DIR holds one folder per student (the folder's name is the student) with that student's notebooks,
 named as handed out (7.1-exercises.ipynb, ...); a notebook with another name is matched by its check cells.
@@ -19,6 +19,11 @@ Two CSV files: --out, one row per student for a learning-management system (stud
 answer, total, flags), and --details, one row per graded answer (student, notebook, exercise, result, points,
 max_points, message) with result passed, failed, blank, integrity, manual (an open answer to grade by its
 rubric) or invalid (the file is not a gradable notebook). A line per student is printed.
+
+Language: the printed lines and every message in the CSV files (the checks' too: the boxed runner sets it before
+each check cell) are in --lang (en, the default, or zh-TW), whichever edition a student handed in. Both editions
+grade alike: the same file names, cell ids and code, the setup line `tinyserve.set_language(...)` aside (not
+counted as the student's own code). The CSV's columns, exercise names and result codes are data: always English.
 """
 from __future__ import annotations
 
@@ -42,30 +47,32 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..lang import LANGUAGES, normalize, set_language
 from . import sandbox
-from .notebooks import (CHECK_TAG, OPEN_TAG, SELF_CHECK_TAG, SOLUTION_TAG, check_cells, give_ids, label_of,
-                        points_of, read_notebook, tags)
+from .notebooks import (CHECK_TAG, OPEN_TAG, SELF_CHECK_TAG, SETUP_LINE, SOLUTION_TAG, check_cells, give_ids,
+                        label_of, points_of, read_notebook, tags)
 from .text import say
 
 DETAIL_FIELDS = ("student", "notebook", "exercise", "result", "points", "max_points", "message")
-# anywhere in what the student wrote: disarming the checks (rebinding, swallowing, replacing the checker)
+# anywhere in what the student wrote: disarming the checks (rebinding, swallowing, replacing the checker);
+# the reasons are keys of tinyserve.lang.classroom ("classroom.scan.<reason>")
 DISARM = [
-    (re.compile(r"\bAssertionError\s*=(?!=)"), "rebinds AssertionError"),
-    (re.compile(r"\bbuiltins\b|__builtins__"), "touches builtins"),
-    (re.compile(r"\bset_custom_exc\b|\bsys\.excepthook\b"), "installs an exception handler"),
-    (re.compile(r"\bsys\.modules\b|\bimportlib\b|\b__import__\b"), "manipulates imports"),
-    (re.compile(r"\bclassroom\b"), "touches the checker (tinyserve.classroom)"),
-    (re.compile(r"(?<![\w.])(?:exec|eval|compile)\s*\(|__file__|__path__"),
-     "runs generated code or reaches for source files"),
+    (re.compile(r"\bAssertionError\s*=(?!=)"), "rebinds"),
+    (re.compile(r"\bbuiltins\b|__builtins__"), "builtins"),
+    (re.compile(r"\bset_custom_exc\b|\bsys\.excepthook\b"), "handler"),
+    (re.compile(r"\bsys\.modules\b|\bimportlib\b|\b__import__\b"), "imports"),
+    (re.compile(r"\bclassroom\b"), "checker"),
+    (re.compile(r"(?<![\w.])(?:exec|eval|compile)\s*\(|__file__|__path__"), "exec"),
     (re.compile(r"\bos\.(?:fork|forkpty|system|popen|exec\w*|spawn\w*|posix_spawn\w*)\b|\bsubprocess\b"
-                r"|\bmultiprocessing\b|\bpty\b"), "starts processes"),
+                r"|\bmultiprocessing\b|\bpty\b"), "processes"),
     (re.compile(r"\bimport\s+inspect\b|\binspect\.|\b(?:currentframe|_getframe|f_back|f_locals|f_globals)\b"
-                r"|\bgc\.get_"), "inspects the checker's frames or objects"),
-    (re.compile(r"\bsetattr\s*\(|\bdelattr\s*\("), "patches objects with setattr/delattr"),
-    (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M),
-     "patches the engine"),
-    (re.compile(r"\bos\.(?:write|dup2?|fdopen|kill|killpg)\b|/proc/"), "writes to the grader's channels"),
+                r"|\bgc\.get_"), "frames"),
+    (re.compile(r"\bsetattr\s*\(|\bdelattr\s*\("), "setattr"),
+    (re.compile(r"^\s*(?:tinyserve|engine|Engine|Run|Trace|policies|checks)\.[\w.]+\s*=(?!=)", re.M), "engine"),
+    (re.compile(r"\bos\.(?:write|dup2?|fdopen|kill|killpg)\b|/proc/"), "channels"),
 ]
+# a setup line of any edition is handed out, not written by the student
+SETUP_LINES = {f'tinyserve.set_language("{code}")' for code in LANGUAGES}
 # in an answer cell: naming the built-in policies (the engine itself is booby-trapped at check time instead, so
 # a cell of the student's own that runs the engine to explore is not flagged)
 DELEGATE = re.compile(r"\b(StaticBatching|DynamicBatching|ContinuousBatching|ChunkedPrefill|make_policy)\b"
@@ -119,7 +126,7 @@ def load_references(chapters: Path) -> dict[str, Reference]:
         ex = make_exercise(sol)
         refs[p.name] = Reference(p.name, sol, ex, {c.get("id"): c.source for c in ex.cells})
     if not refs:
-        raise SystemExit(f"grade: no reference notebooks in {chapters / 'solutions'}")
+        raise SystemExit(say("no_references", path=chapters / "solutions"))
     return refs
 
 
@@ -196,11 +203,13 @@ def scan(nb, ref: Reference) -> dict[str, str]:
         if cell.cell_type != "code" or ref.handed_out.get(cid) == cell.source:
             continue
         given = set(ref.handed_out.get(cid, "").split("\n"))
+        if any(SETUP_LINE.match(line) for line in given):  # the other edition's setup line is given too
+            given |= SETUP_LINES
         # the student's lines, comments dropped (a word in a comment runs nothing)
         written = "\n".join(line.split("#", 1)[0] for line in cell.source.split("\n") if line not in given)
         for pat, why in DISARM:
             if pat.search(written):
-                disarm.append(say("scan_cell", k=k + 1, why=why))
+                disarm.append(say("scan_cell", k=k + 1, why=say(f"scan.{why}")))
         m = DELEGATE.search(written)
         if m and cid in answer_ids:
             pending.append(say("delegates", what=m.group(0), cell=k + 1))
@@ -270,6 +279,7 @@ class Settings:
     memory_bytes: int = sandbox.Limits.memory_bytes
     max_procs: int = sandbox.Limits.max_procs
     wall_s: float = 600.0
+    lang: str = "en"  # of the printed lines and every CSV message, the checks' included
 
 
 def run_boxed(worker: Worker, nb, settings: Settings, cgroups: str | None, name: str) -> tuple[dict, str | None]:
@@ -289,7 +299,7 @@ def run_boxed(worker: Worker, nb, settings: Settings, cgroups: str | None, name:
     env.update(PYTHONPATH=str(worker.lib), PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                OMP_WAIT_POLICY="PASSIVE", PYTHONNOUSERSITE="1")
     cmd = [sys.executable, "-m", "tinyserve.classroom.runner", str(nb_path), "--report-fd", str(w),
-           "--box", json.dumps(limits.to_json())]
+           "--box", json.dumps(limits.to_json()), "--lang", settings.lang]
     stopped = None
     try:
         proc = subprocess.Popen(cmd, env=env, cwd=home, pass_fds=(w,), stdin=subprocess.DEVNULL,
@@ -333,7 +343,7 @@ def run_boxed(worker: Worker, nb, settings: Settings, cgroups: str | None, name:
             elif box.memory_hit() or "MemoryError" in tail:
                 stopped = say("memory_limit", gib=settings.memory_bytes / 2**30)
             else:
-                stopped = say("killed", how=f"exit status {rc}")
+                stopped = say("killed", how=say("exit_status", rc=rc))
         return results, stopped
     finally:
         if w >= 0:
@@ -443,10 +453,11 @@ def grade(submissions: Path, chapters: Path = Path("chapters"), settings: Settin
           workers: int | None = None, log=print) -> list[Row]:
     """Every student's every file, graded in parallel; rows in name order; one summary line per student."""
     settings = settings or Settings()
+    set_language(settings.lang)
     refs = load_references(chapters)
     students = sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not students:
-        raise SystemExit(f"grade: no student folders in {submissions}")
+        raise SystemExit(say("no_students", path=submissions))
     jobs = []
     for sdir in students:
         files = sorted(p for p in sdir.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts
@@ -472,7 +483,8 @@ def grade(submissions: Path, chapters: Path = Path("chapters"), settings: Settin
             try:
                 rows = grade_notebook(student, path, refs, lane, settings, cgroups, gate)
             except Exception as e:  # noqa: BLE001 - the grader's own failure on one file: a row, the rest go on
-                rows = [Row(student, path.name, "-", "invalid", 0, 0, f"grader error: {type(e).__name__}: {e}")]
+                rows = [Row(student, path.name, "-", "invalid", 0, 0,
+                            say("grader_error", exc=type(e).__name__, err=e))]
             finally:
                 lanes.put(lane)
             log(say("graded_in", student=student, file=path.relative_to(submissions / student),
@@ -531,7 +543,7 @@ def summary(student: str, rows: list[Row], refs: dict[str, Reference], max_total
         parts.append(say("n_manual", n=n["manual"]))
     line = say("student_line", student=student, points=sum(r.points or 0 for r in per.values()),
                max_points=max_total, passed=n["passed"], total=auto)
-    return line + (say("student_more", parts=", ".join(parts)) if parts else "")
+    return line + (say("student_more", parts=say("list_sep").join(parts)) if parts else "")
 
 
 def write_details(rows: list[Row], out) -> None:
@@ -541,6 +553,14 @@ def write_details(rows: list[Row], out) -> None:
     for r in rows:
         w.writerow([r.student, r.notebook, r.exercise, r.result, "" if r.points is None else f"{r.points:g}",
                     f"{r.max_points:g}", r.message])
+
+
+def _limit_prefixes() -> tuple[str, ...]:
+    """How a message saying the whole notebook hit a limit starts, in every language."""
+    from ..lang import t
+
+    return tuple(t(f"classroom.{k}", c).split("{")[0] for k in ("cpu_limit", "wall_limit", "memory_limit")
+                 for c in LANGUAGES)
 
 
 def write_lms(rows: list[Row], refs: dict[str, Reference], out) -> None:
@@ -558,7 +578,7 @@ def write_lms(rows: list[Row], refs: dict[str, Reference], out) -> None:
         flags = [say("flag_integrity", label=r.exercise) for r in per.values() if r.result == "integrity"]
         flags += [say("flag_invalid", file=r.notebook, why=r.message) for r in mine if r.result == "invalid"]
         flags += sorted({say("flag_limit", file=r.notebook, why=r.message) for r in mine
-                         if r.result == "failed" and r.message.startswith(("stopped", "the notebook ran out"))})
+                         if r.result == "failed" and r.message.startswith(_limit_prefixes())})
         total = sum(r.points or 0 for r in per.values())
         w.writerow([student, *cells, f"{total:g}", "; ".join(flags)])
 
@@ -575,12 +595,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-gib", type=float, default=3.0, help="memory per notebook (GiB)")
     ap.add_argument("--max-procs", type=int, default=32, help="processes per notebook")
     ap.add_argument("--wall-seconds", type=float, default=600.0, help="wall-clock backstop per notebook")
+    ap.add_argument("--lang", type=normalize, default="en",
+                    help="language of the printed lines and the CSV messages: en (default) or zh-TW")
     args = ap.parse_args(argv)
+    set_language(args.lang)
     if not args.submissions.is_dir():
-        print(f"grade: {args.submissions} is not a folder", file=sys.stderr)
+        print(say("not_a_folder", path=args.submissions), file=sys.stderr)
         return 2
     settings = Settings(args.cpu_seconds, args.cell_cpu_seconds, int(args.memory_gib * 2**30), args.max_procs,
-                        args.wall_seconds)
+                        args.wall_seconds, args.lang)
 
     def log(msg, file=sys.stdout):
         print(msg, file=file, flush=True)
@@ -592,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
         write_lms(rows, refs, f)
     with open(details, "w", newline="", encoding="utf-8") as f:
         write_details(rows, f)
-    print(f"score table: {args.out} (one row per student); answers: {details} ({len(rows)} rows)")
+    print(say("wrote_tables", out=args.out, details=details, n=len(rows)))
     return 0
 
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import re
 from pathlib import Path
 
 from .text import say
 
 CHECK_TAG, SOLUTION_TAG, SELF_CHECK_TAG, OPEN_TAG = "check", "solution", "self-check", "open"
+# the one line of code that differs between editions of a notebook (chapters/build.py's SETUP)
+SETUP_LINE = re.compile(r'^\s*tinyserve\.set_language\("([A-Za-z_-]+)"\)\s*$', re.M)
 
 
 def tags(cell) -> list[str]:
@@ -88,6 +91,20 @@ def give_ids(nb, handed_out) -> object:
     out.nbformat, out.nbformat_minor = 4, max(out.nbformat_minor, 5)
     nbformat.validate(out)
     return out
+
+
+def edition(nb) -> str:
+    """The language a notebook's setup line picks (its first `tinyserve.set_language("...")`), else "en"."""
+    from ..lang import normalize
+
+    for cell in nb.cells:
+        m = SETUP_LINE.search(cell.source) if cell.cell_type == "code" else None
+        if m:
+            try:
+                return normalize(m.group(1))
+            except ValueError:
+                break
+    return "en"
 
 
 def check_cells(nb) -> list:

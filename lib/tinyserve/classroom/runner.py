@@ -50,6 +50,7 @@ class Outcome:
 
 def classify(err: BaseException | None, cell_cpu: float | None = None) -> Outcome:
     """A check cell's outcome from what it raised."""
+    from ..lang import LANGUAGES, t
     from . import checks
     from .text import say
 
@@ -60,7 +61,8 @@ def classify(err: BaseException | None, cell_cpu: float | None = None) -> Outcom
     if isinstance(err, checks.NotWritten):
         return Outcome("blank", str(err))
     text = f"{type(err).__name__}: {err}".strip()
-    if isinstance(err, checks.IntegrityError) or "INTEGRITY:" in str(err):
+    if isinstance(err, checks.IntegrityError) or any(t("classroom.integrity", c, why="") in str(err)
+                                                     for c in LANGUAGES):
         return Outcome("integrity", str(err))
     if isinstance(err, checks._AE):
         return Outcome("failed", str(err))
@@ -98,8 +100,21 @@ def _on_cpu_limit(signum, frame):
     raise CellCPULimit()
 
 
-def execute(nb, on_cell=None, cell_cpu: float | None = None, skip_self_check: bool = True) -> dict[str, Outcome]:
-    """Run the code cells; check cell id -> Outcome. on_cell(index, cell, outcome) after every code cell."""
+def _pin(lang: str) -> BaseException | None:
+    """Set the language a check cell speaks in (inside the cell's limits: a listener the notebook added runs too)."""
+    from ..lang import set_language
+
+    try:
+        set_language(lang)
+    except Exception as e:  # noqa: BLE001 - judged like the cell's own failure
+        return e
+    return None
+
+
+def execute(nb, on_cell=None, cell_cpu: float | None = None, skip_self_check: bool = True,
+            lang: str | None = None) -> dict[str, Outcome]:
+    """Run the code cells; check cell id -> Outcome. on_cell(index, cell, outcome) after every code cell.
+    lang: the language every check cell speaks in (set again before each, whatever the notebook set)."""
     ns: dict = {"__name__": "__main__"}
     shell = _Shell(ns)
     results = {}
@@ -113,7 +128,8 @@ def execute(nb, on_cell=None, cell_cpu: float | None = None, skip_self_check: bo
             signal.setitimer(signal.ITIMER_PROF, cell_cpu)  # CPU time of this process, not wall time
         try:
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                err = shell.run(cell.source, f"cell {k + 1}")
+                err = _pin(lang) if lang and CHECK_TAG in tags(cell) else None
+                err = err or shell.run(cell.source, f"cell {k + 1}")
         except CellCPULimit as e:  # raised outside the cell's own frames (e.g. in IPython's bookkeeping)
             err = e
         finally:
@@ -133,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("notebook")
     ap.add_argument("--report-fd", type=int, required=True)
     ap.add_argument("--box", required=True, help="the limits, as JSON (sandbox.Limits)")
+    ap.add_argument("--lang", default=None, help="the language of the checks' messages (default: the notebook's)")
     args = ap.parse_args(argv)
     from . import sandbox
 
@@ -153,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.notebook, encoding="utf-8") as f:  # validated by the grader: plain JSON (nbformat costs 2 s)
         nb = _Node.of(json.load(f))
     limits = json.loads(args.box)
-    execute(nb, on_cell, cell_cpu=limits.get("cell_cpu_s"))
+    execute(nb, on_cell, cell_cpu=limits.get("cell_cpu_s"), lang=args.lang)
     if os.getpid() == me:
         report.write(json.dumps({"end": True}) + "\n")
         report.flush()

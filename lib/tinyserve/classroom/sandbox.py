@@ -25,6 +25,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .text import say
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 UID_BASE = 61000  # worker k's unprivileged user; unused ids on an ordinary system
 
@@ -228,13 +230,9 @@ def process_guard(kind: str | None) -> tuple[bool, list[str]]:
     drop = root and python_readable_by_others()
     warnings = []
     if root and not drop:
-        warnings.append("grade: warning: this Python is installed where other users cannot read it, so submissions "
-                        "run as root: the package copy each imports is checked after every notebook (a change is "
-                        "zero for it) rather than protected; grade inside a container for that")
+        warnings.append(say("warn_root"))
     if kind is None and not drop:
-        warnings.append("grade: warning: no writable cgroup and no unprivileged user to run as, so the process "
-                        "limit is RLIMIT_NPROC of your own user (shared by all your processes, nothing for root); "
-                        "grade inside a container for a real limit")
+        warnings.append(say("warn_nproc"))
     return drop, warnings
 
 

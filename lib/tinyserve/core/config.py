@@ -7,6 +7,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import TinyserveError
+from ..lang import t
 
 POLICIES = ("static", "dynamic", "continuous", "chunked")
 DEFAULT_BATCH_SIZE = 32
@@ -30,9 +31,9 @@ def _int(name: str, value, lo: int) -> int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise TinyserveError(f"{name}: must be an integer >= {lo}, got {value!r}")
+            raise TinyserveError(t("engine.knob.integer", name=name, lo=lo, value=value))
     if value < lo:
-        raise TinyserveError(f"{name}: must be >= {lo}, got {value}")
+        raise TinyserveError(t("engine.knob.at_least", name=name, lo=lo, value=value))
     return value
 
 
@@ -42,11 +43,11 @@ def check_knob(name: str, value):
         return _int(name, value, 1)
     if name == "timeout":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise TinyserveError(f"timeout: must be a finite number of seconds >= 0, got {value!r}")
+            raise TinyserveError(t("engine.knob.timeout", value=value))
         return float(value)
     if name == "prefill_first":
         if not isinstance(value, bool):
-            raise TinyserveError(f"prefill_first: must be True or False, got {value!r}")
+            raise TinyserveError(t("engine.knob.prefill_first", value=value))
         return value
     if name == "max_waiting_steps":
         if value == UNBOUNDED:
@@ -60,15 +61,13 @@ def check_knob(name: str, value):
 
 def waiting_steps_error(value) -> TinyserveError:
     """The one message for a bad max_waiting_steps."""
-    return TinyserveError(f"max_waiting_steps: must be an integer >= 0 (0 = prefill-first) or math.inf "
-                          f"(unbounded), got {value!r}")
+    return TinyserveError(t("engine.knob.max_waiting_steps", value=value))
 
 
 def check_token_budget(batch_size: int, max_batch_tokens: int) -> None:
     """Chunked prefill's budget must leave room for every slot's decode."""
     if max_batch_tokens < batch_size:
-        raise TinyserveError(f"max_batch_tokens: must be >= batch_size ({batch_size}) so that no decode is ever "
-                             f"skipped, got {max_batch_tokens}")
+        raise TinyserveError(t("engine.knob.token_budget", batch_size=batch_size, max_batch_tokens=max_batch_tokens))
 
 
 @dataclass(frozen=True)
@@ -102,16 +101,16 @@ class RunConfig:
         if self.policy != POLICY_OBJECT:
             self._check_policy_knobs()
         elif self.batch_size is not None or any(getattr(self, k) is not None for k in POLICY_KNOBS):
-            raise TinyserveError("policy: knobs apply to a policy given by name (set them on the policy object)")
+            raise TinyserveError(t("engine.knob.policy_object"))
         self._check_run_knobs()
 
     def _check_policy_knobs(self) -> None:
         if self.policy not in POLICIES:
-            raise TinyserveError(f"policy: unknown {self.policy!r} (choose {', '.join(POLICIES)})")
+            raise TinyserveError(t("engine.knob.policy_unknown", policy=self.policy, choices=", ".join(POLICIES)))
         for knob in POLICY_KNOBS:
             if getattr(self, knob) is not None and knob not in KNOBS[self.policy]:
-                users = " and ".join(p for p in POLICIES if knob in KNOBS[p])
-                raise TinyserveError(f"{knob}: does not apply to the {self.policy} policy (only to {users})")
+                users = t("engine.and").join(p for p in POLICIES if knob in KNOBS[p])
+                raise TinyserveError(t("engine.knob.not_for_policy", knob=knob, policy=self.policy, users=users))
         set_ = object.__setattr__  # frozen: normalised values are set once, here
         set_(self, "batch_size", check_knob("batch_size", DEFAULT_BATCH_SIZE if self.batch_size is None
                                              else self.batch_size))
@@ -124,17 +123,17 @@ class RunConfig:
     def _check_run_knobs(self) -> None:
         kv = self.kv_budget
         if kv is not None and (isinstance(kv, bool) or not isinstance(kv, int) or kv < 1):
-            raise TinyserveError(f"kv_budget: must be a positive integer number of bytes, got {kv!r}")
+            raise TinyserveError(t("engine.knob.kv_budget", value=kv))
         if self.clock == "wall" and self.hardware is not None:
-            raise TinyserveError("hardware: applies to the modeled clock only (drop --hardware or use --clock modeled)")
+            raise TinyserveError(t("engine.knob.hardware_wall"))
         if self.clock not in ("modeled", "wall"):
-            raise TinyserveError(f"clock: unknown {self.clock!r} (choose modeled, wall)")
+            raise TinyserveError(t("engine.knob.clock", clock=self.clock))
         if self.dry_run and self.clock != "modeled":
-            raise TinyserveError("dry_run: needs the modeled clock (a wall clock has nothing to measure)")
+            raise TinyserveError(t("engine.knob.dry_run"))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise TinyserveError(f"seed: must be an integer, got {self.seed!r}")
+            raise TinyserveError(t("engine.knob.seed", value=self.seed))
         if self.slab not in ("max_model_len", "longest"):
-            raise TinyserveError(f"slab: must be one of max_model_len, longest, got {self.slab!r}")
+            raise TinyserveError(t("engine.knob.slab", choices="max_model_len, longest", value=self.slab))
         if self.kv_layout not in LAYOUTS:
             raise TinyserveError(f"kv_layout: unknown {self.kv_layout!r} (choose {', '.join(LAYOUTS)})")
         if self.block_size is not None and self.kv_layout != "paged":
@@ -143,7 +142,7 @@ class RunConfig:
             object.__setattr__(self, "block_size", _int("block_size", DEFAULT_BLOCK_SIZE if self.block_size is None
                                                         else self.block_size, 1))
         if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
-            raise TinyserveError(f"workload_knobs: must be a dict of knob -> value, got {self.workload_knobs!r}")
+            raise TinyserveError(t("engine.knob.workload_knobs", value=self.workload_knobs))
 
     def policy_knobs(self) -> dict:
         """The policy's knobs as given (None: its default), batch_size included; {} for a policy object."""

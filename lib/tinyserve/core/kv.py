@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..cost.presets import HardwarePreset, get_preset
 from ..errors import TinyserveError
+from ..lang import t
 from .request import REJECTED
 
 
@@ -32,8 +33,8 @@ def too_big_for(tokens: int, bytes_per_token: int, capacity: int | None, capacit
     need = tokens * bytes_per_token
     if capacity is None or need <= capacity:
         return None
-    return (f"needs {need:,} bytes of KV ({tokens} positions x {bytes_per_token:,} bytes), more than the "
-            f"{capacity_name} of {capacity:,} bytes")
+    return t("engine.reject.kv", need=need, tokens=tokens, bytes_per_token=bytes_per_token,
+             capacity_name=capacity_name, capacity=capacity)
 
 
 @dataclass
@@ -61,12 +62,12 @@ def sequences_that_fit(hardware, lengths: list[int], max_len: int | None = None)
     """
     hw = hardware if isinstance(hardware, HardwarePreset) else get_preset(hardware)
     if hw.kv_memory_bytes is None:
-        raise TinyserveError(f"hardware: {hw.name} states no KV memory (kv_memory_bytes)")
+        raise TinyserveError(t("engine.fit.no_memory", name=hw.name))
     if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
-        raise TinyserveError("lengths: must be a non-empty list of integers >= 1")
+        raise TinyserveError(t("engine.fit.lengths"))
     slab = max(lengths) if max_len is None else max_len
     if isinstance(slab, bool) or not isinstance(slab, int) or slab < max(lengths):
-        raise TinyserveError(f"max_len: must be an integer >= the longest length {max(lengths)}, got {max_len!r}")
+        raise TinyserveError(t("engine.fit.max_len", longest=max(lengths), value=max_len))
     bpt, memory = int(hw.kv_bytes_per_token), int(hw.kv_memory_bytes)
     mean = sum(lengths) / len(lengths)
     return KVFit(memory, bpt, slab, mean, memory // (slab * bpt), math.floor(memory / (mean * bpt)))
@@ -107,28 +108,28 @@ def plan_slabs(hw, n_layer: int, n_embd: int, itemsize: int, dtype_name: str, co
                max_model_len: int | None, slab: str) -> SlabPlan:
     """The KV layout of a run: hw is the modeled clock's preset (None under the wall clock)."""
     if slab not in SLAB_RULES:
-        raise TinyserveError(f"slab: must be one of {', '.join(SLAB_RULES)}, got {slab!r}")
+        raise TinyserveError(t("engine.knob.slab", choices=", ".join(SLAB_RULES), value=slab))
     if hw is not None:  # KV in the bytes of the model the clock speaks for
         units, dtype, bpt = "modeled", hw.kv_dtype, int(hw.kv_bytes_per_token)
         memory = None if hw.kv_memory_bytes is None else int(hw.kv_memory_bytes)
     else:
         units, dtype, memory = "real", dtype_name, None
         bpt = kv_bytes_per_token(n_layer, n_embd, itemsize)
-    caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, f"{hw.name if hw else ''} KV memory"))
+    caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, t("engine.kv.memory_of", name=hw.name if hw else "")))
             if c is not None]
     capacity, cap_name = min(caps) if caps else (None, None)
     # a server admits at most its model's context: the preset's maximum length is capped by the model run
     server_len = (None if slab == "longest" else
                   max_model_len or (min(hw.max_model_len or context, context) if hw else None))
     if slab == "longest":
-        rule = "longest: the run's longest request (a what-if: no server knows it in advance)"
+        rule = t("engine.slab.longest")
     elif max_model_len is not None:
-        rule = "max_model_len: given to the run"
+        rule = t("engine.slab.given")
     elif hw is not None:
-        rule = (f"max_model_len: the preset {hw.name}'s" if hw.max_model_len == server_len
-                else "max_model_len: the model's context")
+        rule = (t("engine.slab.preset", name=hw.name) if hw.max_model_len == server_len
+                else t("engine.slab.context"))
     else:
-        rule = "longest: the real model's tensors, sized to the run's longest request"
+        rule = t("engine.slab.real")
     return SlabPlan(units, dtype, bpt, capacity, cap_name, server_len, rule)
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import TinyserveError
+from ..lang import t
 
 WAITING, RUNNING, FINISHED, REJECTED, ABORTED = "waiting", "running", "finished", "rejected", "aborted"
 
@@ -132,9 +133,8 @@ def decode_works(contexts, first_slot: int = 0) -> list[Work]:
 def check_length(prompt_len: int, max_new_tokens: int, context: int) -> None:
     """Raise a clear error unless a prompt plus its output fits the context."""
     if prompt_len < 1:
-        raise TinyserveError("prompt: empty (needs at least 1 token)")
+        raise TinyserveError(t("engine.length.empty"))
     if max_new_tokens < 1:
-        raise TinyserveError(f"max_new_tokens: must be >= 1, got {max_new_tokens}")
+        raise TinyserveError(t("engine.length.max_new_tokens", value=max_new_tokens))
     if prompt_len + max_new_tokens > context:
-        raise TinyserveError(
-            f"prompt: {prompt_len} tokens + max_new_tokens {max_new_tokens} exceeds the context of {context}")
+        raise TinyserveError(t("engine.length.too_long", prompt=prompt_len, new=max_new_tokens, limit=context))

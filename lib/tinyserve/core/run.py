@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..cost import clock as clocks
 from ..errors import TinyserveError
+from ..lang import t
 from ..trace.record import StepRecord, Trace, snapshot_requests
 from .config import DTYPE_BYTES, GPTConfig
 from .blocks import DEFAULT_BLOCK_SIZE, admit_paged, blocks_for, paged_pool
@@ -64,9 +65,8 @@ def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | N
     seed drives a named workload and a JSONL file's synthetic (prompt_len) prompts."""
     knobs = dict(workload_knobs or {})
     if knobs and (isinstance(workload, (list, tuple, Path)) or str(workload).endswith(".jsonl")):
-        raise TinyserveError(f"workload_knobs: apply to a named workload only, not to "
-                             f"{'a list of requests' if isinstance(workload, (list, tuple)) else 'a JSONL file'} "
-                             f"(got {', '.join(map(str, knobs))})")
+        what = t("engine.workload.a_list" if isinstance(workload, (list, tuple)) else "engine.workload.a_jsonl")
+        raise TinyserveError(t("engine.knob.workload_knobs_named", what=what, knobs=", ".join(map(str, knobs))))
     if isinstance(workload, (list, tuple)):
         return "custom", [r.fresh() for r in workload]
     if isinstance(workload, Path) or str(workload).endswith(".jsonl"):
@@ -90,32 +90,31 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
     ids = set()
     for r in requests:
         if r.id in ids:
-            raise TinyserveError(f"requests: duplicate id {r.id!r}")
+            raise TinyserveError(t("engine.request.duplicate", id=r.id))
         ids.add(r.id)
         if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
-            raise TinyserveError(f"arrival_s: request {r.id!r} must be a finite number >= 0, got {r.arrival_s!r}")
+            raise TinyserveError(t("engine.request.arrival", id=r.id, value=r.arrival_s))
         if not _valid_ids(r.prompt, vocab):
-            raise TinyserveError(f"prompt: request {r.id!r} must hold integer token ids in 0..{vocab - 1}")
+            raise TinyserveError(t("engine.request.token_ids", id=r.id, top=vocab - 1))
         if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
-            raise TinyserveError(f"max_new_tokens: request {r.id!r} must be an integer >= 1, got {r.max_new_tokens!r}")
+            raise TinyserveError(t("engine.request.max_new_tokens", id=r.id, value=r.max_new_tokens))
         hint = r.output_len_hint
         if hint is not None and (isinstance(hint, bool) or not isinstance(hint, numbers.Integral)):
-            raise TinyserveError(f"output_len_hint: request {r.id!r} must be an integer in 1..max_new_tokens or None, "
-                                 f"got {hint!r}")
+            raise TinyserveError(t("engine.request.hint", id=r.id, value=hint))
         reason = None
         if r.prompt_len < 1:
-            reason = "empty prompt"
+            reason = t("engine.reject.empty")
         elif r.max_new_tokens < 1:
-            reason = f"max_new_tokens must be >= 1, got {r.max_new_tokens}"
+            reason = t("engine.reject.max_new_tokens", value=r.max_new_tokens)
         elif r.prompt_len + r.max_new_tokens > limit:
-            reason = f"prompt {r.prompt_len} tokens + max_new_tokens {r.max_new_tokens} exceeds {limit_name} of {limit}"
+            key = "max_model_len" if limit_name == "max_model_len" else "context"  # limit_name: the one or 'the context'
+            reason = t(f"engine.reject.too_long.{key}", prompt=r.prompt_len, new=r.max_new_tokens, limit=limit)
         elif hint is not None and not 1 <= hint <= r.max_new_tokens:  # a replay cannot outrun its own limit
-            reason = f"output_len_hint {hint} must be in 1..max_new_tokens ({r.max_new_tokens})"
+            reason = t("engine.reject.hint", hint=hint, max_new=r.max_new_tokens)
         if reason:
             r.status, r.finish_reason = REJECTED, reason
         elif dry_run and r.known_output_len() is None:
-            raise TinyserveError(f"dry_run: request {r.id!r} has no known output length "
-                                 "(set ignore_eos, or output_len_hint from an earlier real run)")
+            raise TinyserveError(t("engine.request.dry_run_length", id=r.id))
 
 
 class Run:
@@ -139,7 +138,7 @@ class Run:
         limit = cfg.n_positions
         if max_model_len is not None:
             if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or not 1 <= max_model_len <= limit:
-                raise TinyserveError(f"max_model_len: must be an integer in 1..{limit}, got {max_model_len!r}")
+                raise TinyserveError(t("engine.knob.max_model_len", limit=limit, value=max_model_len))
             limit = max_model_len
         check_requests(requests, cfg.vocab_size, limit, 'max_model_len' if max_model_len else 'the context', dry_run)
         size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize  # a name on dry runs
@@ -186,9 +185,9 @@ class Run:
         """Stop a request; its slot and KV are free for the next step. Unknown or finished ids are errors."""
         r = next((x for x in self.requests if x.id == request_id), None)
         if r is None:
-            raise TinyserveError(f"request_id: unknown {request_id!r}")
+            raise TinyserveError(t("engine.request.unknown_id", id=request_id))
         if r.done:
-            raise TinyserveError(f"request_id: {request_id!r} is already {r.status}")
+            raise TinyserveError(t("engine.request.already_done", id=request_id, status=r.status))
         if r in self.pending:
             self.pending.remove(r)
         r.status, r.finish_s, r.finish_reason = ABORTED, self.now, "aborted"

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import TinyserveError
+from ..lang import t
 from .request import Request
 from .tokenizer import BOS, encode
 
@@ -125,13 +126,13 @@ def list_workloads() -> list[tuple[str, str]]:
 def _check_knob(workload: str, knob: str, value: Any, kind: str, lo: float, hi: float | None) -> int | float:
     if kind == "int":
         ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
-        rng = f"an integer in {lo}..{hi}"
+        rng = t("engine.workload.int_range", lo=lo, hi=hi)
     else:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
             value > lo if kind == "float>" else value >= lo)
-        rng = f"a finite number {kind[5:]} {lo:g}"
+        rng = t("engine.workload.float_range", op=kind[5:], lo=lo)
     if not ok:
-        raise TinyserveError(f"workload {workload}: {knob} must be {rng}, got {_show(value)}")
+        raise TinyserveError(t("engine.workload.knob_value", workload=workload, knob=knob, rng=rng, value=_show(value)))
     return value
 
 
@@ -140,16 +141,17 @@ def get_workload(name: str, seed: int = 0, **knobs: Any) -> list[Request]:
     if name not in WORKLOADS:
         if isinstance(name, str) and name.endswith(".jsonl"):
             if knobs:
-                raise TinyserveError(f"workload {name}: a JSONL file takes no knobs (got {', '.join(knobs)})")
+                raise TinyserveError(t("engine.workload.jsonl_knobs", name=name, knobs=", ".join(knobs)))
             return load_jsonl(name, seed=seed)
-        raise TinyserveError(f"workload: unknown {name!r} (choose {', '.join(WORKLOADS)}, or FILE.jsonl)")
+        raise TinyserveError(t("engine.workload.unknown", name=name, choices=", ".join(WORKLOADS)))
     _, build, spec = WORKLOADS[name]
     for k in knobs:
         if k not in spec:
-            raise TinyserveError(f"workload {name}: unknown knob {k!r} (knobs: {', '.join(spec) or 'none'})")
+            raise TinyserveError(t("engine.workload.unknown_knob", name=name, knob=k,
+                                   knobs=", ".join(spec) or t("engine.workload.none")))
     args = {k: _check_knob(name, k, knobs.get(k, d), kind, lo, hi) for k, (d, kind, lo, hi) in spec.items()}
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TinyserveError(f"seed: must be an integer, got {seed!r}")
+        raise TinyserveError(t("engine.knob.seed", value=seed))
     return build(random.Random(seed), **args)
 
 

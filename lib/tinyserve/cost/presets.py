@@ -10,6 +10,7 @@ from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import TinyserveError
+from ..lang import t, table
 
 PRESET_DIR = Path(__file__).parents[1] / "presets"
 DEFAULT_HARDWARE = "h200-70b-fp8"
@@ -49,6 +50,20 @@ class HardwarePreset:
     # n x (start + n) mask is read and added for every pair; a causal call from position 0 has none); 0 = none
     masked_pair_s: float = 0.0
     attention: str = "exact"  # how attention calls are made: see ATTENTION
+
+    def text(self, what: str = "description") -> str | list[str]:
+        """A text of this preset in the learner's language: "description", "sources" (a list) or "details.KEY".
+
+        The translation (tinyserve.lang, key engine.preset.NAME.WHAT) is used only while its English is still
+        this preset's own text; an edited or user-made preset speaks its own words."""
+        if what == "sources":
+            return [self._says(f"sources.{i}", s) for i, s in enumerate(self.sources)]
+        own = self.details[what.removeprefix("details.")] if what.startswith("details.") else getattr(self, what)
+        return self._says(what, own)
+
+    def _says(self, what: str, own: str) -> str:
+        key = f"engine.preset.{self.name}.{what}"
+        return t(key) if table().get(key, {}).get("en") == own else own
 
 
 _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
@@ -134,4 +149,4 @@ def get_preset(name: str) -> HardwarePreset:
         return load_preset(PRESET_DIR / f"{name}.json")
     if isinstance(name, str) and name.endswith(".json") and Path(name).is_file():
         return load_preset(name)
-    raise TinyserveError(f"hardware: unknown {name!r} (choose {', '.join(names)}, or a FILE.json from tinyserve calibrate)")
+    raise TinyserveError(t("engine.preset.unknown", name=name, choices=", ".join(names)))

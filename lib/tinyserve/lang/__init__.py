@@ -97,6 +97,16 @@ def width(text: str) -> int:
                for ch in text)
 
 
+def ljust(text: str, columns: int) -> str:
+    """text padded on the right to `columns` display columns (str.ljust, counting a CJK character as two)."""
+    return text + " " * max(0, columns - width(text))
+
+
+def rjust(text: str, columns: int) -> str:
+    """text padded on the left to `columns` display columns."""
+    return " " * max(0, columns - width(text)) + text
+
+
 def wrap(text: str, columns: int) -> list[str]:
     """Lines of at most `columns` display columns: breaks at spaces, and between CJK characters (no spaces
     there); never before closing punctuation such as ，。、）."""

@@ -20,6 +20,7 @@ import numpy as np
 
 from .calibrate import step_timer
 from ..cost.clock import HardwarePreset, ModeledClock, get_preset
+from ..lang import t
 
 TABLE_FILE = Path(__file__).parents[1] / "data" / "costmodel-validation.json"
 POLICIES = ("static", "dynamic", "continuous", "chunked")
@@ -116,8 +117,7 @@ def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int
 
 def format_table(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
-    out = ["| workload | policy | steps | measured total (s) | modeled total (s) | error | per-step median error "
-           "| wall total (s) |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    out = [t("engine.validation.header"), "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         out.append(f"| {r['workload']} | {r['policy']} | {r['steps']} | {r['measured_s']:.3f} | {r['modeled_s']:.3f} "
                    f"| {r['error_pct']:+.1f}% | {r['step_median_error_pct']:.1f}% | {r.get('wall_s', float('nan')):.3f} |")
