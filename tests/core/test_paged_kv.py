@@ -9,6 +9,8 @@ import random
 import pytest
 import torch
 from helpers import greedy_alone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tinyserve.core.blocks import PagedPool
 from tinyserve.core.config import RunConfig
@@ -203,3 +205,30 @@ def test_an_abort_gives_its_blocks_back_and_the_others_are_unaffected(model):
     tr = run.trace()
     assert tr.request("r0").status == "aborted" and tr.metrics()["preemptions"] == 0  # r1 alone never runs short
     assert tr.request("r1").output == greedy_alone(model, tr.request("r1"))
+
+
+def check_spans(tr) -> None:
+    """No block has two owners in a step, and every work's positions lie in blocks its request held that step."""
+    for k, s in enumerate(tr.steps):
+        owners, held = {}, {}
+        for b, rid, i, first, last in tr.block_spans:
+            if first <= k <= last:
+                assert owners.setdefault(b, rid) == rid, (k, b)
+                held[rid] = held.get(rid, 0) + 1
+        assert sum(held.values()) == s.blocks_used
+        for w in s.works:
+            assert held.get(w.request_id, 0) * tr.block_size >= w.start + w.tokens, (k, w)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 7), b=st.integers(1, 5), block_size=st.sampled_from([1, 3, 16]),
+       positions=st.integers(60, 200), chunk=st.integers(1, 40))
+def test_pages_never_change_the_answer_and_blocks_are_never_shared(model, seed, n, b, block_size, positions, chunk):
+    reqs = random_requests(seed, n)
+    expected = {r.id: greedy_alone(model, r) for r in reqs}
+    for policy, knobs in [("static", {}), ("continuous", {}), ("continuous", {"max_waiting_steps": 3}),
+                          ("chunked", {"chunk_size": chunk, "max_batch_tokens": b + chunk})]:
+        tr = Engine(model).run(reqs, policy, batch_size=b, kv_layout="paged", block_size=block_size,
+                               kv_budget=positions * BPT, **knobs)
+        assert {r.id: r.output for r in tr.requests} == expected, (policy, knobs)
+        check_spans(tr)
