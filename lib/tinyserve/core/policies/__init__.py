@@ -90,13 +90,14 @@ class Policy:
         """Paged layout, before each plan: every decoding request gets the block its next position needs. When
         none is free, the most recently admitted request is preempted (vLLM v1's rule under FCFS: the oldest keep
         making progress, so every request finishes) and recomputed later from its prompt and output so far."""
-        i = 0
+        i, size = 0, self.pool.block_size
         while i < len(self.running):  # preemption shortens the list from its end
             r = self.running[i]
             i += 1
-            if r.num_prefilled < r.prefill_len:
-                continue  # its prefill's blocks were taken when it was admitted
-            while not self.pool.allocate(r, r.num_prefilled + len(r.output)):
+            need = r.num_prefilled + len(r.output)
+            if r.num_prefilled < r.prefill_len or need <= len(r.block_table) * size:
+                continue  # its prefill's blocks were taken when it was admitted; or its last block has room
+            while not self.pool.allocate(r, need):
                 victim = self.running[-1]
                 self._preempt(victim)
                 if victim is r:
