@@ -236,3 +236,11 @@ def test_pages_never_change_the_answer_and_blocks_are_never_shared(model, seed, 
         assert {r.id: r.output for r in tr.requests if r.id not in never} == {
             k: v for k, v in expected.items() if k not in never}, (policy, knobs)
         check_spans(tr)
+
+
+def test_the_text_summary_names_the_blocks_and_the_preemptions(model):
+    from tinyserve.trace.report import format_summary
+
+    text = format_summary(run_two(model, True))
+    assert "kv blocks  4 of 4 positions, peak 4 held; 1 preemptions, 8 tokens recomputed" in text
+    assert "max-length slabs" not in text
