@@ -244,3 +244,14 @@ def test_the_text_summary_names_the_blocks_and_the_preemptions(model):
     text = format_summary(run_two(model, True))
     assert "kv blocks  4 of 4 positions, peak 4 held; 1 preemptions, 8 tokens recomputed" in text
     assert "max-length slabs" not in text
+
+
+def test_internal_waste_is_the_tail_of_the_last_filled_block(model):
+    r = Request("c", [BOS] + [70] * 9, 2, ignore_eos=True)  # 10 prompt positions: 3 blocks of 4 at admission
+    tr = Engine(model).run([r], "chunked", batch_size=1, chunk_size=4, max_batch_tokens=4, kv_layout="paged",
+                           block_size=4, kv_budget=16 * BPT, dry_run=False)
+    # chunks fill 4, 8, 10 positions (tails 0, 0, 2; the blocks ahead of the chunks are held, not waste); then the
+    # decode fills 11 (tail 1)
+    assert [s.block_waste for s in tr.steps] == [0, 0, 2, 1]
+    assert [s.blocks_used for s in tr.steps] == [3, 3, 3, 3]
+    assert tr.request("c").output == greedy_alone(model, r)

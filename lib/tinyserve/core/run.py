@@ -256,8 +256,11 @@ class Run:
                 recomputed += min(w.start + w.tokens, r.computed_len) - w.start
             if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
                 resumed.append(r.id)  # its recompute ended here and sampled its next token
-        self._block_fields = {"blocks_used": pool.held, "blocks_free": pool.free_blocks,
-                              "block_waste": pool.held * pool.block_size - self.kv_used_tokens,
+        size, waste = pool.block_size, 0
+        for r in self.policy.running:  # internal waste: the unfilled tail of each sequence's last filled block
+            filled = r.context_len  # (blocks a chunked prompt holds ahead of its chunks are held, not waste)
+            waste += min(len(r.block_table) * size - filled, -filled % size)
+        self._block_fields = {"blocks_used": pool.held, "blocks_free": pool.free_blocks, "block_waste": waste,
                               "preempted": tuple(pool.preempted), "resumed": tuple(resumed),
                               "recomputed_tokens": recomputed}
 
