@@ -11,7 +11,6 @@ from __future__ import annotations
 import heapq
 
 from ..errors import TinyserveError
-from .config import DEFAULT_BLOCK_SIZE, LAYOUTS  # noqa: F401  (named here too: the layout's module)
 from .kv import SlotPool
 from .request import REJECTED, Request
 
@@ -85,8 +84,8 @@ class PagedPool(SlotPool):
         return [(b, rid, i, first, last_step if last is None else last) for b, rid, i, first, last in self.spans]
 
 
-def paged_pool(batch_size: int, capacity: int | None, slab_bytes: int, block_size: int, bytes_per_token: int,
-               capacity_name: str | None) -> PagedPool:
+def paged_pool(batch_size: int, capacity: int | None, slab_bytes: int, block_size: int,
+               bytes_per_token: int) -> PagedPool:
     """The pool a paged run gets: the capacity (a preset's KV memory, --kv-budget), else the slab layout's bytes
     for the same batch size (equal memory, so the two layouts compare fairly)."""
     pool_bytes = capacity if capacity is not None else batch_size * slab_bytes

@@ -17,8 +17,8 @@ from ..cost import clock as clocks
 from ..errors import TinyserveError
 from ..lang import t
 from ..trace.record import StepRecord, Trace, snapshot_requests
-from .config import DTYPE_BYTES, GPTConfig
-from .blocks import DEFAULT_BLOCK_SIZE, admit_paged, blocks_for, paged_pool
+from .blocks import admit_paged, blocks_for, paged_pool
+from .config import DEFAULT_BLOCK_SIZE, DTYPE_BYTES, GPTConfig
 from .kv import SlotPool, num_slots_for, plan_slabs
 from .policies import Policy
 from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork
@@ -150,7 +150,7 @@ class Run:
         if self.paged:  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
             longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
             self.pool = paged_pool(policy.batch_size, self.kv_capacity, plan.slab_tokens(longest) * bpt,
-                                   block_size, bpt, plan.capacity_name)
+                                   block_size, bpt)
             accepted = admit_paged(self.pool, requests, plan.capacity_name)
         else:
             accepted = plan.admit(requests)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..config import (DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, DEFAULT_MAX_WAITING_STEPS,  # noqa: F401 (old names)
                       DEFAULT_TIMEOUT_S, KNOBS, POLICIES, UNBOUNDED, RunConfig, check_knob, check_token_budget,
                       waiting_steps_error)
+from ..blocks import blocks_for
 from ..kv import SlotPool
 from ...errors import TinyserveError
 from ..request import ABORTED, FINISHED, REJECTED, RUNNING, WAITING, Request, SlotWork, Work
@@ -167,7 +168,7 @@ class StaticBatching(Policy):
         free = self.pool.free_blocks
         for i in range(n):
             r = self.waiting[i]
-            free -= -(-(r.prompt_len + r.max_new_tokens) // self.pool.block_size)
+            free -= blocks_for(r.prompt_len + r.max_new_tokens, self.pool.block_size)
             if free < 0:
                 return i
         return n
