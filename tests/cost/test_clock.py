@@ -368,3 +368,16 @@ def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
         assert clock.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert p.details["fit"]["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)
+
+
+def test_the_gpu_presets_attention_mode_is_exact_and_an_old_paged_file_still_loads(tmp_path):
+    from tinyserve.cost.presets import PRESET_DIR
+
+    assert {get_preset(n).attention for n in ("h200-70b-fp8", "4xh100-70b-bf16")} == {"exact"}
+    d = json.loads((PRESET_DIR / "h200-70b-fp8.json").read_text())
+    d["attention"] = "paged"  # a calibration file written before the rename: "paged" now names the KV layout
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    old = load_preset(tmp_path / "old.json")
+    assert old.attention == "exact"
+    works = [Work(0, None, "decode", 99, 1), Work(1, None, "prefill", 30, 20)]
+    assert ModeledClock(old).step_time(works) == ModeledClock("h200-70b-fp8").step_time(works)
