@@ -53,13 +53,15 @@ class Engine:
               prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
               clock: str = "modeled", hardware: str | None = None,
               kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
-              seed: int = 0, workload_knobs: dict | None = None, slab: str = "max_model_len") -> Run:
+              seed: int = 0, workload_knobs: dict | None = None, slab: str = "max_model_len",
+              kv_layout: str = "slab", block_size: int | None = None) -> Run:
         """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
 
         workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
         seed: its randomness, and that of a JSONL file's synthetic prompts. slab: "max_model_len" (a slab server:
         every slot reserves the maximum length from step 0) or "longest" (a what-if: slabs of the run's longest
-        request, which no server knows in advance). Under the wall clock the model
+        request, which no server knows in advance). kv_layout: "slab" or "paged" (a pool of block_size-position
+        blocks, default 16, sized to the preset's KV memory, --kv-budget, or the slabs' bytes). Under the wall clock the model
         first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
         """
         knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
@@ -73,7 +75,7 @@ class Engine:
             knobs = {}
         rc = RunConfig(POLICY_OBJECT if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
                        kv_budget=kv_budget, max_model_len=max_model_len, dry_run=dry_run, seed=seed,
-                       workload_knobs=workload_knobs, slab=slab)
+                       workload_knobs=workload_knobs, slab=slab, kv_layout=kv_layout, block_size=block_size)
         return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None)
 
     def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None) -> Run:
@@ -90,15 +92,15 @@ class Engine:
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
         run = Run(None if dry_run else self._runner_for, cfg, requests, policy, clk, name, dt, rc.kv_budget,
-                  rc.max_model_len, dry_run, rc.slab)
+                  rc.max_model_len, dry_run, rc.slab, rc.kv_layout, rc.block_size)
         run.workload_knobs = dict(rc.workload_knobs or {})
         return run
 
-    def _runner_for(self, num_slots: int, slab_positions: int) -> ModelRunner:
-        """The model's runner with KV slabs for a run (Run sizes them: slots and positions)."""
+    def _runner_for(self, num_slots: int, slab_positions: int, block_size: int | None = None) -> ModelRunner:
+        """The model's runner with KV slabs for a run, or a block pool (Run sizes them: slots and positions)."""
         from .model.runner import ModelRunner
 
-        return ModelRunner(self.model, num_slots, slab_positions)
+        return ModelRunner(self.model, num_slots, slab_positions, block_size)
 
     def _warm_up(self, model: TinyGPT) -> None:
         """Once per engine, an unmeasured step before the first wall-clock run (ModelRunner.warm_up)."""

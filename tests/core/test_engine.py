@@ -175,15 +175,22 @@ def test_fifo_admission_and_kv_accounting(model, policy, knobs):
     assert all(r.status == "finished" for r in tr.requests)
 
 
+# the paged layout in a pool of 48 positions (327,680 bytes each under the default preset): blocks bind, some preempt
+LAYOUTS = [{}, {"kv_layout": "paged", "block_size": 4, "kv_budget": 48 * 327_680}]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["slab", "paged"])
 @pytest.mark.parametrize("policy,knobs", POLICY_KNOBS)
-def test_dry_run_equals_the_real_run(model, policy, knobs):
+def test_dry_run_equals_the_real_run(model, policy, knobs, layout):
     reqs = make_requests(8, 10, spread=0.05)
     eng = Engine(model)
-    real = eng.run(reqs, policy, **knobs)
-    dry = Engine(model).run(reqs, policy, dry_run=True, **knobs)
+    real = eng.run(reqs, policy, **knobs, **layout)
+    dry = Engine(model).run(reqs, policy, dry_run=True, **knobs, **layout)
     assert dry.metrics() == real.metrics()
     assert [(s.start_s, s.duration_s, s.works, s.kv_reserved_bytes, s.kv_used_bytes) for s in dry.steps] == \
         [(s.start_s, s.duration_s, s.works, s.kv_reserved_bytes, s.kv_used_bytes) for s in real.steps]
+    assert dry.block_spans == real.block_spans and [(s.preempted, s.recomputed_tokens) for s in dry.steps] == \
+        [(s.preempted, s.recomputed_tokens) for s in real.steps]
     assert all(r.output == [-1] * r.output_len for r in dry.requests)
 
 

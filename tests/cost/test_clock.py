@@ -156,7 +156,7 @@ def test_preset_files_round_trip_and_are_validated(tmp_path):
         load_preset(f)
 
 
-def toy(attention: str = "paged") -> ModeledClock:
+def toy(attention: str = "exact") -> ModeledClock:
     """Round numbers, so every cost below can be worked out by hand."""
     return ModeledClock(HardwarePreset(
         name="toy", description="toy", bandwidth_Bps=1000.0, peak_flops=100.0, overhead_s=1.0, weight_bytes=2000.0,
@@ -177,7 +177,7 @@ def test_parts_of_a_mixed_step_add_up_and_a_chunk_no_longer_hides_the_decode_rea
              Work(2, None, "prefill", 0, 4, padding=6)]
     # tokens 1 + 20 + 4 + 6 = 31: linear max(2, 2 x 10 x 31 / 100 = 6.2) = 6.2
     # decode: 1 (as above)
-    # chunk of 20 after 30 (paged: causal over its prefix): pairs 20 x 30 + 20 x 21 / 2 = 810, flops 3,240 -> 3.24;
+    # chunk of 20 after 30 (exact: causal over its prefix): pairs 20 x 30 + 20 x 21 / 2 = 810, flops 3,240 -> 3.24;
     #   reads 50 keys x 10 B -> 0.5; max = 3.24
     # prefill 4 from 0: pairs 10 -> 40 flops -> 0.04; reads 4 keys -> 0.04; max = 0.04
     # padding 6: pairs 21 -> 84 flops -> 0.084, reads nothing
@@ -213,7 +213,7 @@ def test_a_cpu_causal_prefill_is_priced_by_whole_key_blocks():
     assert cpu_causal_pairs(600) == 8 * 64 * 512 + 64 * 600 + 24 * 600
     # 1,024 tokens, query blocks of 256 ending at 256, 512, 768, 1024: 512, 512, 1024, 1024 keys
     assert cpu_causal_pairs(1024) == 256 * (512 + 512 + 1024 + 1024)
-    # the tinyserve-cpu clock charges those pairs (prefill and padding); a paged server's kernel skips the masked
+    # the tinyserve-cpu clock charges those pairs (prefill and padding); a serving kernel skips the masked
     # half, n(n+1)/2
     t = toy("tinyserve-cpu").terms([Work(0, None, "prefill", 0, 470, padding=600)])
     assert sorted(t["attn"]) == [("padding", 0, cpu_causal_pairs(600), 1), ("prefill", 470, 470 * 470, 1)]
@@ -265,7 +265,7 @@ def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
         assert sorted(k for _, k, _, _ in toy("tinyserve-cpu").terms(works)["attn"]) == engine_keys
 
 
-def test_static_batches_are_rectangles_under_paged_presets():
+def test_static_batches_are_rectangles_under_exact_presets():
     from tinyserve.engine import Engine
     from tinyserve.requests import Request
 
@@ -306,8 +306,8 @@ def test_a_masked_chunk_pays_its_mask_per_pair_and_nothing_else_does():
                   [Work(0, None, "prefill", 0, 50, padding=30)],  # a padded prompt and its padding: causal
                   [Work(0, None, "decode", 399, 1), Work(1, None, "decode", 99, 1)]):  # decode groups
         assert ModeledClock(masked).step_time(works) == base.step_time(works)
-    paged = HardwarePreset(**{**toy().hardware.__dict__, "masked_pair_s": 1e-6})  # paged kernels take no mask
-    assert ModeledClock(paged).step_time(chunk) == toy().step_time(chunk)
+    exact = HardwarePreset(**{**toy().hardware.__dict__, "masked_pair_s": 1e-6})  # serving kernels take no mask
+    assert ModeledClock(exact).step_time(chunk) == toy().step_time(chunk)
 
 
 def test_fit_recovers_known_rates():
@@ -368,3 +368,16 @@ def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
         assert clock.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert p.details["fit"]["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)
+
+
+def test_the_gpu_presets_attention_mode_is_exact_and_an_old_paged_file_still_loads(tmp_path):
+    from tinyserve.cost.presets import PRESET_DIR
+
+    assert {get_preset(n).attention for n in ("h200-70b-fp8", "4xh100-70b-bf16")} == {"exact"}
+    d = json.loads((PRESET_DIR / "h200-70b-fp8.json").read_text())
+    d["attention"] = "paged"  # a calibration file written before the rename: "paged" now names the KV layout
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    old = load_preset(tmp_path / "old.json")
+    assert old.attention == "exact"
+    works = [Work(0, None, "decode", 99, 1), Work(1, None, "prefill", 30, 20)]
+    assert ModeledClock(old).step_time(works) == ModeledClock("h200-70b-fp8").step_time(works)

@@ -270,3 +270,37 @@ def test_no_pickle_loading_in_lib() -> None:
     offenders = [f"{p.relative_to(lib)}:{i}" for p in sources
                  for i, line in enumerate(p.read_text().splitlines(), 1) if banned.search(line)]
     assert offenders == []
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("block_size", [1, 4, 16])
+def test_a_ragged_step_through_block_tables_equals_each_sequence_alone(get_model, device: str, dtype: torch.dtype,
+                                                                       block_size: int) -> None:
+    """The paged layout: K/V written to (block, offset) and read back through each sequence's block table, the
+    tables scattered and out of order; a decode, a fresh prefill, a chunk after a prefix and padding share a step."""
+    model = get_model("random", device, dtype)
+    seqs = {0: text_ids("Fresh prompt!"), 1: text_ids("decode one", 9), 2: text_ids("A long prompt is chunked. ", 31),
+            3: text_ids("連續批次 decode", 17)}
+    nb = sum(-(-len(s) // block_size) for s in seqs.values()) + 3
+    order = torch.randperm(nb, generator=torch.Generator().manual_seed(block_size)).tolist()  # scattered blocks
+    tables, taken = {}, 0
+    for slot, s in seqs.items():
+        n = -(-len(s) // block_size)
+        tables[slot], taken = order[taken:taken + n], taken + n
+    kv = KVCache(model.config, nb, block_size, dtype, model.device)  # the pool: nb blocks of block_size positions
+
+    def paged(segments, sample):
+        return model.forward_step(build_step(segments, sample, model.device, tables, block_size), kv)
+
+    hist = {1: 8, 2: 12, 3: 16}
+    paged([(s, 0, seqs[s][:n]) for s, n in hist.items()], [False] * len(hist))
+    pad = text_ids("pad pad", 5)
+    segments = [(3, 16, seqs[3][16:17]), (0, 0, seqs[0]), (-1, 0, pad), (2, 12, seqs[2][12:25]),
+                (1, 8, seqs[1][8:9])]
+    got = paged(segments, [True] * len(segments))
+    for row, (slot, start, toks) in enumerate(segments):
+        ids = pad if slot < 0 else seqs[slot][:start + len(toks)]
+        assert_logits_close(got[row], full_logits(model, ids)[-1], dtype, f"segment {row} (slot {slot})")
+    got = paged([(2, 25, seqs[2][25:31])], [True])  # continues from what the step above wrote
+    assert_logits_close(got[0], full_logits(model, seqs[2])[-1], dtype, "chunk after a paged step")

@@ -114,6 +114,12 @@ BAD: list[tuple[str, list[str], list[str]]] = [
     ("timeout-inf", RUN + ["--policy", "dynamic", "--timeout", "inf"] + DRY, ["--timeout", "finite", "inf"]),
     ("timeout-text", RUN + ["--policy", "dynamic", "--timeout", "abc"] + DRY, ["--timeout", "number", "abc"]),
     ("kv-budget-0", RUN + ["--policy", "static", "--kv-budget", "0"] + DRY, ["--kv-budget", ">= 1"]),
+    ("kv-layout-unknown", RUN + ["--policy", "static", "--kv-layout", "pages"] + DRY, ["kv_layout", "pages", "slab", "paged"]),
+    ("block-size-0", RUN + ["--policy", "static", "--kv-layout", "paged", "--block-size", "0"] + DRY,
+     ["--block-size", ">= 1"]),
+    ("block-size-with-slabs", RUN + ["--policy", "static", "--block-size", "8"] + DRY, ["block_size", "paged"]),
+    ("paged-pool-too-small", RUN + ["--policy", "continuous", "--kv-layout", "paged", "--kv-budget", "1000"] + DRY,
+     ["kv_budget", "0 blocks", "shortest prompt"]),
     ("max-model-len-too-big", RUN + ["--policy", "static", "--max-model-len", "99999"] + DRY,
      ["max_model_len", "1..4096", "99999"]),
     ("seed-text", RUN + ["--policy", "static", "--seed", "abc"] + DRY, ["--seed", "abc"]),
@@ -352,3 +358,23 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     assert p.returncode == 130, (p.returncode, err[-2000:])
     assert "Traceback" not in err and out == ""
     assert err.splitlines() == ["tinyserve: interrupted"], err
+
+
+def test_a_paged_dry_run_reports_its_blocks(workdir):
+    (workdir / "out").mkdir(exist_ok=True)
+    p = cli(["run", "--workload", "chapter-7.2-longtail", "--policy", "continuous", "--batch-size", "256",
+             "--workload-knob", "rate=16", "--kv-layout", "paged", "--block-size", "16", "--dry-run", "--json",
+             "--trace", "out/paged.json", "--perfetto", "out/paged-perfetto.json"], workdir)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    d = strict_json(p.stdout)
+    # the H200 preset's 51.25e9 bytes of KV in blocks of 16 x 327,680 bytes: 9,775 blocks
+    assert d["kv"]["layout"] == "paged" and (d["kv"]["block_size"], d["kv"]["num_blocks"]) == (16, 9775)
+    m = d["metrics"]
+    assert 0 < m["blocks_used_peak"] <= 9775 and m["preemptions"] >= 0 and m["recomputed_tokens"] >= 0
+    tr = strict_json((workdir / "out" / "paged.json").read_text())
+    assert max(s["blocks_used"] for s in tr["steps"]) == m["blocks_used_peak"]
+    assert all(s["blocks_used"] + s["blocks_free"] == 9775 for s in tr["steps"])
+    assert tr["block_spans"] and all(len(sp) == 5 for sp in tr["block_spans"])
+    counters = {e["name"] for e in strict_json((workdir / "out" / "paged-perfetto.json").read_text())["traceEvents"]
+                if e["ph"] == "C"}
+    assert {"kv_blocks", "preemption"} <= counters

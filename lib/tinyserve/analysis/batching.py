@@ -1,11 +1,11 @@
 """What notebooks 7.1, 7.2 and 7.4 read off a trace, computed once here (torch-free: numpy and the trace only)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import numpy as np
 
+from ..core.blocks import blocks_for
 from ..core.request import FINISHED
 from ..trace.record import DECODE, WASTED, Trace
 
@@ -120,4 +120,4 @@ def schedule(trace: Trace) -> list[list[tuple]]:
 
 def paged_positions(lengths: Iterable[int], block: int) -> int:
     """Positions reserved when each sequence gets whole blocks of `block` positions (rounded up)."""
-    return sum(math.ceil(n / block) for n in lengths) * block
+    return sum(blocks_for(n, block) for n in lengths) * block

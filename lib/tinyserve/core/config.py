@@ -16,6 +16,8 @@ DEFAULT_CHUNK = 512  # the chapter's example chunk length
 # decode-first's bound: TGI's router forces waiting requests in after max_waiting_tokens decode steps, default 20
 # (text-generation-inference launcher, --max-waiting-tokens)
 DEFAULT_MAX_WAITING_STEPS = 20
+LAYOUTS = ("slab", "paged")  # KV layouts: core/kv.py (slabs), core/blocks.py (pages)
+DEFAULT_BLOCK_SIZE = 16  # vLLM's default block size (--block-size)
 UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in flight (drain, then refill)
 # knobs beyond batch_size that each policy takes
 KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
@@ -92,6 +94,8 @@ class RunConfig:
     seed: int = 0
     workload_knobs: dict | None = None
     slab: str = "max_model_len"  # every slot's slab: the server's maximum length, or "longest" (a what-if)
+    kv_layout: str = "slab"  # "slab": one max-length slab per slot; "paged": a block pool (core/blocks.py)
+    block_size: int | None = None  # positions per block, paged only (None: DEFAULT_BLOCK_SIZE, vLLM's 16)
 
     def __post_init__(self) -> None:
         if self.policy != POLICY_OBJECT:
@@ -130,6 +134,13 @@ class RunConfig:
             raise TinyserveError(t("engine.knob.seed", value=self.seed))
         if self.slab not in ("max_model_len", "longest"):
             raise TinyserveError(t("engine.knob.slab", choices="max_model_len, longest", value=self.slab))
+        if self.kv_layout not in LAYOUTS:
+            raise TinyserveError(f"kv_layout: unknown {self.kv_layout!r} (choose {', '.join(LAYOUTS)})")
+        if self.block_size is not None and self.kv_layout != "paged":
+            raise TinyserveError("block_size: applies to the paged layout only (add --kv-layout paged)")
+        if self.kv_layout == "paged":
+            object.__setattr__(self, "block_size", _int("block_size", DEFAULT_BLOCK_SIZE if self.block_size is None
+                                                        else self.block_size, 1))
         if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
             raise TinyserveError(t("engine.knob.workload_knobs", value=self.workload_knobs))
 

@@ -136,6 +136,8 @@ def plan_slabs(hw, n_layer: int, n_embd: int, itemsize: int, dtype_name: str, co
 class SlotPool:
     """Free slots (lowest first, so busy slots stay packed at the front) and bytes reserved vs used."""
 
+    paged = False  # core/blocks.PagedPool: the paged layout
+
     def __init__(self, num_slots: int, slab_tokens: int, bytes_per_token: int):
         self.num_slots = num_slots
         self.slab_tokens = slab_tokens
@@ -149,6 +151,10 @@ class SlotPool:
     @property
     def slab_bytes(self) -> int:
         return self.slab_tokens * self.bytes_per_token
+
+    def fits(self, r) -> bool:
+        """A free slot's slab holds any accepted request (the paged layout asks its free blocks)."""
+        return True
 
     def claim(self) -> int:
         """Take the lowest free slot."""

@@ -31,6 +31,15 @@ class Request:
     finish_reason: str | None = None  # "length" | "eos" | "aborted" | the rejection reason
     prefill_computed_tokens: int = 0  # incl. padding computed on its behalf
     decode_computed_tokens: int = 0  # incl. tokens computed after it was done (wasted)
+    # the paged KV layout (core/blocks.py): its block table, and what preemption made it recompute
+    block_table: list[int] = field(default_factory=list, repr=False)
+    prefill_len: int = -1  # positions its prefill covers: the prompt, or after a preemption prompt + output so far
+    preemptions: int = 0
+    computed_len: int = 0  # positions whose K/V were ever stored: a later prefill below this recomputes them
+
+    def __post_init__(self) -> None:
+        if self.prefill_len < 0:
+            self.prefill_len = len(self.prompt)
 
     @property
     def prompt_len(self) -> int:
@@ -51,8 +60,16 @@ class Request:
 
     @property
     def context_len(self) -> int:
-        """Tokens whose K/V are in the slab."""
+        """Tokens whose K/V are in the slab (or blocks)."""
+        if self.prefill_len != len(self.prompt):  # recomputing after a preemption: only its prefill is stored
+            return self.num_prefilled
         return self.num_prefilled + max(0, self.output_len - 1)
+
+    def prefill_ids(self, start: int, n: int) -> list[int]:
+        """Token ids of prefill positions start..start+n-1 (past the prompt: its output, recomputed)."""
+        if start + n <= len(self.prompt):
+            return self.prompt[start:start + n]
+        return (self.prompt + self.output)[start:start + n]
 
     def fresh(self, output_len_hint: int | None = None) -> Request:
         """A copy with an empty lifecycle (so a workload can run again), optionally with a known output length."""

@@ -17,7 +17,8 @@ from ..cost import clock as clocks
 from ..errors import TinyserveError
 from ..lang import t
 from ..trace.record import StepRecord, Trace, snapshot_requests
-from .config import DTYPE_BYTES, GPTConfig
+from .blocks import admit_paged, blocks_for, paged_pool
+from .config import DEFAULT_BLOCK_SIZE, DTYPE_BYTES, GPTConfig
 from .kv import SlotPool, num_slots_for, plan_slabs
 from .policies import Policy
 from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork
@@ -119,11 +120,13 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
 class Run:
     """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
 
-    def __init__(self, make_runner: Callable[[int, int], ModelRunner] | None, cfg: GPTConfig,
+    def __init__(self, make_runner: Callable[..., ModelRunner] | None, cfg: GPTConfig,
                  requests: list[Request], policy: Policy, clock, workload_name: str, dtype, kv_budget: int | None,
-                 max_model_len: int | None, dry_run: bool, slab: str = "max_model_len"):
-        """make_runner(num_slots, slab_positions): the model's runner with its KV slabs (None for a dry run);
-        dtype: the model's (a torch dtype or its name) for the KV bytes under the wall clock."""
+                 max_model_len: int | None, dry_run: bool, slab: str = "max_model_len", kv_layout: str = "slab",
+                 block_size: int = DEFAULT_BLOCK_SIZE):
+        """make_runner(num_slots, slab_positions[, block_size]): the model's runner with its KV slabs, or its block
+        pool of slab_positions // block_size blocks (None for a dry run); dtype: the model's (a torch dtype or its
+        name) for the KV bytes under the wall clock; kv_layout "slab" or "paged" (core/blocks.py)."""
         self.policy, self.clock, self.dry_run = policy, clock, dry_run
         self.requests = requests
         self.now = 0.0
@@ -142,16 +145,32 @@ class Run:
         plan = plan_slabs(getattr(clock, "hardware", None), cfg.n_layer, cfg.n_embd, size,
                           str(dtype).removeprefix("torch."), cfg.n_positions, kv_budget, max_model_len, slab)
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
-        accepted = plan.admit(requests)
-        longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-        slab_tokens = plan.slab_tokens(longest)
+        self.paged = kv_layout == "paged"
         bpt = plan.bytes_per_token
-        self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab_tokens * bpt), slab_tokens, bpt)
+        if self.paged:  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
+            longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
+            self.pool = paged_pool(policy.batch_size, self.kv_capacity, plan.slab_tokens(longest) * bpt,
+                                   block_size, bpt)
+            accepted = admit_paged(self.pool, requests, plan.capacity_name)
+        else:
+            accepted = plan.admit(requests)
+            longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+            slab_tokens = plan.slab_tokens(longest)
+            self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab_tokens * bpt), slab_tokens,
+                                 bpt)
         # the real model's tensors: max_model_len if given, else the run's longest (a 4,096-position float64 slab
-        # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which)
-        self.kv_tensor_positions = None if dry_run or not accepted else max_model_len or longest
-        self.runner = None if self.kv_tensor_positions is None else make_runner(self.pool.num_slots,
-                                                                                 self.kv_tensor_positions)
+        # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which).
+        # Paged: lowest-first allocation keeps block ids below the most ever held at once, at most every slot's
+        # longest sequence, so the tensors need no more blocks than that, however large the modeled pool
+        if self.paged:
+            most = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+            tensor = block_size * min(self.pool.num_blocks, self.pool.num_slots * blocks_for(most, block_size))
+        else:
+            tensor = max_model_len or longest
+        self.kv_tensor_positions = None if dry_run or not accepted else tensor
+        self.runner = None if self.kv_tensor_positions is None else (
+            make_runner(self.pool.num_slots, self.kv_tensor_positions, block_size) if self.paged
+            else make_runner(self.pool.num_slots, self.kv_tensor_positions))
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         self.workload_knobs: dict = {}  # a named workload's knobs (Engine.start sets them), named in the trace
@@ -180,6 +199,11 @@ class Run:
         t_loop = time.perf_counter()
         while self.pending and self.pending[0].arrival_s <= self.now:
             self.policy.add(self.pending.popleft())
+        if self.paged:
+            self.pool.begin_step(len(self.steps))
+            self.policy.grow()
+            if self.pool.preempted:  # who left took their K/V with them
+                self.kv_used_tokens = self._running_context()
         plan = self.policy.plan(self.now, more_coming=bool(self.pending))
         works = plan.works
         if not works:
@@ -202,12 +226,14 @@ class Run:
         start = self.now
         self.now += self.clock.step_time(works, measured)
         newly_done = self._advance(works, sampled, start)
+        if self.paged:
+            self._record_blocks(works)
         new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__: runs per slot per step
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))
                           for w in works],
                          self.pool.reserved_bytes(), self.kv_used_tokens * self.pool.bytes_per_token, measured,
-                         len(self.policy.waiting))
+                         len(self.policy.waiting), **self._block_fields)
         self.steps.append(rec)
         for r in newly_done:
             self.policy.finished(r)
@@ -216,6 +242,27 @@ class Run:
         self.num_done += len(newly_done)
         self.loop_s += time.perf_counter() - t_loop
         return rec
+
+    _block_fields: dict = {}  # the paged layout's StepRecord fields of the step being recorded (none for slabs)
+
+    def _record_blocks(self, works) -> None:
+        """The step's block counts, preemptions and recomputed tokens (after its K/V were stored)."""
+        pool, recomputed, resumed = self.pool, 0, []
+        for w in works:
+            r = w.request
+            if w.phase != "prefill" or not r.preemptions:
+                continue
+            if r.computed_len > w.start:  # positions it had stored before a preemption
+                recomputed += min(w.start + w.tokens, r.computed_len) - w.start
+            if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
+                resumed.append(r.id)  # its recompute ended here and sampled its next token
+        size, waste = pool.block_size, 0
+        for r in self.policy.running:  # internal waste: the unfilled tail of each sequence's last filled block
+            filled = r.context_len  # (blocks a chunked prompt holds ahead of its chunks are held, not waste)
+            waste += min(len(r.block_table) * size - filled, -filled % size)
+        self._block_fields = {"blocks_used": pool.held, "blocks_free": pool.free_blocks, "block_waste": waste,
+                              "preempted": tuple(pool.preempted), "resumed": tuple(resumed),
+                              "recomputed_tokens": recomputed}
 
     def _running_context(self) -> int:
         """Tokens whose K/V the slot holders keep (Request.context_len summed over the policy's running)."""
@@ -240,8 +287,10 @@ class Run:
                 r.num_prefilled += w.tokens
                 r.prefill_computed_tokens += w.tokens + w.padding
                 grown += w.tokens  # its K/V stored; the first token it samples adds none (context_len)
-                if r.num_prefilled < r.prompt_len:
+                if r.num_prefilled < r.prefill_len:
                     continue
+                if r.prefill_len != r.prompt_len:  # a recompute after a preemption is done: decoding as before
+                    r.num_prefilled = r.prefill_len = r.prompt_len
             else:
                 r.decode_computed_tokens += 1
                 grown += 1  # the K/V of the token it fed
@@ -266,4 +315,6 @@ class Run:
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
                      kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
                      slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
-                     kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs))
+                     kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs),
+                     **({"kv_layout": "paged", "block_size": self.pool.block_size, "num_blocks": self.pool.num_blocks,
+                         "block_spans": self.pool.closed_spans(len(self.steps) - 1)} if self.paged else {}))

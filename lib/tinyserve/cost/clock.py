@@ -26,7 +26,7 @@ ran at ~0.2 us a key, of 256 keys at ~0.4). GPU presets state no such cache: a 7
 The parts are added, not overlapped: a prefill chunk's compute no longer hides the decodes' KV reads (on a GPU
 they are different kernels, run one after the other). ``attention`` says how the attention calls are made:
 
-  "paged"          a serving engine (vLLM, SGLang, TGI): one batched call for every decode, each reading exactly its
+  "exact"          a serving engine (vLLM, SGLang, TGI): one batched call for every decode, each reading exactly its
                    own keys; a chunk attends causally to its prefix. A static batch is a rectangle, as in real
                    servers: its decodes attend over the padded length (Work.pad_keys), finished members included,
                    whose context keeps growing with the batch's.
@@ -37,8 +37,19 @@ they are different kernels, run one after the other). ``attention`` says how the
                    blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does
                    NOT pad its decodes: a static batch's decodes read their own context (rounded up to their
                    group's), and a finished member re-runs its last position. So under a tinyserve-* preset
-                   (cpu-tiny) a static batch is priced as the tiny engine computes it, and under a paged preset
+                   (cpu-tiny) a static batch is priced as the tiny engine computes it, and under an exact preset
                    as a real server computes it.
+
+The paged KV layout (core/blocks.py) is priced as the same works: exact presets already read exactly each
+sequence's keys, which is what a paged kernel reads. What paging adds is the block-table indirection: one 4-byte
+block id per block of keys read, per layer. On the GPU presets a block of 16 positions holds 16 x 327,680 / 80 =
+65,536 bytes per layer, so the table adds 4 / 65,536 = 0.006% to the KV bytes read, and we assume (stated) that a
+modern paged kernel (FlashAttention / FlashInfer with a block table, vLLM v1) loses nothing else to the
+indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% slower than FasterTransformer's
+contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
+What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
+one. Under cpu-tiny (tinyserve-cpu) a paged step is priced as a slab step: the preset is not re-fitted for the
+gather through the table, whose real cost the wall clock measures.
 
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more
@@ -111,17 +122,17 @@ class ModeledClock:
         calls), rows (sequences over all calls) and attn: one (kind, keys read, query-key pairs, rows) per call.
         """
         mode = self.hardware.attention
-        paged = mode == "paged"
+        exact = mode == "exact"
         tokens = written = masked = 0
         attn: list[tuple[str, int, int]] = []
         decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.runner.build_step lists them
-        dec_n = dec_keys = dec_max = 0  # paged: one call, so only the count, total and longest keys matter
+        dec_n = dec_keys = dec_max = 0  # exact: one call, so only the count, total and longest keys matter
         for w in works:  # runs for every slot of every step of a dry run: keep it lean
             n, s, p = w.tokens, w.start, w.padding
             tokens += n + p  # padding and wasted decodes go through every matmul like useful tokens
             written += n  # padding is stored nowhere
             if n == 1:  # a decode (or a 1-token chunk): reads its slab
-                if paged:
+                if exact:
                     k = s + 1 + w.pad_keys  # the rectangle: see the docstring
                     dec_n += 1
                     dec_keys += k
@@ -130,9 +141,9 @@ class ModeledClock:
                 else:
                     decodes.append((len(decodes), w.slot, s + 1))
             elif n:
-                # causal from position 0; after a prefix, paged kernels skip the masked half, tinyserve's explicit
+                # causal from position 0; after a prefix, serving kernels skip the masked half, tinyserve's explicit
                 # mask computes the whole n x (s + n) block
-                if paged:
+                if exact:
                     pairs = n * s + n * (n + 1) // 2
                 elif s:
                     pairs = n * (s + n)
@@ -142,7 +153,7 @@ class ModeledClock:
                 attn.append(("prefill", s + n, pairs, 1))  # reads its prefix and its own new K/V from the slab
             if p:  # a padding segment: computed, attends to itself only, reads no slab
                 attn.append(("padding", 0, cpu_causal_pairs(p) if mode == "tinyserve-cpu" else p * (p + 1) // 2, 1))
-        if paged:  # one batched call, each decode reading exactly its keys
+        if exact:  # one batched call, each decode reading exactly its keys
             if dec_n:
                 attn.append(("decode", dec_keys, dec_keys, dec_n))
         else:  # the groups forward_step really makes, each reading (slots in range) x (longest context)
@@ -151,7 +162,7 @@ class ModeledClock:
                 rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
                 keys = rows * max(k for _, _, k in g)
                 attn.append(("decode", keys, keys, rows))
-        walk = dec_max if paged else sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
+        walk = dec_max if exact else sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
                 "walk": walk, "attn": attn, "masked_pairs": masked}
 

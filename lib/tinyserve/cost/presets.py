@@ -49,7 +49,7 @@ class HardwarePreset:
     # more per query-key pair of an attention call given an explicit mask (tinyserve's chunk after a prefix: the
     # n x (start + n) mask is read and added for every pair; a causal call from position 0 has none); 0 = none
     masked_pair_s: float = 0.0
-    attention: str = "paged"  # how attention calls are made: see ATTENTION
+    attention: str = "exact"  # how attention calls are made: see ATTENTION
 
     def text(self, what: str = "description") -> str | list[str]:
         """A text of this preset in the learner's language: "description", "sources" (a list) or "details.KEY".
@@ -74,7 +74,8 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
                 "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
                 "big_step_tokens", "big_step_token_s", "masked_pair_s"}
-ATTENTION = ("paged", "tinyserve-cpu", "tinyserve-cuda")  # see the module docstring
+ATTENTION = ("exact", "tinyserve-cpu", "tinyserve-cuda")  # see cost/clock.py's docstring
+OLD_ATTENTION = {"paged": "exact"}  # the name before "paged" came to mean the KV layout (core/blocks.py)
 
 
 def _finite(v: float) -> bool:
@@ -109,7 +110,8 @@ def load_preset(path: str | Path) -> HardwarePreset:
             raise TinyserveError(f"hardware: {path}: {k} must be a finite number "
                                  f"{'>= 0' if k in _MAY_BE_ZERO else '> 0'}, got {v!r}")
         d[k] = typ(v)
-    if d.get("attention", "paged") not in ATTENTION:
+    d["attention"] = OLD_ATTENTION.get(d.get("attention", "exact"), d.get("attention", "exact"))  # old files load
+    if d["attention"] not in ATTENTION:
         raise TinyserveError(f"hardware: {path}: attention must be one of {', '.join(ATTENTION)}, got {d['attention']!r}")
     if d.get("kv_cache_bytes", 0) > 0 and not d.get("kv_cache_bandwidth_Bps", 0) > 0:
         raise TinyserveError(f"hardware: {path}: kv_cache_bytes > 0 needs kv_cache_bandwidth_Bps > 0")

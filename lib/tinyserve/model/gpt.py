@@ -73,6 +73,13 @@ def causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return y.transpose(1, 2)
 
 
+def gather(c: torch.Tensor, tables: torch.Tensor, T: int) -> torch.Tensor:
+    """Keys (or values) of sequences read through their block tables: (B, blocks) ids -> (B, H, T, hd), a copy."""
+    g = c[tables]  # (B, blocks, H, block_size, hd)
+    B, nb, H, bs, hd = g.shape
+    return g.transpose(1, 2).reshape(B, H, nb * bs, hd)[:, :, :T]
+
+
 def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
     """A ragged step's attention for one layer: store the new K/V in the slabs (kc, vc: that layer's), then each
     decode group attends over a view of its slots' slabs and each prefill segment over its own. (N, H, hd) each."""
@@ -88,15 +95,22 @@ def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
             T = g.mask.shape[-1]
             qd = q.new_zeros(g.hi - g.lo, H, 1, hd)
             qd[g.offsets, :, 0] = q[g.rows]
-            yd = F.scaled_dot_product_attention(qd, kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T], attn_mask=g.mask)
+            if g.tables is None:
+                kd, vd = kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T]
+            else:  # the paged layout: gathered from the block pool
+                kd, vd = gather(kc, g.tables, T), gather(vc, g.tables, T)
+            yd = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=g.mask)
             y[g.rows] = yd[g.offsets, :, 0]
-        for row, n, slot, start in s.prefills:
+        for i, (row, n, slot, start) in enumerate(s.prefills):
             qs = q[row:row + n].transpose(0, 1).unsqueeze(0)  # (1, H, n, hd)
             if slot < 0:  # padding: attends to itself only, stored nowhere
                 ks = k[row:row + n].transpose(0, 1).unsqueeze(0)
                 vs = v[row:row + n].transpose(0, 1).unsqueeze(0)
-            else:
+            elif s.prefill_tables is None:
                 ks, vs = kc[slot:slot + 1, :, :start + n], vc[slot:slot + 1, :, :start + n]
+            else:
+                table = s.prefill_tables[i][None]
+                ks, vs = gather(kc, table, start + n), gather(vc, table, start + n)
             if start == 0 or slot < 0:
                 ys = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True)
             else:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import torch
 
 from ..core.config import GPTConfig
+from ..core.blocks import blocks_for
 from ..core.kv import GROUP_CALL_COST_CUDA, group_decodes, kv_bytes_per_token
 from ..core.request import Work, check_length
 from ..core.tokenizer import EOS
@@ -28,6 +29,7 @@ class DecodeGroup:
     rows: torch.Tensor  # rows of the step's decode tokens in this group
     offsets: torch.Tensor  # their slot - lo
     mask: torch.Tensor  # (hi - lo, 1, 1, T) bool, True = attend
+    tables: torch.Tensor | None = None  # paged: (hi - lo, blocks) block ids its keys are gathered through
 
 
 @dataclass
@@ -47,10 +49,15 @@ class StepInput:
     decode_groups: list[DecodeGroup]
     prefills: list[tuple[int, int, int, int]]  # (row_start, n_tokens, slot, start_pos)
     logits_rows: torch.Tensor  # rows whose next-token logits are wanted
+    prefill_tables: list | None = None  # paged: each prefill's block ids (a tensor; None for padding)
 
 
-def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device) -> StepInput:
-    """Turn [(slot, start_pos, token_ids)] into a StepInput; sample[i] asks for segment i's last logits."""
+def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device,
+               tables: dict[int, list[int]] | None = None, block_size: int = 0) -> StepInput:
+    """Turn [(slot, start_pos, token_ids)] into a StepInput; sample[i] asks for segment i's last logits.
+
+    tables (the paged layout): each slot's block table; K/V are then written to (block, offset) and read through
+    the tables, and write_slots / write_pos hold blocks and offsets."""
     ids: list[int] = []
     pos: list[int] = []
     wr_rows: list[int] = []
@@ -65,8 +72,13 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
         pos.extend(range(start, start + n))
         if slot >= 0:
             wr_rows.extend(range(row, row + n))
-            wr_slots.extend([slot] * n)
-            wr_pos.extend(range(start, start + n))
+            if tables is None:
+                wr_slots.extend([slot] * n)
+                wr_pos.extend(range(start, start + n))
+            else:
+                table = tables[slot]
+                wr_slots.extend(table[p // block_size] for p in range(start, start + n))
+                wr_pos.extend(p % block_size for p in range(start, start + n))
         if n == 1 and slot >= 0:
             dec.append((row, slot, start + 1))
         else:
@@ -79,6 +91,9 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
 
     groups = []
     cost = GROUP_CALL_COST_CUDA if torch.device(device).type == "cuda" else None
+    if tables is not None:
+        return _paged_step(t, ids, pos, wr_rows, wr_slots, wr_pos, dec, prefills, logit_rows, tables, block_size,
+                           cost, device)
     for g in group_decodes(sorted(dec, key=lambda d: d[1]), cost):
         lo, hi = g[0][1], g[-1][1] + 1
         lens = [1] * (hi - lo)  # slots in the range that do not decode see one (ignored) key
@@ -89,8 +104,25 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
     return StepInput(t(ids), t(pos), t(wr_rows), t(wr_slots), t(wr_pos), groups, prefills, t(logit_rows))
 
 
+def _paged_step(t, ids, pos, wr_rows, wr_slots, wr_pos, dec, prefills, logit_rows, tables, block_size, cost,
+                device) -> StepInput:
+    """build_step's paged half: the same decode groups, each a batch of its decodes' keys gathered through their
+    block tables (padded with block 0 and masked), and each prefill's table."""
+    groups = []
+    for g in group_decodes(sorted(dec, key=lambda d: d[1]), cost):
+        ctx = [c for _, _, c in g]
+        nb = blocks_for(max(ctx), block_size)
+        tab = [tables[slot][:nb] + [0] * (nb - min(nb, len(tables[slot]))) for _, slot, _ in g]
+        mask = (torch.arange(nb * block_size, device=device)[None, :] < t(ctx)[:, None])[:, None, None, :]
+        groups.append(DecodeGroup(0, len(g), t([r for r, _, _ in g]), t(list(range(len(g)))), mask, t(tab)))
+    ptabs = [None if slot < 0 else t(tables[slot][:blocks_for(start + n, block_size)])
+             for _, n, slot, start in prefills]
+    return StepInput(t(ids), t(pos), t(wr_rows), t(wr_slots), t(wr_pos), groups, prefills, t(logit_rows), ptabs)
+
+
 class KVCache:
-    """One slab per slot: K and V for every layer, reserved at max_len positions (Ch. 7's layout)."""
+    """One slab per slot: K and V for every layer, reserved at max_len positions (Ch. 7's layout). The paged
+    layout's block pool is the same tensor read the other way: num_blocks slabs of block_size positions."""
 
     def __init__(self, cfg: GPTConfig, num_slots: int, max_len: int, dtype: torch.dtype, device: torch.device):
         shape = (cfg.n_layer, num_slots, cfg.n_head, max_len, cfg.head_dim)
@@ -126,8 +158,8 @@ def step_segments(works: list[Work], token_ids: Callable[[int, Work], list[int]]
             sample.append(w.phase != "wasted")
         elif w.phase == "prefill":
             r = w.request
-            segments.append((w.slot, w.start, r.prompt[w.start:w.start + w.tokens]))
-            sample.append(w.start + w.tokens == r.prompt_len)
+            segments.append((w.slot, w.start, r.prefill_ids(w.start, w.tokens)))
+            sample.append(w.start + w.tokens == r.prefill_len)
         else:
             segments.append((w.slot, w.start, [w.request.output[-1]]))
             sample.append(w.phase == "decode")
@@ -138,15 +170,19 @@ def step_segments(works: list[Work], token_ids: Callable[[int, Work], list[int]]
 
 
 class ModelRunner:
-    """A model and its KV slabs (num_slots x max_len positions); executes steps."""
+    """A model and its KV slabs (num_slots x max_len positions), or with block_size its block pool (max_len //
+    block_size blocks, read through the requests' block tables); executes steps."""
 
-    def __init__(self, model: TinyGPT, num_slots: int, max_len: int):
+    def __init__(self, model: TinyGPT, num_slots: int, max_len: int, block_size: int | None = None):
         self.model, self.device = model, model.device
-        self.kv = KVCache(model.config, num_slots, max_len, model.dtype, model.device)
+        self.block_size = block_size
+        rows, positions = (max_len // block_size, block_size) if block_size else (num_slots, max_len)
+        self.kv = KVCache(model.config, rows, positions, model.dtype, model.device)
+        self._tables: dict[int, list[int]] | None = None  # paged: the step's slot -> block table
 
     def build(self, segments: Segments, sample: list[bool]) -> StepInput:
         """The step's index tensors."""
-        return build_step(segments, sample, self.device)
+        return build_step(segments, sample, self.device, self._tables, self.block_size or 0)
 
     def forward(self, step: StepInput) -> list[int]:
         """One forward over the step's tokens; the greedy next token of every sampling segment, in order."""
@@ -154,6 +190,8 @@ class ModelRunner:
 
     def execute(self, works: list[Work], token_ids: Callable[[int, Work], list[int]] | None = None) -> list[int]:
         """Run one step of works (step_segments, build, forward): the tokens they sample."""
+        if self.block_size:
+            self._tables = {w.slot: w.request.block_table for w in works}
         return self.forward(self.build(*step_segments(works, token_ids)))
 
     @staticmethod

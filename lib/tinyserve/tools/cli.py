@@ -92,6 +92,8 @@ def _run_parser(r: argparse.ArgumentParser) -> None:
     r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help="positions per slab")
     r.add_argument("--slab", choices=("max_model_len", "longest"), default="max_model_len",
                    help="slab size: the server's maximum length (default) or, as a what-if, the run's longest request")
+    r.add_argument("--kv-layout", default="slab", help="slab (default: one max-length slab per slot) | paged (blocks)")
+    r.add_argument("--block-size", type=_positive_int("--block-size"), help="positions per KV block (paged; default 16)")
     r.add_argument("--seed", type=int, default=0, help="a named workload's seed, and a JSONL file's synthetic prompts'")
     r.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
                    help="a named workload's parameter, e.g. n=100 or rate=6 (repeatable; see `tinyserve workloads`)")
@@ -189,7 +191,7 @@ def cmd_run(a) -> None:
                     max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first,
                     max_waiting_steps=a.max_waiting_steps, clock=a.clock,
                     hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len, slab=a.slab,
-                    dry_run=a.dry_run, seed=a.seed, workload_knobs=dict(a.workload_knob), progress=progress)
+                    kv_layout=a.kv_layout, block_size=a.block_size, dry_run=a.dry_run, seed=a.seed, workload_knobs=dict(a.workload_knob), progress=progress)
     rejected = [r for r in tr.requests if r.status == "rejected"]
     for r in rejected:
         print(f"tinyserve: rejected request {r.id}: {r.finish_reason}", file=sys.stderr)

@@ -120,6 +120,19 @@ def _step_column(tr: Trace, name: str, dtype) -> np.ndarray:
     return np.fromiter(map(operator.attrgetter(name), tr.steps), dtype=dtype, count=len(tr.steps))
 
 
+def _recompute_tokens(tr: Trace, token, ph, step, req, index) -> np.ndarray:
+    """Tokens of a run with preemptions: only a request's first prefill to end its prompt made a token (a later one
+    is a recompute chunk); a recompute's last chunk, ending past the prompt, made one (StepRecord.resumed)."""
+    pre = np.flatnonzero(token & (ph == PREFILL))
+    _, first = np.unique(req[pre], return_index=True)
+    token = token & (ph != PREFILL)
+    token[pre[first]] = True
+    for k, s in enumerate(tr.steps):
+        for rid in s.resumed:
+            token[(step == k) & (req == index[rid]) & (ph == PREFILL)] = True
+    return token
+
+
 def _works_table(tr: Trace) -> WorkTable:
     n = len(tr.steps)
     counts = np.fromiter(map(len, map(operator.attrgetter("works"), tr.steps)), dtype=np.int64, count=n)
@@ -133,6 +146,8 @@ def _works_table(tr: Trace) -> WorkTable:
     ph = np.fromiter(map(_WORK_CODE.__getitem__, flat[2::6]), dtype=np.int8, count=m)
     prompt_len = np.array([r.prompt_len for r in tr.requests], dtype=np.int64)
     token = (ph == DECODE) | ((ph == PREFILL) & (start + tokens == prompt_len[req] if m else False))
+    if any(s.resumed for s in tr.steps):  # the paged layout preempted someone
+        token = _recompute_tokens(tr, token, ph, step, req, index)
     end = _step_column(tr, "start_s", np.float64) + _step_column(tr, "duration_s", np.float64)
     # gaps: each token's time minus the same request's previous token (or its arrival for the first one)
     gap = np.full(m, np.nan)

@@ -23,6 +23,8 @@ def request_dict(tr: Trace, r: Request, tokens: bool = False) -> dict:
         "prefill_computed_tokens": r.prefill_computed_tokens,
         "decode_computed_tokens": r.decode_computed_tokens,
     }
+    if tr.kv_layout == "paged":
+        d["preemptions"] = r.preemptions
     if tokens:
         d["tokens"] = None if tr.dry_run else list(r.output)
     return d
@@ -36,7 +38,9 @@ def summary(tr: Trace, tokens: bool = False) -> dict:
             "kv": {"units": tr.kv_units, "dtype": tr.kv_dtype, "bytes_per_token": tr.kv_bytes_per_token,
                    "capacity_bytes": tr.kv_capacity_bytes, "slab_bytes": tr.slab_bytes,
                    "slab_tokens": tr.slab_tokens, "slab_rule": tr.slab_rule,
-                   "tensor_positions": tr.kv_tensor_positions},
+                   "tensor_positions": tr.kv_tensor_positions,
+                   **({"layout": "paged", "block_size": tr.block_size, "num_blocks": tr.num_blocks}
+                      if tr.kv_layout == "paged" else {})},
             "metrics": metrics(tr), "requests": [request_dict(tr, r, tokens) for r in tr.requests]}
 
 
@@ -46,11 +50,23 @@ def to_dict(tr: Trace) -> dict:
     d["steps"] = [{"index": s.index, "start_s": s.start_s, "duration_s": s.duration_s,
                    "measured_s": s.measured_s, "kv_reserved_bytes": s.kv_reserved_bytes,
                    "kv_used_bytes": s.kv_used_bytes, "num_waiting": s.num_waiting,
-                   "works": [w._asdict() for w in s.works]}
+                   "works": [w._asdict() for w in s.works], **_block_fields(tr, s)}
                   for s in tr.steps]
+    if tr.kv_layout == "paged":
+        d["block_spans"] = [list(sp) for sp in tr.block_spans]
     for rd, r in zip(d["requests"], tr.requests):
         rd["token_times_s"] = list(r.token_times)
     return d
+
+
+BLOCK_FIELDS = ("blocks_used", "blocks_free", "block_waste", "preempted", "resumed", "recomputed_tokens")
+
+
+def _block_fields(tr: Trace, s: StepRecord) -> dict:
+    """A paged run's per-step block fields, as JSON (none for slabs: their documents stay as they were)."""
+    if tr.kv_layout != "paged":
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(s, k)) for k in BLOCK_FIELDS)}
 
 
 def to_perfetto(tr: Trace) -> dict:
@@ -93,6 +109,11 @@ def to_perfetto(tr: Trace) -> dict:
                    "args": {"busy_slots": len(s.works), "tokens": s.tokens}})
         ev.append({"ph": "C", "pid": 1, "name": "kv_bytes", "ts": s.start_s * us,
                    "args": {"reserved": s.kv_reserved_bytes, "used": s.kv_used_bytes}})
+        if tr.kv_layout == "paged":
+            ev.append({"ph": "C", "pid": 1, "name": "kv_blocks", "ts": s.start_s * us,
+                       "args": {"used": s.blocks_used, "free": s.blocks_free, "waste_positions": s.block_waste}})
+            ev.append({"ph": "C", "pid": 1, "name": "preemption", "ts": s.start_s * us,
+                       "args": {"preempted": len(s.preempted), "recomputed_tokens": s.recomputed_tokens}})
     for slot in list(open_):
         close(slot)
     return {"traceEvents": ev, "displayTimeUnit": "ms",
@@ -112,12 +133,13 @@ def trace_from_dict(cls, d: dict) -> Trace:
                     output=list(out), token_times=list(times), admitted_s=rd.get("admitted_s"),
                     finish_s=rd.get("finish_s"), finish_reason=rd.get("finish_reason"),
                     prefill_computed_tokens=rd.get("prefill_computed_tokens", 0),
-                    decode_computed_tokens=rd.get("decode_computed_tokens", 0))
+                    decode_computed_tokens=rd.get("decode_computed_tokens", 0), preemptions=rd.get("preemptions", 0))
         r.num_prefilled = r.prompt_len if r.token_times else 0
         reqs.append(r)
     steps = [StepRecord(sd["index"], sd["start_s"], sd["duration_s"], [SlotWork(**w) for w in sd["works"]],
                         sd["kv_reserved_bytes"], sd["kv_used_bytes"], sd.get("measured_s"),
-                        sd.get("num_waiting", 0))
+                        sd.get("num_waiting", 0),
+                        **{k: tuple(sd[k]) if isinstance(sd[k], list) else sd[k] for k in BLOCK_FIELDS if k in sd})
              for sd in d.get("steps", [])]
     kv = d.get("kv", {})
     return cls(d["policy"], d["workload"], d["clock"], d.get("hardware"), d["num_slots"], dict(d.get("knobs", {})),
@@ -125,4 +147,6 @@ def trace_from_dict(cls, d: dict) -> Trace:
                kv_dtype=kv.get("dtype"), kv_bytes_per_token=kv.get("bytes_per_token", 0),
                kv_capacity_bytes=kv.get("capacity_bytes"), slab_bytes=kv.get("slab_bytes", 0),
                slab_tokens=kv.get("slab_tokens", 0), slab_rule=kv.get("slab_rule", ""),
-               kv_tensor_positions=kv.get("tensor_positions"), workload_knobs=dict(d.get("workload_knobs", {})))
+               kv_tensor_positions=kv.get("tensor_positions"), workload_knobs=dict(d.get("workload_knobs", {})),
+               kv_layout=kv.get("layout", "slab"), block_size=kv.get("block_size", 0), num_blocks=kv.get("num_blocks", 0),
+               block_spans=[tuple(sp) for sp in d.get("block_spans", [])])

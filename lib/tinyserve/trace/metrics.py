@@ -73,7 +73,15 @@ def metrics(tr: Trace) -> dict:
         "kv_units": tr.kv_units,
         "kv_capacity_bytes": tr.kv_capacity_bytes,
         **kv_fit(tr),
+        **(paged_metrics(tr) if tr.kv_layout == "paged" else {}),
     }
+
+
+def paged_metrics(tr: Trace) -> dict:
+    """The paged layout's: preemptions, prefill tokens computed again after them, the most blocks held at once."""
+    return {"preemptions": sum(len(s.preempted) for s in tr.steps),
+            "recomputed_tokens": sum(s.recomputed_tokens for s in tr.steps),
+            "blocks_used_peak": max((s.blocks_used for s in tr.steps), default=0)}
 
 
 def useful_slot_seconds(tr: Trace) -> float:

@@ -41,6 +41,12 @@ class Trace:
     slab_rule: str = ""  # what sized the slab: "max_model_len: ..." (a slab server) or "longest: ..." (a what-if)
     kv_tensor_positions: int | None = None  # positions per slot of the real model's KV tensors (None: dry run)
     workload_knobs: dict = field(default_factory=dict)  # a named workload's knobs, e.g. {"rate": 2.0}
+    kv_layout: str = "slab"  # "paged": a block pool, a block table per sequence (core/blocks.py)
+    block_size: int = 0  # positions per block (paged)
+    num_blocks: int = 0  # blocks in the pool (paged)
+    # each time a block was held: (block, request id, its index in the request's table, first step, last step);
+    # a block map (blocks x steps, owner per cell) is these spans drawn as bars
+    block_spans: list[tuple] = field(default_factory=list)
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ---- views -------------------------------------------------------------------------------------------

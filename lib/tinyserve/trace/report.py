@@ -33,7 +33,10 @@ def format_summary(tr: Trace) -> str:
         f"  kv ({_kv_units(tr)})  reserved peak {_bytes(m['kv_reserved_bytes_peak'])}, used peak "
         f"{_bytes(m['kv_used_bytes_peak'])}",
     ]
-    if m["kv_capacity_bytes"] is not None:
+    if tr.kv_layout == "paged":
+        lines.append(f"  kv blocks  {tr.num_blocks:,} of {tr.block_size} positions, peak {m['blocks_used_peak']:,} held;"
+                     f" {m['preemptions']} preemptions, {m['recomputed_tokens']:,} tokens recomputed")
+    elif m["kv_capacity_bytes"] is not None:
         lines.append(f"  kv capacity {_bytes(m['kv_capacity_bytes'])}: {m['kv_fit_slabs']} sequences as max-length "
                      f"slabs, ~{m['kv_fit_exact']} with exact allocation of what they held")
     return "\n".join(lines)

@@ -16,7 +16,7 @@ from ..request import Work
 
 
 def _prefill(r, n: int | None = None) -> Work:
-    left = r.prompt_len - r.num_prefilled
+    left = r.prefill_len - r.num_prefilled
     return Work(r.slot, r, "prefill", r.num_prefilled, left if n is None else min(n, left))
 
 
@@ -30,7 +30,7 @@ class SeparatePrefill(ContinuousBatching):
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         self._admit()
-        prefills = [_prefill(r) for r in self.running if r.num_prefilled < r.prompt_len]
+        prefills = [_prefill(r) for r in self.running if r.num_prefilled < r.prefill_len]
         return Plan(prefills if prefills else self._decodes())
 
 
@@ -50,12 +50,12 @@ class WholePromptBudget(ContinuousBatching):
         works = self._decodes()
         budget = self.max_batch_tokens - len(works)
         # a prompt longer than the whole budget could never run: let it through alone rather than block forever
-        while (self.waiting and self.pool.num_free and len(self.running) < self.batch_size
-               and (self.waiting[0].prompt_len <= budget or (not works and budget == self.max_batch_tokens))):
+        while self._admits() and (self.waiting[0].prefill_len <= budget
+                                  or (not works and budget == self.max_batch_tokens)):
             r = self.waiting.popleft()
             self._claim(r)
             works.append(_prefill(r))
-            budget -= r.prompt_len
+            budget -= r.prefill_len
         return Plan(works)
 
 
@@ -75,7 +75,7 @@ class ChunkOnly(ChunkedPrefill):
         for r in self.running:
             if budget <= 0:
                 break
-            if r.num_prefilled < r.prompt_len:
+            if r.num_prefilled < r.prefill_len:
                 w = _prefill(r, min(self.chunk_size, budget))
                 chunks.append(w)
                 budget -= w.tokens

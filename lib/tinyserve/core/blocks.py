@@ -1,0 +1,112 @@
+"""The paged KV layout (Ch. 8's answer to the slab): a pool of fixed-size blocks and a block table per sequence.
+
+Torch-free (nano-vllm's block manager, vLLM's names), so a dry run allocates the very blocks a real run's model
+reads through. A sequence holds ceil(positions / block_size) blocks, taken as it grows and all given back when it
+finishes or is preempted. Slots stay as the batch's rows (vLLM's max_num_seqs): a paged run has batch_size of them,
+none reserving memory; admission is limited by free blocks. Which request is preempted, and how it is recomputed,
+is the policy's decision (policies.Policy.grow).
+"""
+from __future__ import annotations
+
+import heapq
+
+from ..errors import TinyserveError
+from .kv import SlotPool
+from .request import REJECTED, Request
+
+
+def blocks_for(positions: int, block_size: int) -> int:
+    """Blocks a sequence of `positions` positions holds (the last one partly filled)."""
+    return -(-positions // block_size)
+
+
+class PagedPool(SlotPool):
+    """Slots (rows of the batch) plus a pool of KV blocks handed out to sequences' block tables."""
+
+    paged = True
+
+    def __init__(self, num_slots: int, num_blocks: int, block_size: int, bytes_per_token: int):
+        super().__init__(num_slots, 0, bytes_per_token)  # no slab: a slot reserves nothing
+        self.num_blocks, self.block_size = num_blocks, block_size
+        # a heap, lowest block first: held blocks stay packed at the bottom, so the block map reads easily and
+        # the real model's tensors need only as many blocks as were ever held at once (ids stay below that peak)
+        self._free_blocks = list(range(num_blocks))
+        self.held = 0  # blocks in sequences' tables
+        self.step = 0  # the step being planned (Run.step sets it): block spans are dated with it
+        self.preempted: list[str] = []  # requests preempted while planning this step
+        self.spans: list[list] = []  # [block, request id, index in its table, first step, last step or None]
+        self._open: dict[int, list] = {}  # block -> its open span
+
+    @property
+    def free_blocks(self) -> int:
+        return len(self._free_blocks)
+
+    def begin_step(self, index: int) -> None:
+        """A new step is being planned."""
+        self.step, self.preempted = index, []
+
+    def fits(self, r: Request) -> bool:
+        """Free blocks hold r's prefill (its prompt, or everything it had when preempted)."""
+        return blocks_for(r.prefill_len, self.block_size) <= len(self._free_blocks)
+
+    def allocate(self, r: Request, positions: int) -> bool:
+        """Grow r's block table to cover `positions`; False (nothing taken) when too few blocks are free."""
+        table = r.block_table
+        need = blocks_for(positions, self.block_size) - len(table)
+        if need > len(self._free_blocks):
+            return False
+        for _ in range(need):
+            b = heapq.heappop(self._free_blocks)
+            span = [b, r.id, len(table), self.step, None]
+            table.append(b)
+            self.spans.append(span)
+            self._open[b] = span
+        self.held += max(need, 0)
+        return True
+
+    def free(self, r: Request, last_step: int | None = None) -> None:
+        """Give back every block of r's table (held through last_step, default the step being planned)."""
+        last = self.step if last_step is None else last_step
+        for b in r.block_table:
+            self._open.pop(b)[4] = last
+            heapq.heappush(self._free_blocks, b)
+        self.held -= len(r.block_table)
+        r.block_table = []  # a new list: snapshots of r keep the old one
+
+    def reserved_bytes(self) -> int:
+        """Bytes of the blocks sequences hold (free blocks are anyone's: nothing is reserved ahead)."""
+        return self.held * self.block_size * self.bytes_per_token
+
+    held_bytes = reserved_bytes
+
+    def closed_spans(self, last_step: int) -> list[tuple]:
+        """Every (block, request id, index, first step, last step) so far; still-held blocks end at last_step."""
+        return [(b, rid, i, first, last_step if last is None else last) for b, rid, i, first, last in self.spans]
+
+
+def paged_pool(batch_size: int, capacity: int | None, slab_bytes: int, block_size: int,
+               bytes_per_token: int) -> PagedPool:
+    """The pool a paged run gets: the capacity (a preset's KV memory, --kv-budget), else the slab layout's bytes
+    for the same batch size (equal memory, so the two layouts compare fairly)."""
+    pool_bytes = capacity if capacity is not None else batch_size * slab_bytes
+    return PagedPool(batch_size, pool_bytes // (block_size * bytes_per_token), block_size, bytes_per_token)
+
+
+def admit_paged(pool: PagedPool, requests: list[Request], capacity_name: str | None) -> list[Request]:
+    """Reject, alone, each request that could never fit the pool even by itself; the others, in order. A pool
+    too small for even the shortest prompt is an error: nothing could run."""
+    name = capacity_name or "slab layout's equal memory"
+    live = [r for r in requests if r.status != REJECTED]
+    shortest = min((r.prompt_len for r in live), default=0)
+    if live and blocks_for(shortest, pool.block_size) > pool.num_blocks:
+        raise TinyserveError(
+            f"{'kv_budget' if capacity_name == 'kv_budget' else 'block_size'}: a pool of {pool.num_blocks} blocks x "
+            f"{pool.block_size} positions ({name}) cannot hold even the shortest prompt ({shortest} positions); "
+            "give a larger --kv-budget or a smaller --block-size")
+    for r in live:
+        need = blocks_for(r.prompt_len + r.max_new_tokens, pool.block_size)
+        if need > pool.num_blocks:
+            r.status, r.finish_reason = REJECTED, (
+                f"needs {need} KV blocks of {pool.block_size} positions ({r.prompt_len + r.max_new_tokens} "
+                f"positions), more than the pool's {pool.num_blocks} ({name})")
+    return [r for r in requests if r.status != REJECTED]
