@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 
 from ..errors import TinyserveError
+from ..lang import t
 from .kv import SlotPool
 from .request import REJECTED, Request
 
@@ -95,18 +96,17 @@ def paged_pool(batch_size: int, capacity: int | None, slab_bytes: int, block_siz
 def admit_paged(pool: PagedPool, requests: list[Request], capacity_name: str | None) -> list[Request]:
     """Reject, alone, each request that could never fit the pool even by itself; the others, in order. A pool
     too small for even the shortest prompt is an error: nothing could run."""
-    name = capacity_name or "slab layout's equal memory"
+    name = capacity_name or t("engine.kv.equal_memory")
     live = [r for r in requests if r.status != REJECTED]
     shortest = min((r.prompt_len for r in live), default=0)
     if live and blocks_for(shortest, pool.block_size) > pool.num_blocks:
-        raise TinyserveError(
-            f"{'kv_budget' if capacity_name == 'kv_budget' else 'block_size'}: a pool of {pool.num_blocks} blocks x "
-            f"{pool.block_size} positions ({name}) cannot hold even the shortest prompt ({shortest} positions); "
-            "give a larger --kv-budget or a smaller --block-size")
+        raise TinyserveError(t("engine.kv.pool_small", knob="kv_budget" if capacity_name == "kv_budget" else
+                               "block_size", blocks=pool.num_blocks, size=pool.block_size, name=name,
+                               shortest=shortest))
     for r in live:
         need = blocks_for(r.prompt_len + r.max_new_tokens, pool.block_size)
         if need > pool.num_blocks:
-            r.status, r.finish_reason = REJECTED, (
-                f"needs {need} KV blocks of {pool.block_size} positions ({r.prompt_len + r.max_new_tokens} "
-                f"positions), more than the pool's {pool.num_blocks} ({name})")
+            r.status, r.finish_reason = REJECTED, t("engine.kv.too_many_blocks", need=need, size=pool.block_size,
+                                                    positions=r.prompt_len + r.max_new_tokens,
+                                                    blocks=pool.num_blocks, name=name)
     return [r for r in requests if r.status != REJECTED]

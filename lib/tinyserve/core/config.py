@@ -135,9 +135,9 @@ class RunConfig:
         if self.slab not in ("max_model_len", "longest"):
             raise TinyserveError(t("engine.knob.slab", choices="max_model_len, longest", value=self.slab))
         if self.kv_layout not in LAYOUTS:
-            raise TinyserveError(f"kv_layout: unknown {self.kv_layout!r} (choose {', '.join(LAYOUTS)})")
+            raise TinyserveError(t("engine.kv.layout", layout=self.kv_layout, choices=", ".join(LAYOUTS)))
         if self.block_size is not None and self.kv_layout != "paged":
-            raise TinyserveError("block_size: applies to the paged layout only (add --kv-layout paged)")
+            raise TinyserveError(t("engine.kv.block_size_slab"))
         if self.kv_layout == "paged":
             object.__setattr__(self, "block_size", _int("block_size", DEFAULT_BLOCK_SIZE if self.block_size is None
                                                         else self.block_size, 1))

@@ -336,4 +336,20 @@ WORDS = {
                  "輸出層 2.10e9 + 輸入 embedding 2.10e9，後兩者是 bf16），再扣掉假設給激活值、CUDA graph 與"
                  "工作區的 ~3e9 = 51.25e9 位元組 = 156,402 個 token 的 bf16 KV（每個 token 327,680 位元組）",
     },
+    # the paged KV layout (core/config.py, core/blocks.py)
+    "engine.kv.layout": {"en": "kv_layout: unknown {layout!r} (choose {choices})",
+                         "zh-TW": "kv_layout：沒有 {layout!r} 這種佈局（可選 {choices}）"},
+    "engine.kv.block_size_slab": {"en": "block_size: applies to the paged layout only (add --kv-layout paged)",
+                                  "zh-TW": "block_size：只適用於 paged 佈局（請加上 --kv-layout paged）"},
+    "engine.kv.pool_small": {"en": "{knob}: a pool of {blocks} blocks x {size} positions ({name}) cannot hold even "
+                                   "the shortest prompt ({shortest} positions); give a larger --kv-budget or a "
+                                   "smaller --block-size",
+                             "zh-TW": "{knob}：{blocks} 個區塊、每塊 {size} 個位置的區塊池（{name}）連最短的提示詞"
+                                      "（{shortest} 個位置）都放不下；請給更大的 --kv-budget 或更小的 --block-size"},
+    "engine.kv.equal_memory": {"en": "slab layout's equal memory", "zh-TW": "與 slab 佈局相同的記憶體"},
+    "engine.kv.too_many_blocks": {"en": "needs {need} KV blocks of {size} positions ({positions} positions), more "
+                                        "than the pool's {blocks} ({name})",
+                                  "zh-TW": "需要 {need} 個 KV 區塊（每塊 {size} 個位置，共 {positions} 個位置），"
+                                           "超過區塊池的 {blocks} 個（{name}）"},
 }
+
