@@ -104,12 +104,88 @@ WORDS = {
         "en": "70B on one H200: concurrency left on the table",
         "zh-TW": "一張 H200 跑 70B：白白放掉的並行度",
     },
-    "7.4.paged": {
-        "en": "with {block}-position blocks this traffic's sequences reserve {paged:,} positions for {tokens:,} tokens:",
-        "zh-TW": "改用每塊 {block} 個位置的區塊，這批流量的序列為 {tokens:,} 個 token 預留 {paged:,} 個位置：",
+    "7.4.predict.pages": {
+        "en": "At 16 requests/s, at most how many sequences will the pages run at once?",
+        "zh-TW": "到達率 16 req/s 時，改用區塊與 page table，最多能同時跑幾個序列？",
     },
-    "7.4.unused": {
-        "en": "{unused:.1%} of the reservation unused (with {slab:,}-position slabs: {slab_unused:.1%})",
-        "zh-TW": "預留的位置有 {unused:.1%} 沒用到（若用 {slab:,} 個位置的 slab：{slab_unused:.1%}）",
+    "7.4.cmp.head": {
+        "en": "rate    layout   most seqs   output   TTFT p99   e2e p99   KV held / used   preempted\n"
+              "req/s            in a step   tok/s         (s)       (s)        peak (GB)",
+        "zh-TW": "到達率  佈局     單步最多   輸出     TTFT p99   端到端    KV 佔用 / 實用   搶占次數\n"
+                 "req/s            序列數     tok/s         (s)   p99 (s)        峰值 (GB)",
+    },
+    "7.4.cmp.row": {
+        "en": "{rate:5.1f}   {layout:6s} {peak:9d}   {tok_s:6.0f}   {ttft_p99:8.2f}   {e2e_p99:7.1f}   "
+              "{held_gb:6.1f} / {used_gb:4.1f}   {preemptions:9d}",
+        "zh-TW": "{rate:5.1f}   {layout:6s} {peak:9d}   {tok_s:6.0f}   {ttft_p99:8.2f}   {e2e_p99:7.1f}   "
+                 "{held_gb:6.1f} / {used_gb:4.1f}   {preemptions:9d}",
+    },
+    "7.4.cmp.engine": {
+        "en": "the engine: at 16 req/s pages ran up to {pages} sequences in one step where slabs stopped at {slabs} "
+              "(exact allocation's estimate above: {fit}); {gain:.2f}x the output tokens/s; TTFT p99 "
+              "{ttft_s:.1f} s -> {ttft_p:.2f} s",
+        "zh-TW": "引擎的結果：16 req/s 時，slab 最多同時跑 {slabs} 個序列，改用區塊後單步最多跑到 {pages} 個"
+                 "（前面精確分配的估計：{fit} 個）；每秒輸出的 token 是 {gain:.2f} 倍；TTFT p99 從 {ttft_s:.1f} s "
+                 "降到 {ttft_p:.2f} s",
+    },
+    "7.4.cmp.fig.running": {
+        "en": "sequences in the step",
+        "zh-TW": "這一步的序列數",
+    },
+    "7.4.cmp.fig.running_title": {
+        "en": "sequences computed per step, 16 req/s",
+        "zh-TW": "每一步計算的序列數（16 req/s）",
+    },
+    "7.4.cmp.fig.waiting": {
+        "en": "requests waiting",
+        "zh-TW": "等待中的請求",
+    },
+    "7.4.cmp.fig.waiting_title": {
+        "en": "the queue for a place in the batch",
+        "zh-TW": "排隊等著進批次的佇列",
+    },
+    "7.4.preempt": {
+        "en": "pages: {n} preemptions; {tokens:,} positions computed again ({share:.1%} of all prefill tokens); "
+              "at most {peak:,} of the {blocks:,} blocks held at once",
+        "zh-TW": "區塊：搶占 {n} 次；重算了 {tokens:,} 個位置（占全部 prefill token 的 {share:.1%}）；"
+                 "同一時間最多占用 {blocks:,} 個區塊中的 {peak:,} 個",
+    },
+    "7.4.blocks.fig.filled": {
+        "en": "positions holding tokens",
+        "zh-TW": "存著 token 的位置",
+    },
+    "7.4.blocks.fig.waste": {
+        "en": "internal waste (tails of last blocks)",
+        "zh-TW": "內部浪費（最後一個區塊沒填滿的尾巴）",
+    },
+    "7.4.blocks.fig.free": {
+        "en": "free blocks",
+        "zh-TW": "空閒的區塊",
+    },
+    "7.4.blocks.fig.preempted": {
+        "en": "a preemption",
+        "zh-TW": "一次搶占",
+    },
+    "7.4.blocks.fig.step": {
+        "en": "step",
+        "zh-TW": "步",
+    },
+    "7.4.blocks.fig.blocks": {
+        "en": "blocks",
+        "zh-TW": "區塊數",
+    },
+    "7.4.blocks.fig.title": {
+        "en": "the block pool: 600 requests at 16 req/s",
+        "zh-TW": "區塊池：600 個請求，16 req/s",
+    },
+    "7.4.bsize.head": {
+        "en": "block   table entries   blocks held   internal waste   waste at    most seqs\n"
+              " size    per sequence       at peak   (share held)     peak (GB)   in a step",
+        "zh-TW": "區塊    每個序列的      峰值占用      內部浪費         峰值浪費    單步最多\n"
+                 "大小    表格項目數      區塊數        （占用中的比例） (GB)        序列數",
+    },
+    "7.4.bsize.row": {
+        "en": "{size:5d}   {entries:13.1f}   {peak:11,d}   {share:14.2%}   {gb:9.2f}   {seqs:9d}",
+        "zh-TW": "{size:5d}   {entries:13.1f}   {peak:11,d}   {share:14.2%}   {gb:9.2f}   {seqs:9d}",
     },
 }
