@@ -153,8 +153,8 @@ plot_slabs_and_pages(a1, a2, trace, k=len(trace.steps) // 2, block=256);
 #
 # ## 5. The same traffic, slabs then pages
 #
-# The load matters. At the workload's default 8 requests/s the slabs' 38 places are rarely all busy, so pages
-# have little to add. At 16 requests/s requests queue for a slab. Each row below is a dry run on the modeled
+# The load matters. At the workload's default 8 requests/s all 38 slabs are busy only about a fifth of the
+# time, so pages have little to add. At 16 requests/s requests queue for a slab. Each row below is a dry run on the modeled
 # clock: the same 300 requests, the same arrivals.
 #
 # **Predict.** At 16 requests/s, slabs run at most 38 sequences at once. With pages, at most how many?
@@ -243,8 +243,8 @@ ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
 
 # %% [markdown]
 # Blocks holding tokens fill the pool; the free band shrinks to nothing where the markers sit. The internal
-# waste (the unfilled tail of each last block) is too thin to see at 16 positions a block, which is the next
-# section's knob.
+# waste (the unfilled tail of each last block) is only a thin line on top at 16 positions a block; its size is
+# the next section's knob.
 #
 # ## 7. Block size: waste against table length
 #

@@ -62,6 +62,17 @@ def test_the_slab_length_knob_reaches_the_engine_and_rejections_are_counted():
     assert "slab of 512 positions" in D.kv_sentence(tr, 0)
 
 
+def test_the_kv_words_of_a_paged_run_count_its_blocks_not_a_slab():
+    tr = Engine().run("chapter-7.2-longtail", "continuous", batch_size=64, dry_run=True, progress=False,
+                      kv_layout="paged", block_size=16, workload_knobs={"n": 40})
+    k = len(tr.steps) // 2
+    st = tr.steps[k]
+    words = D.kv_sentence(tr, k)
+    assert st.blocks_used > 0 and "slab" not in words
+    assert f"{st.blocks_used:,} of {st.blocks_used + st.blocks_free:,} blocks of 16 positions" in words
+    assert f"{st.kv_reserved_bytes / 1e6:.1f} MB held" in words or f"{st.kv_reserved_bytes / 1e9:.1f} GB held" in words
+
+
 def test_the_real_run_is_scaled_down_and_says_so(monkeypatch):
     import tinyserve
     from helpers import make_random_model

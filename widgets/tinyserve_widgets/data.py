@@ -228,6 +228,11 @@ def kv_sentence(trace: Trace, k: int) -> str:
         return t("note.no_steps")
     k = clamp_step(trace, k)
     res, used, unit = kv_series(trace)
+    if trace.kv_layout == "paged":  # no slab: held is the blocks in sequences' tables
+        st = trace.steps[k]
+        return t("kv.sentence_paged", k=k, used=used[k], reserved=res[k], unit=unit,
+                 pct=100 * used[k] / res[k] if res[k] else 0.0, blocks=st.blocks_used,
+                 total=st.blocks_used + st.blocks_free, size=trace.block_size)
     return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
              pct=100 * used[k] / res[k] if res[k] else 0.0, slots=trace.num_slots, slab=trace.slab_tokens)
 

@@ -146,13 +146,13 @@ WORDS = {
     },
     "7.4.preempt": {
         "en": "pages: {n} preemptions; {tokens:,} positions computed again ({share:.1%} of all prefill tokens); "
-              "at most {peak:,} of the {blocks:,} blocks held at once",
+              "{peak:,} of the pool's {blocks:,} blocks held at the peak",
         "zh-TW": "區塊：搶占 {n} 次；重算了 {tokens:,} 個位置（占全部 prefill token 的 {share:.1%}）；"
-                 "同一時間最多占用 {blocks:,} 個區塊中的 {peak:,} 個",
+                 "最忙時占用了區塊池 {blocks:,} 個區塊中的 {peak:,} 個",
     },
     "7.4.blocks.fig.filled": {
-        "en": "positions holding tokens",
-        "zh-TW": "存著 token 的位置",
+        "en": "filled with tokens",
+        "zh-TW": "存著 token 的部分",
     },
     "7.4.blocks.fig.waste": {
         "en": "internal waste (tails of last blocks)",

@@ -86,6 +86,12 @@ WORDS: dict[str, dict[str, str]] = {
                           "{slots} slots × a slab of {slab:,} positions, reserved from step 0.",
                     "zh-TW": "第 {k} 步：預留的 {reserved:.1f} {unit} 裡實際用到 {used:.1f} {unit}（{pct:.0f}%）；"
                              "{slots} 個位子 × 每個 {slab:,} 個位置的 slab，從第 0 步起就整段預留。"},
+    "kv.sentence_paged": {"en": "Step {k}: {used:.1f} of {reserved:.1f} {unit} held are used ({pct:.0f}%); "
+                                "{blocks:,} of {total:,} blocks of {size} positions in sequences' tables, each taken "
+                                "as a sequence grows.",
+                          "zh-TW": "第 {k} 步：占用的 {reserved:.1f} {unit} 裡實際用到 {used:.1f} {unit}（{pct:.0f}%）；"
+                                   "{total:,} 個區塊（每塊 {size} 個位置）中有 {blocks:,} 個在序列的 page table 裡，"
+                                   "序列長到哪裡才拿到哪裡。"},
     # slabs vs pages (7.4)
     "pages.slabs": {"en": "slabs: one per slot, all reserved", "zh-TW": "slab：每個位子一段，全部事先預留"},
     "pages.blocks": {"en": "blocks of {block} positions, handed out as sequences grow",
