@@ -109,10 +109,10 @@ WORDS = {
         "zh-TW": "到達率 16 req/s 時，改用區塊與 page table，最多能同時跑幾個序列？",
     },
     "7.4.cmp.head": {
-        "en": "rate    layout   most seqs   output   TTFT p99   e2e p99   KV held / used   preempted\n"
-              "req/s            in a step   tok/s         (s)       (s)        peak (GB)",
-        "zh-TW": "到達率  佈局     單步最多   輸出     TTFT p99   端到端    KV 佔用 / 實用   搶占次數\n"
-                 "req/s            序列數     tok/s         (s)   p99 (s)        峰值 (GB)",
+        "en": " rate   layout most seqs   output   TTFT p99   e2e p99  KV held / used   preempted\n"
+              "req/s          in a step    tok/s        (s)       (s)       peak (GB)",
+        "zh-TW": "到達率  佈局    單步最多     輸出   TTFT p99    端到端  KV 佔用 / 實用    搶占次數\n"
+                 "req/s             序列數    tok/s        (s)   p99 (s)       峰值 (GB)",
     },
     "7.4.cmp.row": {
         "en": "{rate:5.1f}   {layout:6s} {peak:9d}   {tok_s:6.0f}   {ttft_p99:8.2f}   {e2e_p99:7.1f}   "
@@ -179,10 +179,10 @@ WORDS = {
         "zh-TW": "區塊池：600 個請求，16 req/s",
     },
     "7.4.bsize.head": {
-        "en": "block   table entries   blocks held   internal waste   waste at    most seqs\n"
-              " size    per sequence       at peak   (share held)     peak (GB)   in a step",
-        "zh-TW": "區塊    每個序列的      峰值占用      內部浪費         峰值浪費    單步最多\n"
-                 "大小    表格項目數      區塊數        （占用中的比例） (GB)        序列數",
+        "en": "block   table entries   blocks held   internal waste    waste at   most seqs\n"
+              " size    per sequence       at peak     (share held)   peak (GB)   in a step",
+        "zh-TW": " 區塊      每個序列的      峰值占用         內部浪費    峰值浪費    單步最多\n"
+                 " 大小      表格項目數        區塊數   （占用的比例）        (GB)      序列數",
     },
     "7.4.bsize.row": {
         "en": "{size:5d}   {entries:13.1f}   {peak:11,d}   {share:14.2%}   {gb:9.2f}   {seqs:9d}",
