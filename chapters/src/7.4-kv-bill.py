@@ -164,12 +164,12 @@ p_pages = Predict(t("7.4.predict.pages"), unit=t("7.4.unit.sequences"), lo=0, hi
 p_pages
 
 # %%
-def serve(layout, rate, **knobs):
-    return dry.run(traffic_name, "continuous", batch_size=256, dry_run=True, progress=False, kv_layout=layout,
-                   workload_knobs={"rate": rate, **knobs.pop("workload", {})}, **knobs)
+# the long-tail traffic (n requests at `rate` req/s) on the H200 preset, a batch cap of 256, as a dry run
+def serve(layout, rate, n=300, block_size=None):
+    return dry.run("chapter-7.2-longtail", "continuous", batch_size=256, dry_run=True, progress=False,
+                   kv_layout=layout, block_size=block_size, workload_knobs={"rate": rate, "n": n})
 
 
-traffic_name = "chapter-7.2-longtail"
 runs = {(rate, layout): serve(layout, rate) for rate in (8.0, 16.0) for layout in ("slab", "paged")}
 
 # %%
@@ -215,7 +215,7 @@ tw.show(paged16, k=len(paged16.steps) // 2, views=("kv",))
 # and the tokens it had already made. Its answer does not change; the recomputation is extra work.
 
 # %%
-long_runs = {layout: serve(layout, 16.0, workload={"n": 600}) for layout in ("slab", "paged")}
+long_runs = {layout: serve(layout, 16.0, n=600) for layout in ("slab", "paged")}
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -104,3 +104,30 @@ def test_module_is_torch_free():
     code = "import sys, tinyserve.analysis.batching; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_block_pool_per_step_worked_out_by_hand():
+    # continuous, B=2, blocks of 4. Step 0 prefills a (4 positions: 1 block, full) and b (2: 1 block, 2 empty);
+    # step 1 decodes both: a holds 5 (2 blocks, 3 empty), b 3 (1 block, 1 empty), then a is done and gives its
+    # blocks back; steps 2-4 decode b alone: 4, 5, 6 positions (1, 2, 2 blocks; 0, 3, 2 empty).
+    tr = run("continuous", batch_size=2, kv_layout="paged", block_size=4)
+    used, free, waste = ab.block_columns(tr)
+    assert used.tolist() == [2, 3, 1, 2, 2] and waste.tolist() == [2, 4, 0, 3, 2]
+    assert (used + free).tolist() == [tr.num_blocks] * 5
+    d = tr.step_arrays().duration_s
+    assert ab.block_waste_share(tr) == pytest.approx((d @ [2, 4, 0, 3, 2]) / (4 * (d @ [2, 3, 1, 2, 2])), rel=1e-12)
+    assert ab.table_entries_per_sequence(tr) == pytest.approx((d @ [2, 3, 1, 2, 2]) / (d @ [2, 2, 1, 1, 1]),
+                                                              rel=1e-12)
+    ones = run("continuous", batch_size=2, kv_layout="paged", block_size=1)
+    assert ab.block_waste_share(ones) == 0.0  # a block of one position is never partly filled
+
+
+def test_the_layout_summary_of_slabs_and_pages():
+    pages = ab.layout_summary(run("continuous", batch_size=2, kv_layout="paged", block_size=4))
+    slabs = ab.layout_summary(run("continuous", batch_size=2))
+    assert pages["peak"] == slabs["peak"] == 2 and pages["preemptions"] == slabs["preemptions"] == 0
+    # slabs hold 2 x 4,096 positions from step 0; pages at most 3 blocks of 4 (step 1); both used at most 5 + 3
+    assert slabs["held_gb"] == pytest.approx(2 * 4096 * BPT / 1e9)
+    assert pages["held_gb"] == pytest.approx(3 * 4 * BPT / 1e9)
+    assert pages["used_gb"] == slabs["used_gb"] == pytest.approx(8 * BPT / 1e9)
+    assert pages["tok_s"] == pytest.approx(slabs["tok_s"], rel=1e-3)  # the same schedule, priced alike
