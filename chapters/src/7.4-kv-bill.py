@@ -266,9 +266,10 @@ for b, tr in by_size.items():
 
 # %% [markdown]
 # At this load the pool never fills, so all three run the same schedule: the waste costs memory, not yet
-# sequences. vLLM settled on 16: waste under 1%, tables a few dozen entries long. The modeled clock charges
-# the table nothing (a 4-byte block id per 64 KB of keys read per layer); the vLLM paper measured that very
-# small blocks do slow its kernel (Kwon et al. 2023, sec. 7.2), which this clock does not model.
+# sequences. With 16 the waste stays under 1% and the tables a few dozen entries long; vLLM's default is 16 too.
+# The modeled clock charges the table nothing (one 4-byte block id per 64 KB of K and V read, per layer). The
+# vLLM paper's block-size experiments found that too small a block leaves the GPU's parallelism unused while
+# reading K/V (Kwon et al. 2023, sec. 7.2); this clock does not model that cost.
 #
 # ## What comes next
 #
