@@ -431,10 +431,15 @@ class KVView(View):
                              line=dict(color=PALETTE["kv_used"], width=1, shape="hv")))
         self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
                              marker=dict(color="#222", size=8)))
+        self._add(go.Scatter(x=[], y=[], mode="markers", cliponaxis=False,  # preemptions, on the step axis
+                             marker=dict(color=PALETTE["wasted"], size=9, symbol="x-thin", line=dict(width=2,
+                                         color=PALETTE["wasted"]))))
         self._title()
 
     def _labels(self) -> None:
-        self.tr(0).name, self.tr(1).name = t("kv.reserved"), t("kv.used")
+        paged = self.trace.kv_layout == "paged"
+        self.tr(0).name, self.tr(1).name = t("kv.held" if paged else "kv.reserved"), t("kv.used")
+        self.tr(3).name = t("kv.preempted")
         self.note(0).text = t("title.kv")
         self.xaxis().title.text = t("axis.step")
 
@@ -446,6 +451,11 @@ class KVView(View):
         self.yaxis().title.text = t("axis.kv", unit=unit)
         for i in (0, 1, 2):
             self.tr(i).hovertemplate = "%{y:.1f} " + unit + "<extra></extra>"
+        pre = D.preemption_steps(self.trace)
+        p = self.tr(3)
+        p.x, p.y, p.showlegend = arr(pre), arr(np.zeros(len(pre))), bool(len(pre))
+        p.hovertemplate = t("axis.step") + " %{x}<extra>" + t("kv.preempted") + "</extra>"
+        self.tr(0).name = t("kv.held" if self.trace.kv_layout == "paged" else "kv.reserved")
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -453,6 +463,72 @@ class KVView(View):
         m = self.tr(2)
         m.x, m.y = ([k, k], [res[k], used[k]]) if len(res) else ([], [])
         self.words.value = D.kv_sentence(self.trace, k)
+
+
+_BN = len(D.BLOCK_STATES)
+BLOCK_COLORSCALE = [x for c in range(_BN) for x in ([c / _BN, D.BLOCK_COLORS[c]], [(c + 1) / _BN, D.BLOCK_COLORS[c]])]
+
+
+class BlockView(View):
+    """The paged layout's pool: blocks x steps coloured free / held / internal waste, the owner on hover, the
+    cursor's column outlined (a slab run says it has no blocks)."""
+
+    height = 320
+
+    def __init__(self, trace: Trace, k: int = 0, max_rows: int = D.MAX_ROWS, max_columns: int = D.MAX_COLUMNS,
+                 host: tuple | None = None):
+        self.max_rows, self.max_columns = max_rows, max_columns
+        super().__init__(trace, k, host)
+
+    def _build(self) -> None:
+        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=_BN - 0.5, colorscale=BLOCK_COLORSCALE, showscale=False,
+                             name=""))
+        for c in range(_BN):  # legend entries
+            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="square", size=11, color=D.BLOCK_COLORS[c],
+                                             line=dict(width=0.5, color="#888"))))
+        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
+                        fillcolor="rgba(0,0,0,0.12)")
+        self._title()
+        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
+                       bgcolor="rgba(255,255,255,0.8)")
+        self.yaxis().update(zeroline=False, showgrid=False)
+        self.xaxis().update(showgrid=False, zeroline=False)
+
+    def _labels(self) -> None:
+        for c, name in enumerate(D.BLOCK_STATES):
+            self.tr(1 + c).name = t(f"blocks.{name}")
+        self.yaxis().title.text = t("axis.block")
+        self.xaxis().title.text = t("axis.step")
+
+    def _draw(self) -> None:
+        tr = self.trace
+        self.data = d = D.block_map(tr, self.max_rows, self.max_columns)
+        h = self.tr(0)
+        h.z, h.x, h.y, h.text = arr(d.z), arr(d.x_edges), arr(d.y_edges), d.text
+        h.hovertemplate = t("blocks.hover.cell" if d.exact else "blocks.hover.bin")
+        paged = tr.kv_layout == "paged"
+        notes = [d.note] if d.note else []
+        if paged and 0 < d.top < tr.num_blocks:
+            notes.append(t("blocks.unused", top=d.top, last=tr.num_blocks - 1))
+        self.note(1).text = "<br>".join(notes) if paged else t("blocks.slab")
+        self.note(0).text = t("title.blocks", blocks=tr.num_blocks, size=tr.block_size) if paged else ""
+
+    def _cursor(self, k: int) -> None:
+        self.k = k
+        d, s = self.data, self.shape(0)
+        col = np.flatnonzero((d.first_step <= k) & (d.last_step >= k))
+        s.visible = bool(len(col))
+        if len(col):
+            s.x0, s.x1 = float(d.x_edges[col[0]]), float(d.x_edges[col[0] + 1])
+        self.words.value = D.blocks_sentence(self.trace, k)
+
+    def cell(self, block: int, step: int) -> tuple[int, str]:
+        """The state code and hover text drawn for a block at a step (for checks)."""
+        d = self.data
+        r = int(np.searchsorted(d.y_edges, block, side="right")) - 1
+        c = int(np.searchsorted(d.x_edges, step, side="right")) - 1
+        return int(d.z[r, c]), str(d.text[r, c])
 
 
 class LatencyView(View):
