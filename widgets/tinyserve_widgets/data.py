@@ -313,6 +313,7 @@ class BlockMapData:
     top: int  # blocks drawn: 0 .. top-1 (every block ever held; the rest of the pool stayed free)
     text: np.ndarray
     note: str
+    unfilled: np.ndarray  # per cell, positions of a partly filled last block left empty (one block-step cells only)
 
     @property
     def exact(self) -> bool:
@@ -327,7 +328,7 @@ def block_map(trace: Trace, max_rows: int = MAX_ROWS, max_columns: int = MAX_COL
     if not n or not top:
         z = np.zeros((0, 0), dtype=np.int8)
         return BlockMapData(z, np.zeros(1), np.zeros(1), np.zeros(0, int), np.zeros(0, int), 1, 1, 0,
-                            z.astype(object), "")
+                            z.astype(object), "", z.astype(np.int64))
     b, first, last = _bins(n, max_columns)
     rb = max(1, math.ceil(top / max_rows))
     rows, cols = -(-top // rb), len(first)
@@ -366,7 +367,7 @@ def block_map(trace: Trace, max_rows: int = MAX_ROWS, max_columns: int = MAX_COL
     note = "" if exact else t("blocks.binned", blocks=top, rows=rows, per=rb, steps=n, cols=cols, bin=b)
     y_edges = np.append(np.arange(rows) * rb, top).astype(np.float64) - 0.5
     x_edges = np.append(first, n).astype(np.float64) - 0.5
-    return BlockMapData(z, y_edges, x_edges, first, last, b, rb, top, text, note)
+    return BlockMapData(z, y_edges, x_edges, first, last, b, rb, top, text, note, wpos.reshape(z.shape))
 
 
 def blocks_at(trace: Trace, k: int) -> dict[str, int]:
