@@ -41,15 +41,6 @@ def mixed(policy="chunked", **knobs):
                         **knobs)
 
 
-@pytest.fixture
-def zh():
-    tinyserve.set_language("zh-TW")
-    try:
-        yield
-    finally:
-        tinyserve.set_language("en")
-
-
 def test_one_request_by_hand():
     # prompt 5, 3 tokens out, blocks of 4: after the prefill 5 positions (2 blocks, 3 empty), then the first two
     # decodes store positions 6 and 7 (the last token's K/V is never stored): 6 -> 2 empty, 7 -> 1 empty

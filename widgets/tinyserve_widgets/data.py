@@ -132,8 +132,8 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
     return TimelineData(z, edges, first, last, b, x, time_label(trace), text, note)
 
 
-def cursor_span(data: TimelineData, k: int) -> tuple[float, float]:
-    """x0, x1 of the timeline column holding step k."""
+def cursor_span(data: TimelineData | BlockMapData, k: int) -> tuple[float, float]:
+    """x0, x1 of the timeline's (or block map's) column holding step k."""
     if len(data.first_step) == 0:
         return 0.0, 0.0
     col = int(np.flatnonzero((data.first_step <= k) & (data.last_step >= k) & (data.first_step >= 0))[0])

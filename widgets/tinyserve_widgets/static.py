@@ -153,9 +153,7 @@ def plot_blocks(ax, trace: Trace, k: int | None = None, max_rows: int = D.MAX_RO
         ax.pcolormesh(d.x_edges, d.y_edges, d.z, cmap=_BCMAP, norm=_BNORM)
         ax.set_ylim(d.y_edges[0], d.y_edges[-1])
         if k is not None:
-            col = np.flatnonzero((d.first_step <= k) & (d.last_step >= k))
-            if len(col):
-                ax.axvspan(d.x_edges[col[0]], d.x_edges[col[0] + 1], color="k", alpha=0.15, lw=1.5)
+            ax.axvspan(*D.cursor_span(d, D.clamp_step(trace, k)), color="k", alpha=0.15, lw=1.5)
     ax.set_ylabel(t("axis.block"))
     paged = trace.kv_layout == "paged"
     ax.set_title(t("title.blocks", blocks=trace.num_blocks, size=trace.block_size) if paged else "", fontsize=10)
@@ -166,7 +164,7 @@ def plot_blocks(ax, trace: Trace, k: int | None = None, max_rows: int = D.MAX_RO
     if paged and 0 < d.top < trace.num_blocks:
         notes.append(t("blocks.unused", top=d.top, last=trace.num_blocks - 1))
     words = D.blocks_sentence(trace, 0 if k is None else k)
-    ax.set_xlabel(t("axis.step") + "\n" + _wrap(" ".join(notes + [words]) if paged else words), fontsize=8)
+    ax.set_xlabel("\n".join([t("axis.step")] + [_wrap(x) for x in (notes if paged else []) + [words]]), fontsize=8)
 
 
 def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):

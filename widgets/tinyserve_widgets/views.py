@@ -25,7 +25,15 @@ from .words import t
 
 CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
 _N = len(CODES)
-COLORSCALE = [x for c in CODES for x in ([c / _N, D.COLORS[c]], [(c + 1) / _N, D.COLORS[c]])]
+
+
+def step_scale(colors: list[str]) -> list:
+    """A plotly colorscale giving integer code c (0..len-1, z from -0.5 to len-0.5) the colour colors[c]."""
+    n = len(colors)
+    return [x for c, col in enumerate(colors) for x in ([c / n, col], [(c + 1) / n, col])]
+
+
+COLORSCALE = step_scale([D.COLORS[c] for c in CODES])
 FONT = dict(size=11)
 # a small template: plotly's own (applied to every new figure) costs ~0.1 s of validation per figure
 TEMPLATE = {"layout": {"paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
@@ -201,6 +209,24 @@ class View:
         # a line above the legend's (which sits on the panel's top edge): a long title never runs into it
         self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", yshift=22, font=dict(size=13))
 
+    def _grid(self, colors: list[str], legend: int, reverse: bool) -> None:
+        """A heatmap of integer codes (colors[c] for code c), legend entries for the first `legend` codes, the
+        cursor's column (shape 0), the title and a note under it for bins (note 1)."""
+        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=len(colors) - 0.5, colorscale=step_scale(colors),
+                             showscale=False, name=""))
+        for c in range(legend):  # legend entries
+            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="square", size=11, color=colors[c],
+                                             line=dict(width=0.5, color="#888"))))
+        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
+                        fillcolor="rgba(0,0,0,0.12)")
+        self._title()
+        # the bins note sits under the title (below the axis it would run into the next panel of a board)
+        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
+                       bgcolor="rgba(255,255,255,0.8)")
+        self.yaxis().update(zeroline=False, showgrid=False, **({"autorange": "reversed"} if reverse else {}))
+        self.xaxis().update(showgrid=False, zeroline=False)
+
     def xaxis(self, panel: int = 0):
         return self.fig.layout[_axis_name(self.panels[panel][0])]
 
@@ -249,19 +275,7 @@ class SlotTimeline(View):
         super().__init__(trace, k, host)
 
     def _build(self) -> None:
-        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=_N - 0.5, colorscale=COLORSCALE, showscale=False, name=""))
-        for c in CODES[:-1]:  # legend entries
-            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="square", size=11, color=D.COLORS[c],
-                                             line=dict(width=0.5, color="#888"))))
-        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
-                        fillcolor="rgba(0,0,0,0.12)")
-        self._title()
-        # the bins note sits under the title (below the axis it would run into the next panel of a board)
-        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
-                       bgcolor="rgba(255,255,255,0.8)")
-        self.yaxis().update(autorange="reversed", zeroline=False, showgrid=False)
-        self.xaxis().update(showgrid=False, zeroline=False)
+        self._grid([D.COLORS[c] for c in CODES], len(CODES) - 1, reverse=True)
 
     def _labels(self) -> None:
         for c in CODES[:-1]:
@@ -465,10 +479,6 @@ class KVView(View):
         self.words.value = D.kv_sentence(self.trace, k)
 
 
-_BN = len(D.BLOCK_STATES)
-BLOCK_COLORSCALE = [x for c in range(_BN) for x in ([c / _BN, D.BLOCK_COLORS[c]], [(c + 1) / _BN, D.BLOCK_COLORS[c]])]
-
-
 class BlockView(View):
     """The paged layout's pool: blocks x steps coloured free / held / internal waste, the owner on hover, the
     cursor's column outlined (a slab run says it has no blocks)."""
@@ -481,19 +491,8 @@ class BlockView(View):
         super().__init__(trace, k, host)
 
     def _build(self) -> None:
-        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=_BN - 0.5, colorscale=BLOCK_COLORSCALE, showscale=False,
-                             name=""))
-        for c in range(_BN):  # legend entries
-            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="square", size=11, color=D.BLOCK_COLORS[c],
-                                             line=dict(width=0.5, color="#888"))))
-        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
-                        fillcolor="rgba(0,0,0,0.12)")
-        self._title()
-        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
-                       bgcolor="rgba(255,255,255,0.8)")
-        self.yaxis().update(zeroline=False, showgrid=False)
-        self.xaxis().update(showgrid=False, zeroline=False)
+        colors = [D.BLOCK_COLORS[c] for c in range(len(D.BLOCK_STATES))]
+        self._grid(colors, len(colors), reverse=False)
 
     def _labels(self) -> None:
         for c, name in enumerate(D.BLOCK_STATES):
@@ -516,11 +515,9 @@ class BlockView(View):
 
     def _cursor(self, k: int) -> None:
         self.k = k
-        d, s = self.data, self.shape(0)
-        col = np.flatnonzero((d.first_step <= k) & (d.last_step >= k))
-        s.visible = bool(len(col))
-        if len(col):
-            s.x0, s.x1 = float(d.x_edges[col[0]]), float(d.x_edges[col[0] + 1])
+        s = self.shape(0)
+        s.visible = bool(len(self.data.first_step))
+        s.x0, s.x1 = D.cursor_span(self.data, k)
         self.words.value = D.blocks_sentence(self.trace, k)
 
     def cell(self, block: int, step: int) -> tuple[int, str]:
