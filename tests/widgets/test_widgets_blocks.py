@@ -115,7 +115,7 @@ def test_long_runs_are_binned_and_say_so():
                        workload_knobs={"n": 60}, kv_budget=2 * 10**9)
     view = tw.BlockView(tr, 500)
     d = view.data
-    assert not d.exact and d.z.shape[0] <= D.MAX_ROWS and d.z.shape[1] <= D.MAX_COLUMNS
+    assert not d.exact and d.z.shape[0] <= D.MAX_ROWS and d.z.shape[1] <= D.MAX_BLOCK_COLUMNS
     assert "rows of" in view.note(1).text and "most frequent state" in view.note(1).text
     assert view.tr(0).hovertemplate.startswith("blocks near")
     col = np.flatnonzero((d.first_step <= 500) & (d.last_step >= 500))[0]

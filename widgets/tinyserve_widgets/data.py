@@ -296,6 +296,9 @@ BLOCK_STATES = ("free", "held", "waste")  # a block at a step: in no table; in a
 FREE, HELD, BWASTE = range(3)
 BLOCK_COLORS = {FREE: PALETTE["idle"], HELD: PALETTE["kv_used"], BWASTE: PALETTE["wasted"]}
 MAX_ROWS = 80  # more blocks than this (of those ever held) are drawn as bins of blocks
+# columns of the block map: half the timeline's, as its cells carry ~3x the rows (80 vs 16-32 slots); 40% of its
+# redraw time (the hover texts sent) for ~2.7 px per column
+MAX_BLOCK_COLUMNS = 300
 
 
 @dataclass
@@ -321,7 +324,7 @@ class BlockMapData:
         return self.rows == 1 and self.bin == 1
 
 
-def block_map(trace: Trace, max_rows: int = MAX_ROWS, max_columns: int = MAX_COLUMNS) -> BlockMapData:
+def block_map(trace: Trace, max_rows: int = MAX_ROWS, max_columns: int = MAX_BLOCK_COLUMNS) -> BlockMapData:
     """Blocks x steps of a paged run: free, held, or holding a sequence's unfilled tail (internal waste)."""
     n, u = len(trace.steps), trace.block_usage()
     top = int(u.block.max()) + 1 if len(u.block) else 0

@@ -144,7 +144,7 @@ _BNORM = BoundaryNorm(np.arange(len(D.BLOCK_STATES) + 1) - 0.5, len(D.BLOCK_STAT
 
 
 def plot_blocks(ax, trace: Trace, k: int | None = None, max_rows: int = D.MAX_ROWS,
-                max_columns: int = D.MAX_COLUMNS):
+                max_columns: int = D.MAX_BLOCK_COLUMNS):
     """The paged pool's blocks x steps (free / held / internal waste), the cursor's column outlined, the sentence."""
     from matplotlib.patches import Patch
 

@@ -485,7 +485,7 @@ class BlockView(View):
 
     height = 320
 
-    def __init__(self, trace: Trace, k: int = 0, max_rows: int = D.MAX_ROWS, max_columns: int = D.MAX_COLUMNS,
+    def __init__(self, trace: Trace, k: int = 0, max_rows: int = D.MAX_ROWS, max_columns: int = D.MAX_BLOCK_COLUMNS,
                  host: tuple | None = None):
         self.max_rows, self.max_columns = max_rows, max_columns
         super().__init__(trace, k, host)
