@@ -180,3 +180,14 @@ def test_static_fallback_draws_the_block_map_without_missing_glyphs(code):
         assert labels == [lang.t(f"blocks.{s}") for s in D.BLOCK_STATES]
     finally:
         tinyserve.set_language("en")
+
+
+@pytest.mark.parametrize("policy,knobs", [("continuous", {}), ("chunked", {"chunk_size": 64})])
+def test_block_usage_of_a_long_run_with_preemptions_equals_the_steps(policy, knobs):
+    tr = tinyserve.run("chapter-7.2-longtail", policy=policy, dry_run=True, kv_layout="paged",
+                       workload_knobs={"n": 60}, kv_budget=2 * 10**9, **knobs)
+    assert tr.metrics()["preemptions"] > 0
+    u = tr.block_usage()
+    assert u.held.tolist() == [s.blocks_used for s in tr.steps]
+    assert u.waste.tolist() == [s.block_waste for s in tr.steps]
+    assert (u.waste_positions > 0).all() and (u.waste_positions < tr.block_size).all()
