@@ -19,7 +19,7 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-CASES = [  # (workload, policy, the knob moved and its two values)
+CASES = [  # (workload, policy, the knob moved and its two values[, other knobs, views])
     ("chapter-7.1-padding", "static", "batch_size", (2, 4)),
     ("chapter-7.1-finisher", "static", "batch_size", (32, 16)),
     ("chapter-7.1-finisher", "continuous", "batch_size", (32, 16)),
@@ -28,6 +28,9 @@ CASES = [  # (workload, policy, the knob moved and its two values)
     ("chapter-7.2-longtail", "chunked", "chunk_size", (512, 256)),
     ("chapter-7.3-long-prompt", "continuous", "batch_size", (32, 16)),
     ("chapter-7.3-long-prompt", "chunked", "chunk_size", (512, 256)),
+    # the paged layout with its block map: the board's default views plus "blocks"
+    ("chapter-7.2-longtail", "continuous", "batch_size", (32, 16), {"kv_layout": "paged"}, "+blocks"),
+    ("chapter-7.2-longtail", "continuous", "block_size", (16, 256), {"kv_layout": "paged"}, "+blocks"),
 ]
 
 
@@ -44,9 +47,12 @@ def main() -> None:
     new_figure()  # the first FigureWidget of a kernel loads plotly's widget code once
     t_first_fig = time.perf_counter() - t0
     rows = []
-    for workload, policy, knob, values in CASES:
+    for workload, policy, knob, values, *more in CASES:
+        extra, views = (more + [{}, ""])[:2] if more else ({}, "")
         t0, c0 = time.perf_counter(), time.process_time()
-        ex = tw.Explorer(workload, policy=policy, **{knob: values[0]})
+        ex = tw.Explorer(workload, policy=policy, **extra, **{knob: values[0]},
+                         **({"views": tw.VIEWS + ("blocks",)} if views else {}))
+        policy = policy + "".join(f" {k}={v}" for k, v in extra.items()) + (f" {views}" if views else "")
         first = f"{(time.perf_counter() - t0) * 1e3:.0f} / {(time.process_time() - c0) * 1e3:.0f}"
         totals, cpu, dry, draw = [], [], [], []
         for i in range(args.repeats):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
 import tinyserve
 import tinyserve_widgets as tw
@@ -29,15 +28,6 @@ def reqs() -> list[Request]:
 def dry(policy="chunked", **knobs):
     knobs = knobs or {"batch_size": 3, "chunk_size": 64, "max_batch_tokens": 80}
     return Engine().run(reqs(), policy, dry_run=True, progress=False, **knobs)
-
-
-@pytest.fixture
-def zh():
-    tinyserve.set_language("zh-TW")
-    try:
-        yield
-    finally:
-        tinyserve.set_language("en")
 
 
 def figure_words(fig) -> list[str]:

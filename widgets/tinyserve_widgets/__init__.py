@@ -10,12 +10,12 @@ Every view reads a Trace (tinyserve.trace); nothing here schedules or computes m
 """
 from __future__ import annotations
 
-from .board import VIEWS, Cursor, TraceView, show
+from .board import ALL_VIEWS, VIEWS, Cursor, TraceView, show
 from .explorer import CONTROLS, Compare, Explorer
 from .static import board_figure, set_static_fallback
-from .views import KVView, LatencyView, RequestView, SlotTimeline, StepComposition, WasteMeter
+from .views import BlockView, KVView, LatencyView, RequestView, SlotTimeline, StepComposition, WasteMeter
 from .words import set_language, t
 
-__all__ = ["show", "TraceView", "Explorer", "Compare", "CONTROLS", "Cursor", "VIEWS", "SlotTimeline", "WasteMeter",
-           "StepComposition", "KVView",
+__all__ = ["show", "TraceView", "Explorer", "Compare", "CONTROLS", "Cursor", "VIEWS", "ALL_VIEWS", "SlotTimeline",
+           "WasteMeter", "StepComposition", "KVView", "BlockView",
            "LatencyView", "RequestView", "board_figure", "set_static_fallback", "set_language", "t"]

@@ -9,7 +9,8 @@ from . import data as D
 from . import views as V
 from .words import t
 
-VIEWS = ("timeline", "waste", "composition", "kv", "requests", "latency")
+VIEWS = ("timeline", "waste", "composition", "kv", "requests", "latency")  # show()'s default
+ALL_VIEWS = VIEWS + ("blocks",)  # "blocks": the paged layout's block map (BlockView), on request
 
 
 class Cursor:
@@ -58,7 +59,7 @@ class Cursor:
 
 
 # the board: rows of (view, panel) cells and their heights in pixels; a row of one cell spans the width
-ROWS = ((("timeline", 0),), 300), ((("waste", 0), ("kv", 0)), 170), ((("composition", 0),), 190), \
+ROWS = ((("timeline", 0),), 300), ((("blocks", 0),), 260), ((("waste", 0), ("kv", 0)), 170), ((("composition", 0),), 190), \
     ((("composition", 1),), 60), ((("composition", 2),), 150), ((("requests", 0), ("latency", 0), ("latency", 1)), 300)
 SPAN = {1: (4,), 2: (2, 2), 3: (2, 1, 1)}  # columns each cell takes in a row of n cells (4 columns)
 BOARD_WIDTH_PX = 810  # fits the output area of a 900-px notebook column (the prompt takes ~80 px of it)
@@ -79,9 +80,9 @@ class TraceView:
                  width: int = BOARD_WIDTH_PX):
         from plotly.subplots import make_subplots
 
-        unknown = set(views) - set(VIEWS)
+        unknown = set(views) - set(ALL_VIEWS)
         if unknown:
-            raise ValueError(t("widgets.error.views", unknown=sorted(unknown), choices=", ".join(VIEWS)))
+            raise ValueError(t("widgets.error.views", unknown=sorted(unknown), choices=", ".join(ALL_VIEWS)))
         self.trace = trace
         k = D.clamp_step(trace, k)
         self.own_cursor = cursor is None  # a shared cursor (Compare) is drawn and resized by its owner
@@ -108,10 +109,10 @@ class TraceView:
         make = {"timeline": lambda h: V.SlotTimeline(trace, k, x=x, host=h),
                 "waste": lambda h: V.WasteMeter(trace, k, h),
                 "composition": lambda h: V.StepComposition(trace, k, h), "kv": lambda h: V.KVView(trace, k, h),
-                "requests": lambda h: V.RequestView(trace, k, h),
+                "requests": lambda h: V.RequestView(trace, k, h), "blocks": lambda h: V.BlockView(trace, k, host=h),
                 "latency": lambda h: V.LatencyView(compare or {trace.policy: trace}, k, h)}
         self.views: dict[str, V.View] = {}
-        for name in VIEWS:  # not in batch mode: plotly drops the properties of shapes added in one
+        for name in ALL_VIEWS:  # not in batch mode: plotly drops the properties of shapes added in one
             if name in panels:
                 self.views[name] = make[name]((self.fig, panels[name], legends[name]))
                 xa = self.fig.layout[V._axis_name(panels[name][0][0])]

@@ -132,8 +132,8 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
     return TimelineData(z, edges, first, last, b, x, time_label(trace), text, note)
 
 
-def cursor_span(data: TimelineData, k: int) -> tuple[float, float]:
-    """x0, x1 of the timeline column holding step k."""
+def cursor_span(data: TimelineData | BlockMapData, k: int) -> tuple[float, float]:
+    """x0, x1 of the timeline's (or block map's) column holding step k."""
     if len(data.first_step) == 0:
         return 0.0, 0.0
     col = int(np.flatnonzero((data.first_step <= k) & (data.last_step >= k) & (data.first_step >= 0))[0])
@@ -228,11 +228,10 @@ def kv_sentence(trace: Trace, k: int) -> str:
         return t("note.no_steps")
     k = clamp_step(trace, k)
     res, used, unit = kv_series(trace)
-    if trace.kv_layout == "paged":  # no slab: held is the blocks in sequences' tables
-        st = trace.steps[k]
-        return t("kv.sentence_paged", k=k, used=used[k], reserved=res[k], unit=unit,
-                 pct=100 * used[k] / res[k] if res[k] else 0.0, blocks=st.blocks_used,
-                 total=st.blocks_used + st.blocks_free, size=trace.block_size)
+    if trace.kv_layout == "paged":
+        return t("kv.sentence.paged", k=k, used=used[k], reserved=res[k], unit=unit,
+                 pct=100 * used[k] / res[k] if res[k] else 0.0, size=trace.block_size,
+                 preempted=blocks_at(trace, k)["preempted"])
     return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
              pct=100 * used[k] / res[k] if res[k] else 0.0, slots=trace.num_slots, slab=trace.slab_tokens)
 
@@ -290,3 +289,114 @@ def state_sentence(trace: Trace, k: int) -> str:
     counts = t("widgets.join.list").join(t("widgets.state_count", n=v, state=t(f"state.{name}"))
                                          for name, v in state_counts(trace, k).items() if v)
     return t("req.states", k=clamp_step(trace, k), counts=counts or t("unit.none"))
+
+
+# ----------------------------------------------------------------------------------------------- block map
+BLOCK_STATES = ("free", "held", "waste")  # a block at a step: in no table; in a table; a sequence's partly filled last block
+FREE, HELD, BWASTE = range(3)
+BLOCK_COLORS = {FREE: PALETTE["idle"], HELD: PALETTE["kv_used"], BWASTE: PALETTE["wasted"]}
+MAX_ROWS = 80  # more blocks than this (of those ever held) are drawn as bins of blocks
+# columns of the block map: half the timeline's, as its cells carry ~3x the rows (80 vs 16-32 slots); 40% of its
+# redraw time (the hover texts sent) for ~2.7 px per column
+MAX_BLOCK_COLUMNS = 300
+
+
+@dataclass
+class BlockMapData:
+    """A heatmap of the paged pool: z[row, column] BLOCK_STATES codes (the most frequent state of the cell's
+    block-steps when rows or columns are bins), block edges on y, step edges on x, hover text per cell."""
+
+    z: np.ndarray
+    y_edges: np.ndarray
+    x_edges: np.ndarray
+    first_step: np.ndarray  # per column
+    last_step: np.ndarray
+    bin: int  # steps per column
+    rows: int  # blocks per row
+    top: int  # blocks drawn: 0 .. top-1 (every block ever held; the rest of the pool stayed free)
+    text: np.ndarray
+    note: str
+    unfilled: np.ndarray  # per cell, positions of a partly filled last block left empty (one block-step cells only)
+
+    @property
+    def exact(self) -> bool:
+        """One block-step per cell (no bins)."""
+        return self.rows == 1 and self.bin == 1
+
+
+def block_map(trace: Trace, max_rows: int = MAX_ROWS, max_columns: int = MAX_BLOCK_COLUMNS) -> BlockMapData:
+    """Blocks x steps of a paged run: free, held, or holding a sequence's unfilled tail (internal waste)."""
+    n, u = len(trace.steps), trace.block_usage()
+    top = int(u.block.max()) + 1 if len(u.block) else 0
+    if not n or not top:
+        z = np.zeros((0, 0), dtype=np.int8)
+        return BlockMapData(z, np.zeros(1), np.zeros(1), np.zeros(0, int), np.zeros(0, int), 1, 1, 0,
+                            z.astype(object), "", z.astype(np.int64))
+    b, first, last = _bins(n, max_columns)
+    rb = max(1, math.ceil(top / max_rows))
+    rows, cols = -(-top // rb), len(first)
+    # block-steps held per (row, step): +1 from a span's first step, -1 after its last, summed along steps
+    rowk = u.block // rb
+    diff = np.zeros((rows, n + 1), dtype=np.int32)
+    np.add.at(diff, (rowk, u.first), 1)
+    np.add.at(diff, (rowk, u.last + 1), -1)
+    held = np.add.reduceat(np.cumsum(diff[:, :n], axis=1), first, axis=1)
+    waste = np.bincount((u.waste_block // rb) * cols + u.waste_step // b, minlength=rows * cols).reshape(rows, cols)
+    size = np.minimum(np.arange(rows) * rb + rb, top) - np.arange(rows) * rb
+    free = size[:, None] * (last - first + 1)[None, :] - held
+    counts = np.stack([free, held - waste, waste], axis=-1)
+    z = (2 - np.argmax(counts[..., ::-1], axis=-1)).astype(np.int8)  # ties: the later state
+    # hover: the owner of the cell's first block at its first step (the whole cell when it is one block-step);
+    # the words are formatted once per distinct (owner, state, unfilled positions), not per cell
+    a, k = (np.arange(rows) * rb)[:, None], first[None, :]
+    key = u.block * (n + 1) + u.first
+    at = np.searchsorted(key, (a * (n + 1) + k).ravel(), side="right") - 1
+    s = np.maximum(at, 0)
+    owned = (at >= 0) & (u.block[s] == np.repeat(a.ravel(), cols)) & (u.last[s] >= np.tile(first, rows))
+    exact = rb == 1 and b == 1
+    wpos = np.zeros(z.size, dtype=np.int64)
+    if exact:
+        wpos[u.waste_block * cols + u.waste_step] = u.waste_positions
+    combo = (np.where(owned, s, -1) * 3 + z.ravel()) * (trace.block_size + 1) + wpos
+    uniq, inv = np.unique(combo, return_inverse=True)
+    us, rest = np.divmod(uniq, 3 * (trace.block_size + 1))
+    uz, uw = np.divmod(rest, trace.block_size + 1)
+    ids = np.array([r.id for r in trace.requests], dtype=object)
+    state = np.array([t(f"blocks.{x}") for x in BLOCK_STATES], dtype=object)[uz]
+    words = state + np.where(us >= 0, vformat(t("blocks.owner"), id=ids[u.request[np.maximum(us, 0)]],
+                                              i=u.index[np.maximum(us, 0)]), "")
+    words = words + np.where(uw > 0, vformat(t("blocks.hover.waste"), w=uw, size=trace.block_size), "")
+    text = words[inv].reshape(z.shape)
+    note = "" if exact else t("blocks.binned", blocks=top, rows=rows, per=rb, steps=n, cols=cols, bin=b)
+    y_edges = np.append(np.arange(rows) * rb, top).astype(np.float64) - 0.5
+    x_edges = np.append(first, n).astype(np.float64) - 0.5
+    return BlockMapData(z, y_edges, x_edges, first, last, b, rb, top, text, note, wpos.reshape(z.shape))
+
+
+def blocks_at(trace: Trace, k: int) -> dict[str, int]:
+    """Step k's blocks (used, free, internal waste in positions) and preemptions / recomputed tokens up to k."""
+    if not trace.steps:
+        return {"used": 0, "free": trace.num_blocks, "waste": 0, "preempted": 0, "recomputed": 0}
+    k = clamp_step(trace, k)
+    s = trace.steps[k]
+    counts = trace._cached("preempt_totals", lambda: (
+        np.cumsum([len(x.preempted) for x in trace.steps]), np.cumsum([x.recomputed_tokens for x in trace.steps])))
+    return {"used": s.blocks_used, "free": s.blocks_free, "waste": s.block_waste, "preempted": int(counts[0][k]),
+            "recomputed": int(counts[1][k])}
+
+
+def blocks_sentence(trace: Trace, k: int) -> str:
+    """The block map's words for step k."""
+    if trace.kv_layout != "paged":
+        return t("blocks.slab")
+    if not trace.steps:
+        return t("note.no_steps")
+    c = blocks_at(trace, k)
+    return t("blocks.sentence", k=clamp_step(trace, k), used=c["used"], total=trace.num_blocks, free=c["free"],
+             size=trace.block_size, waste=c["waste"], pct=100 * c["waste"] / max(1, c["used"] * trace.block_size),
+             preempted=c["preempted"], recomputed=c["recomputed"])
+
+
+def preemption_steps(trace: Trace) -> np.ndarray:
+    """Steps in which a sequence was preempted (each step once)."""
+    return np.array([i for i, s in enumerate(trace.steps) if s.preempted], dtype=np.int64)

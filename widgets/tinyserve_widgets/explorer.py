@@ -34,6 +34,9 @@ RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 SLABS = [("opt.preset_len", "preset"), 256, 512, 1024, 2048, 3072, 4096]  # max_model_len: every slot's slab
 ORDERS = [("knob.prefill_first", True), ("knob.decode_first", False)]
 AXES = [("knob.x.steps", "steps"), ("knob.x.time", "time")]
+LAYOUTS = ["slab", "paged"]  # kv_layout (code names, as the engine's)
+BLOCK_SIZES = [1, 2, 4, 8, 16, 32, 64, 128, 256]  # positions per block (paged); vLLM's default 16
+KV_KNOBS = ("kv_layout", "block_size")  # shown where the views include the block map or the KV view
 # per knob, the word key of each named option's value (a language change relabels the options from it)
 _KEYED = {name: {v: key for key, v in (o for o in base if isinstance(o, tuple)) if key.startswith(("opt.", "knob."))}
           for name, base in (("max_batch_tokens", BUDGETS), ("timeout", TIMEOUTS), ("max_waiting_steps", WAITS),
@@ -42,7 +45,7 @@ REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take he
 REAL_LIMIT_S = 10.0  # a real run is offered when the cpu-tiny cost model (fitted to a one-thread CPU run) says
 # the same steps take at most this long: a knob moved far (chunks of 1 token) can make a short workload slow
 CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
-            "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "x")
+            "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "kv_layout", "block_size", "x")
 
 
 NONE = {"auto": None, "full": None, "none": None, "preset": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
@@ -80,7 +83,7 @@ class Explorer:
                  controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
                  width: int = BOARD_WIDTH_PX, policies: tuple[str, ...] | None = None,
                  real_knobs: dict | None = None, workload_knobs: dict | None = None,
-                 max_model_len: int | None = None, k: int = 0):
+                 max_model_len: int | None = None, k: int = 0, kv_layout: str = "slab", block_size: int = 16):
         """policies: the policy buttons offered (default: all); real_knobs: workload knobs the real-model run
         uses instead (a scaled-down copy, e.g. {"n": 16}: said in the widget); workload_knobs: fixed knobs of
         a named workload that are not controls (e.g. {"long_output": 400}); k: the cursor's first step (negative:
@@ -112,10 +115,13 @@ class Explorer:
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
             "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
             "max_model_len": _slider("max_model_len", SLABS, max_model_len, "360px"),
+            "kv_layout": W.ToggleButtons(options=LAYOUTS, value=kv_layout, description=t("knob.kv_layout"),
+                                         style={"button_width": "auto"}),
+            "block_size": _slider("block_size", BLOCK_SIZES, block_size),
             "x": W.ToggleButtons(options=[(t(k), v) for k, v in AXES], value=x,
                                  description=t("knob.x"), style={"button_width": "auto"}),
         }
-        self.controls = tuple(controls)
+        self.controls = tuple(c for c in controls if c not in KV_KNOBS or {"blocks", "kv"} & set(views))
         for name in self.controls:
             k[name].observe(self._changed, names="value")
         self.message = W.HTML()
@@ -136,7 +142,8 @@ class Explorer:
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
-                            "max_waiting_steps", "max_model_len"), ("workload", "n", "rate"), ("hardware", "kv_budget"))]
+                            "max_waiting_steps", "max_model_len"), ("workload", "n", "rate"),
+                            ("hardware", "kv_budget", "kv_layout", "block_size"))]
         real = [W.HBox([self.real, self.progress])] if real_button else []
         self.widget = W.VBox(rows + real + [self.message, self.status, self.board.widget],
                              layout=W.Layout(width="100%"))
@@ -169,6 +176,7 @@ class Explorer:
         k["max_waiting_steps"].disabled = "prefill_first" not in takes or k["order"].value
         spec = WORKLOADS.get(k["workload"].value, ("", None, {}))[2]
         k["n"].disabled, k["rate"].disabled = "n" not in spec, "rate" not in spec
+        k["block_size"].disabled = k["kv_layout"].value != "paged"
 
     def settings(self) -> tuple[str | list, dict, str, dict]:
         """(workload name or requests, workload knobs, policy, engine knobs) the knobs now say."""
@@ -180,6 +188,8 @@ class Explorer:
             knobs["kv_budget"] = int(k["kv_budget"])
         if k["max_model_len"] is not None and "max_model_len" in self.controls:
             knobs["max_model_len"] = int(k["max_model_len"])
+        if k["kv_layout"] == "paged":  # the constructor's layout holds even where its knobs are not shown
+            knobs["kv_layout"], knobs["block_size"] = "paged", k["block_size"]
         if "chunk_size" in takes:
             knobs["chunk_size"] = k["chunk_size"]
             if k["max_batch_tokens"] is not None:

@@ -124,14 +124,47 @@ def plot_kv(ax, trace: Trace, k: int):
     """Reserved vs used KV per step, cursor at k."""
     res, used, unit = D.kv_series(trace)
     steps = np.arange(len(res))
-    ax.fill_between(steps, res, step="post", color=PALETTE["kv_reserved"], label=t("kv.reserved"))
+    held = t("kv.held" if trace.kv_layout == "paged" else "kv.reserved")
+    ax.fill_between(steps, res, step="post", color=PALETTE["kv_reserved"], label=held)
     ax.fill_between(steps, used, step="post", color=PALETTE["kv_used"], label=t("kv.used"))
+    pre = D.preemption_steps(trace)
+    if len(pre):
+        ax.plot(pre, np.zeros(len(pre)), "x", color=PALETTE["wasted"], ms=7, mew=2, clip_on=False,
+                label=t("kv.preempted"))
     if len(res):
         ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), 70), fontsize=8)
     ax.set_ylabel(t("axis.kv", unit=unit))
     ax.set_title(t("title.kv"), fontsize=10)
     _legend_beside(ax)
+
+
+_BCMAP = ListedColormap([D.BLOCK_COLORS[c] for c in range(len(D.BLOCK_STATES))])
+_BNORM = BoundaryNorm(np.arange(len(D.BLOCK_STATES) + 1) - 0.5, len(D.BLOCK_STATES))
+
+
+def plot_blocks(ax, trace: Trace, k: int | None = None, max_rows: int = D.MAX_ROWS,
+                max_columns: int = D.MAX_BLOCK_COLUMNS):
+    """The paged pool's blocks x steps (free / held / internal waste), the cursor's column outlined, the sentence."""
+    from matplotlib.patches import Patch
+
+    d = D.block_map(trace, max_rows, max_columns)
+    if d.z.size:
+        ax.pcolormesh(d.x_edges, d.y_edges, d.z, cmap=_BCMAP, norm=_BNORM)
+        ax.set_ylim(d.y_edges[0], d.y_edges[-1])
+        if k is not None:
+            ax.axvspan(*D.cursor_span(d, D.clamp_step(trace, k)), color="k", alpha=0.15, lw=1.5)
+    ax.set_ylabel(t("axis.block"))
+    paged = trace.kv_layout == "paged"
+    ax.set_title(t("title.blocks", blocks=trace.num_blocks, size=trace.block_size) if paged else "", fontsize=10)
+    ax.legend(handles=[Patch(color=D.BLOCK_COLORS[c], label=t(f"blocks.{name}"))
+                       for c, name in enumerate(D.BLOCK_STATES)], fontsize=7, ncol=3, loc="lower right",
+              bbox_to_anchor=(1, 1.06), frameon=False)
+    notes = [d.note] if d.note else []
+    if paged and 0 < d.top < trace.num_blocks:
+        notes.append(t("blocks.unused", top=d.top, last=trace.num_blocks - 1))
+    words = D.blocks_sentence(trace, 0 if k is None else k)
+    ax.set_xlabel("\n".join([t("axis.step")] + [_wrap(x) for x in (notes if paged else []) + [words]]), fontsize=8)
 
 
 def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
@@ -187,6 +220,8 @@ def board_figure(trace: Trace, k: int = 0, views: tuple[str, ...] = ("timeline",
     rows = []
     if "timeline" in views:
         rows.append(("timeline", 3.0))
+    if "blocks" in views:
+        rows.append(("blocks", 3.0))
     if "waste" in views or "kv" in views:
         rows.append(("waste_kv", 2.4))
     if "composition" in views:
@@ -198,6 +233,8 @@ def board_figure(trace: Trace, k: int = 0, views: tuple[str, ...] = ("timeline",
     for (name, _), sf in zip(rows, np.atleast_1d(sub)):
         if name == "timeline":
             plot_timeline(sf.subplots(), trace, k, x)
+        elif name == "blocks":
+            plot_blocks(sf.subplots(), trace, k)
         elif name == "waste_kv":
             both = [v for v in ("waste", "kv") if v in views]
             axes = np.atleast_1d(sf.subplots(1, len(both)))

@@ -25,7 +25,15 @@ from .words import t
 
 CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
 _N = len(CODES)
-COLORSCALE = [x for c in CODES for x in ([c / _N, D.COLORS[c]], [(c + 1) / _N, D.COLORS[c]])]
+
+
+def step_scale(colors: list[str]) -> list:
+    """A plotly colorscale giving integer code c (0..len-1, z from -0.5 to len-0.5) the colour colors[c]."""
+    n = len(colors)
+    return [x for c, col in enumerate(colors) for x in ([c / n, col], [(c + 1) / n, col])]
+
+
+COLORSCALE = step_scale([D.COLORS[c] for c in CODES])
 FONT = dict(size=11)
 # a small template: plotly's own (applied to every new figure) costs ~0.1 s of validation per figure
 TEMPLATE = {"layout": {"paper_bgcolor": "white", "plot_bgcolor": "white", "font": {"color": "#2a3f5f"},
@@ -201,6 +209,24 @@ class View:
         # a line above the legend's (which sits on the panel's top edge): a long title never runs into it
         self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", yshift=22, font=dict(size=13))
 
+    def _grid(self, colors: list[str], legend: int, reverse: bool) -> None:
+        """A heatmap of integer codes (colors[c] for code c), legend entries for the first `legend` codes, the
+        cursor's column (shape 0), the title and a note under it for bins (note 1)."""
+        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=len(colors) - 0.5, colorscale=step_scale(colors),
+                             showscale=False, name=""))
+        for c in range(legend):  # legend entries
+            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="square", size=11, color=colors[c],
+                                             line=dict(width=0.5, color="#888"))))
+        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
+                        fillcolor="rgba(0,0,0,0.12)")
+        self._title()
+        # the bins note sits under the title (below the axis it would run into the next panel of a board)
+        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
+                       bgcolor="rgba(255,255,255,0.8)")
+        self.yaxis().update(zeroline=False, showgrid=False, **({"autorange": "reversed"} if reverse else {}))
+        self.xaxis().update(showgrid=False, zeroline=False)
+
     def xaxis(self, panel: int = 0):
         return self.fig.layout[_axis_name(self.panels[panel][0])]
 
@@ -249,19 +275,7 @@ class SlotTimeline(View):
         super().__init__(trace, k, host)
 
     def _build(self) -> None:
-        self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=_N - 0.5, colorscale=COLORSCALE, showscale=False, name=""))
-        for c in CODES[:-1]:  # legend entries
-            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="square", size=11, color=D.COLORS[c],
-                                             line=dict(width=0.5, color="#888"))))
-        self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
-                        fillcolor="rgba(0,0,0,0.12)")
-        self._title()
-        # the bins note sits under the title (below the axis it would run into the next panel of a board)
-        self._add_note(0, 0, 1.0, text="", xanchor="left", yanchor="top", font=dict(size=10, color="#333"),
-                       bgcolor="rgba(255,255,255,0.8)")
-        self.yaxis().update(autorange="reversed", zeroline=False, showgrid=False)
-        self.xaxis().update(showgrid=False, zeroline=False)
+        self._grid([D.COLORS[c] for c in CODES], len(CODES) - 1, reverse=True)
 
     def _labels(self) -> None:
         for c in CODES[:-1]:
@@ -431,10 +445,15 @@ class KVView(View):
                              line=dict(color=PALETTE["kv_used"], width=1, shape="hv")))
         self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
                              marker=dict(color="#222", size=8)))
+        self._add(go.Scatter(x=[], y=[], mode="markers", cliponaxis=False,  # preemptions, on the step axis
+                             marker=dict(color=PALETTE["wasted"], size=9, symbol="x-thin", line=dict(width=2,
+                                         color=PALETTE["wasted"]))))
         self._title()
 
     def _labels(self) -> None:
-        self.tr(0).name, self.tr(1).name = t("kv.reserved"), t("kv.used")
+        paged = self.trace.kv_layout == "paged"
+        self.tr(0).name, self.tr(1).name = t("kv.held" if paged else "kv.reserved"), t("kv.used")
+        self.tr(3).name = t("kv.preempted")
         self.note(0).text = t("title.kv")
         self.xaxis().title.text = t("axis.step")
 
@@ -446,6 +465,11 @@ class KVView(View):
         self.yaxis().title.text = t("axis.kv", unit=unit)
         for i in (0, 1, 2):
             self.tr(i).hovertemplate = "%{y:.1f} " + unit + "<extra></extra>"
+        pre = D.preemption_steps(self.trace)
+        p = self.tr(3)
+        p.x, p.y, p.showlegend = arr(pre), arr(np.zeros(len(pre))), bool(len(pre))
+        p.hovertemplate = t("axis.step") + " %{x}<extra>" + t("kv.preempted") + "</extra>"
+        self.tr(0).name = t("kv.held" if self.trace.kv_layout == "paged" else "kv.reserved")
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -453,6 +477,55 @@ class KVView(View):
         m = self.tr(2)
         m.x, m.y = ([k, k], [res[k], used[k]]) if len(res) else ([], [])
         self.words.value = D.kv_sentence(self.trace, k)
+
+
+class BlockView(View):
+    """The paged layout's pool: blocks x steps coloured free / held / internal waste, the owner on hover, the
+    cursor's column outlined (a slab run says it has no blocks)."""
+
+    height = 320
+
+    def __init__(self, trace: Trace, k: int = 0, max_rows: int = D.MAX_ROWS, max_columns: int = D.MAX_BLOCK_COLUMNS,
+                 host: tuple | None = None):
+        self.max_rows, self.max_columns = max_rows, max_columns
+        super().__init__(trace, k, host)
+
+    def _build(self) -> None:
+        colors = [D.BLOCK_COLORS[c] for c in range(len(D.BLOCK_STATES))]
+        self._grid(colors, len(colors), reverse=False)
+
+    def _labels(self) -> None:
+        for c, name in enumerate(D.BLOCK_STATES):
+            self.tr(1 + c).name = t(f"blocks.{name}")
+        self.yaxis().title.text = t("axis.block")
+        self.xaxis().title.text = t("axis.step")
+
+    def _draw(self) -> None:
+        tr = self.trace
+        self.data = d = D.block_map(tr, self.max_rows, self.max_columns)
+        h = self.tr(0)
+        h.z, h.x, h.y, h.text = arr(d.z), arr(d.x_edges), arr(d.y_edges), d.text
+        h.hovertemplate = t("blocks.hover.cell" if d.exact else "blocks.hover.bin")
+        paged = tr.kv_layout == "paged"
+        notes = [d.note] if d.note else []
+        if paged and 0 < d.top < tr.num_blocks:
+            notes.append(t("blocks.unused", top=d.top, last=tr.num_blocks - 1))
+        self.note(1).text = "<br>".join(notes) if paged else t("blocks.slab")
+        self.note(0).text = t("title.blocks", blocks=tr.num_blocks, size=tr.block_size) if paged else ""
+
+    def _cursor(self, k: int) -> None:
+        self.k = k
+        s = self.shape(0)
+        s.visible = bool(len(self.data.first_step))
+        s.x0, s.x1 = D.cursor_span(self.data, k)
+        self.words.value = D.blocks_sentence(self.trace, k)
+
+    def cell(self, block: int, step: int) -> tuple[int, str]:
+        """The state code and hover text drawn for a block at a step (for checks)."""
+        d = self.data
+        r = int(np.searchsorted(d.y_edges, block, side="right")) - 1
+        c = int(np.searchsorted(d.x_edges, step, side="right")) - 1
+        return int(d.z[r, c]), str(d.text[r, c])
 
 
 class LatencyView(View):

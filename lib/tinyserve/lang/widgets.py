@@ -86,12 +86,47 @@ WORDS: dict[str, dict[str, str]] = {
                           "{slots} slots × a slab of {slab:,} positions, reserved from step 0.",
                     "zh-TW": "第 {k} 步：預留的 {reserved:.1f} {unit} 裡實際用到 {used:.1f} {unit}（{pct:.0f}%）；"
                              "{slots} 個位子 × 每個 {slab:,} 個位置的 slab，從第 0 步起就整段預留。"},
-    "kv.sentence_paged": {"en": "Step {k}: {used:.1f} of {reserved:.1f} {unit} held are used ({pct:.0f}%); "
-                                "{blocks:,} of {total:,} blocks of {size} positions in sequences' tables, each taken "
-                                "as a sequence grows.",
-                          "zh-TW": "第 {k} 步：占用的 {reserved:.1f} {unit} 裡實際用到 {used:.1f} {unit}（{pct:.0f}%）；"
-                                   "{total:,} 個區塊（每塊 {size} 個位置）中有 {blocks:,} 個在序列的 page table 裡，"
-                                   "序列長到哪裡才拿到哪裡。"},
+    "kv.held": {"en": "held (blocks × block size)", "zh-TW": "持有（區塊數 × 區塊大小）"},
+    "kv.preempted": {"en": "preemption", "zh-TW": "搶占"},
+    "kv.sentence.paged": {"en": "Step {k}: {used:.1f} of {reserved:.1f} {unit} held in blocks are used ({pct:.0f}%); "
+                                "blocks of {size} positions are taken as sequences grow; {preempted} preemption(s) "
+                                "so far.",
+                          "zh-TW": "第 {k} 步：區塊持有的 {reserved:.1f} {unit} 裡實際用到 {used:.1f} {unit}（{pct:.0f}%）；"
+                                   "每個區塊 {size} 個位置，序列長到哪裡才配到哪裡；到目前為止搶占了 {preempted} 次。"},
+    # block map (the paged layout)
+    "title.blocks": {"en": "KV blocks × steps — {blocks:,} blocks of {size} positions in the pool",
+                     "zh-TW": "KV 區塊 × 步 — 區塊池共 {blocks:,} 個區塊，每個 {size} 個位置"},
+    "axis.block": {"en": "block", "zh-TW": "區塊"},
+    "blocks.free": {"en": "free", "zh-TW": "空閒"},
+    "blocks.held": {"en": "held by a sequence", "zh-TW": "序列持有"},
+    "blocks.waste": {"en": "internal waste (unfilled tail of a last block)",
+                     "zh-TW": "內部浪費（最後一個區塊沒填滿的部分）"},
+    "blocks.owner": {"en": " · {id}, block {i} of its table", "zh-TW": " · {id}，它的 page table 第 {i} 格"},
+    "blocks.hover.waste": {"en": "<br>{w} of {size} positions unfilled", "zh-TW": "<br>{size} 個位置中有 {w} 個沒填"},
+    "blocks.hover.cell": {"en": "block %{y} · step %{x}<br>%{text}<extra></extra>",
+                          "zh-TW": "區塊 %{y} · 第 %{x} 步<br>%{text}<extra></extra>"},
+    "blocks.hover.bin": {"en": "blocks near %{y:.0f} · steps near %{x:.0f}<br>most often: %{text}"
+                               "<br>(owner: the cell's first block at its first step)<extra></extra>",
+                         "zh-TW": "區塊 %{y:.0f} 附近 · 第 %{x:.0f} 步附近<br>最常見：%{text}"
+                                  "<br>（持有者：這一格第一個區塊在第一步時的持有者）<extra></extra>"},
+    "blocks.binned": {"en": "{blocks:,} blocks drawn as {rows} rows of {per}, {steps:,} steps as {cols} columns of {bin} "
+                            "(most frequent state per cell)",
+                      "zh-TW": "{blocks:,} 個區塊畫成 {rows} 列，每列 {per} 個；{steps:,} 步畫成 {cols} 欄，每欄 {bin} 步"
+                               "（每格畫出最常出現的狀態）"},
+    "blocks.unused": {"en": "blocks {top:,}–{last:,} of the pool were never held (free throughout)",
+                      "zh-TW": "區塊池裡第 {top:,}–{last:,} 號區塊從頭到尾都沒被用到（一直空閒）"},
+    "blocks.slab": {"en": "This run keeps its KV in slabs (kv_layout='slab'): there are no blocks to draw. Run it "
+                          "with kv_layout='paged' to see them.",
+                    "zh-TW": "這次執行的 KV 放在 slab 裡（kv_layout='slab'），沒有區塊可畫。改用 kv_layout='paged' "
+                             "執行，就看得到區塊。"},
+    "blocks.sentence": {"en": "Step {k}: {used:,} of {total:,} blocks ({size} positions each) are held, {free:,} free; "
+                              "internal waste {waste:,} positions ({pct:.1f}% of the held positions); {preempted} "
+                              "preemption(s) so far, {recomputed:,} tokens recomputed.",
+                        "zh-TW": "第 {k} 步：{total:,} 個區塊（每個 {size} 個位置）中有 {used:,} 個被持有、{free:,} 個"
+                                 "空閒；內部浪費 {waste:,} 個位置（占持有位置的 {pct:.1f}%）；到目前為止搶占了 "
+                                 "{preempted} 次，重算了 {recomputed:,} 個 token。"},
+    "knob.kv_layout": {"en": "KV layout", "zh-TW": "KV 佈局"},
+    "knob.block_size": {"en": "block size (positions)", "zh-TW": "區塊大小（位置數）"},
     # slabs vs pages (7.4)
     "pages.slabs": {"en": "slabs: one per slot, all reserved", "zh-TW": "slab：每個位子一段，全部事先預留"},
     "pages.blocks": {"en": "blocks of {block} positions, handed out as sequences grow",

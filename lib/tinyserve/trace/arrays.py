@@ -96,6 +96,26 @@ class RequestArrays:
 
 
 @dataclass
+class BlockUsage:
+    """The paged layout's blocks as arrays. Spans (one per time a block was held, sorted by block then first step):
+    block, request (index into Trace.requests), index in its block table, first and last step. Partly filled last
+    blocks (internal waste), one row per (sequence, step): step, block, request, unfilled positions. Per step:
+    blocks held and positions wasted (what StepRecord.blocks_used / block_waste say, rebuilt from the above)."""
+
+    block: np.ndarray
+    request: np.ndarray
+    index: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    waste_step: np.ndarray
+    waste_block: np.ndarray
+    waste_request: np.ndarray
+    waste_positions: np.ndarray
+    held: np.ndarray  # per step
+    waste: np.ndarray  # per step
+
+
+@dataclass
 class RequestTimeline:
     """One request's life in the trace; chunks are (step, start position, tokens, padding) of its prefills."""
 
@@ -195,6 +215,56 @@ def _step_arrays(tr: Trace) -> StepArrays:
         kv_used_bytes=_step_column(tr, "kv_used_bytes", np.int64),
         prefill_works=per_step(np.ones(len(wt.step), dtype=np.int64), prefill),
         max_itl_s=max_per_step(wt.token & ~wt.first_token), max_ttft_s=max_per_step(wt.first_token))
+
+
+def _block_usage(tr: Trace) -> BlockUsage:
+    n, size = len(tr.steps), max(1, tr.block_size)
+    index = {r.id: i for i, r in enumerate(tr.requests)}
+    m = len(tr.block_spans)
+    flat = list(itertools.chain.from_iterable(tr.block_spans))  # every fifth item is one column (C speed)
+    blk, idx, first, last = (np.fromiter(flat[i::5], dtype=np.int64, count=m) for i in (0, 2, 3, 4))
+    req = np.fromiter(map(index.__getitem__, flat[1::5]), dtype=np.int64, count=m)
+    order = np.lexsort((first, blk))
+    blk, req, idx, first, last = blk[order], req[order], idx[order], first[order], last[order]
+    # positions each sequence has stored after each step: its last work's end (a decode stores one position), or
+    # 0 from a preemption on (its blocks went back; a recompute's chunks fill new ones)
+    wt = tr.works_table()
+    run = wt.phase != WASTED
+    ev_req, ev_step = [wt.request[run]], [wt.step[run]]
+    ev_ctx = [np.where(wt.phase[run] == PREFILL, wt.start[run] + wt.tokens[run], wt.start[run] + 1)]
+    pre = [(index[rid], k) for k, s in enumerate(tr.steps) for rid in s.preempted]
+    if pre:
+        p = np.array(pre, dtype=np.int64)
+        ev_req.append(p[:, 0]), ev_step.append(p[:, 1]), ev_ctx.append(np.zeros(len(p), dtype=np.int64))
+    ev_kind = np.concatenate([np.ones(len(ev_req[0]), dtype=np.int64), np.zeros(len(pre), dtype=np.int64)])
+    ev_req, ev_step, ev_ctx = (np.concatenate(a) for a in (ev_req, ev_step, ev_ctx))
+    ev_key = ev_req * (n + 1) + ev_step
+    o = np.lexsort((ev_kind, ev_key))  # a preemption before the same step's work
+    ev_key, ev_req, ev_ctx = ev_key[o], ev_req[o], ev_ctx[o]
+    # every (sequence, step) holding blocks: the spans of each table's first block
+    h = idx == 0
+    length = last[h] - first[h] + 1
+    p_req = np.repeat(req[h], length)
+    p_step = np.repeat(first[h], length) + (np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length))
+    at = np.searchsorted(ev_key, p_req * (n + 1) + p_step, side="right") - 1
+    ok = at >= 0
+    ok[ok] = ev_req[at[ok]] == p_req[ok]
+    filled = np.where(ok, ev_ctx[np.maximum(at, 0)], 0)
+    # the unfilled tail of the last filled block: block number filled // size of the sequence's table
+    rem = -filled % size
+    w = np.flatnonzero(rem > 0)
+    top = int(idx.max()) + 1 if len(idx) else 1
+    key2 = (req * top + idx) * (n + 1) + first
+    o2 = np.argsort(key2, kind="stable")
+    wi = filled[w] // size
+    at2 = np.searchsorted(key2[o2], (p_req[w] * top + wi) * (n + 1) + p_step[w], side="right") - 1
+    found = (at2 >= 0) & (wi < top)
+    s2 = o2[np.maximum(at2, 0)]
+    found &= (req[s2] == p_req[w]) & (idx[s2] == wi) & (last[s2] >= p_step[w])
+    w, s2 = w[found], s2[found]
+    held = np.cumsum(np.bincount(first, minlength=n + 1)[:n] - np.bincount(last + 1, minlength=n + 1)[:n])
+    return BlockUsage(blk, req, idx, first, last, p_step[w], blk[s2], p_req[w], rem[w], held,
+                      np.bincount(p_step[w], weights=rem[w], minlength=n).astype(np.int64))
 
 
 def _slot_grid(tr: Trace) -> SlotGrid:

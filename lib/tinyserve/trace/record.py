@@ -12,7 +12,7 @@ import numpy as np
 from ..core.request import FINISHED, REJECTED, Request, SlotWork  # noqa: F401  SlotWork: also tinyserve.trace's
 from . import arrays, export
 from .arrays import *  # noqa: F401,F403  the view arrays' names, importable from here as before
-from .arrays import (_WORK_CODE, GRID_PHASES, PHASES, RequestArrays, RequestTimeline, SlotGrid,  # noqa: F401
+from .arrays import (_WORK_CODE, GRID_PHASES, BlockUsage, PHASES, RequestArrays, RequestTimeline, SlotGrid,  # noqa: F401
                      StepArrays, WorkTable)
 from .metrics import _stats, metrics  # noqa: F401
 from .step import StepRecord
@@ -94,6 +94,11 @@ class Trace:
     def phase_grid(self) -> SlotGrid:
         """Slots x steps as numbers: phase codes (GRID_PHASES, padding shown) and what each cell computed."""
         return self._cached("grid", lambda: arrays._slot_grid(self))
+
+    def block_usage(self) -> BlockUsage:
+        """The paged layout's block spans, each sequence's partly filled last block per step, held and wasted per
+        step (empty for a slab run): what a block map draws."""
+        return self._cached("blocks", lambda: arrays._block_usage(self))
 
     def request_arrays(self) -> RequestArrays:
         """Per-request arrays: arrival, slot, first/first-token/finish/last step, TTFT and end-to-end latency."""
