@@ -229,9 +229,10 @@ def kv_sentence(trace: Trace, k: int) -> str:
     k = clamp_step(trace, k)
     res, used, unit = kv_series(trace)
     if trace.kv_layout == "paged":
+        st = trace.steps[k]
         return t("kv.sentence.paged", k=k, used=used[k], reserved=res[k], unit=unit,
-                 pct=100 * used[k] / res[k] if res[k] else 0.0, size=trace.block_size,
-                 preempted=blocks_at(trace, k)["preempted"])
+                 pct=100 * used[k] / res[k] if res[k] else 0.0, size=trace.block_size, blocks=st.blocks_used,
+                 total=st.blocks_used + st.blocks_free, preempted=blocks_at(trace, k)["preempted"])
     return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
              pct=100 * used[k] / res[k] if res[k] else 0.0, slots=trace.num_slots, slab=trace.slab_tokens)
 

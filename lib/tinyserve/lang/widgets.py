@@ -89,10 +89,11 @@ WORDS: dict[str, dict[str, str]] = {
     "kv.held": {"en": "held (blocks × block size)", "zh-TW": "持有（區塊數 × 區塊大小）"},
     "kv.preempted": {"en": "preemption", "zh-TW": "搶占"},
     "kv.sentence.paged": {"en": "Step {k}: {used:.1f} of {reserved:.1f} {unit} held in blocks are used ({pct:.0f}%); "
-                                "blocks of {size} positions are taken as sequences grow; {preempted} preemption(s) "
-                                "so far.",
+                                "{blocks:,} of {total:,} blocks of {size} positions, taken as sequences grow; "
+                                "{preempted} preemption(s) so far.",
                           "zh-TW": "第 {k} 步：區塊持有的 {reserved:.1f} {unit} 裡實際用到 {used:.1f} {unit}（{pct:.0f}%）；"
-                                   "每個區塊 {size} 個位置，序列長到哪裡才配到哪裡；到目前為止搶占了 {preempted} 次。"},
+                                   "{total:,} 個區塊（每塊 {size} 個位置）中有 {blocks:,} 個被持有，序列長到哪裡才配到哪裡；"
+                                   "到目前為止搶占了 {preempted} 次。"},
     # block map (the paged layout)
     "title.blocks": {"en": "KV blocks × steps — {blocks:,} blocks of {size} positions in the pool",
                      "zh-TW": "KV 區塊 × 步 — 區塊池共 {blocks:,} 個區塊，每個 {size} 個位置"},
