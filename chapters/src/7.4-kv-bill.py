@@ -241,10 +241,17 @@ ax.plot(hit, np.full(len(hit), long_runs["paged"].num_blocks * 1.02), "v", ms=4,
 ax.set(xlabel=t("7.4.blocks.fig.step"), ylabel=t("7.4.blocks.fig.blocks"), title=t("7.4.blocks.fig.title"))
 ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);
 
+# %%
+tw.show(long_runs["paged"], k=hit[0] if hit else 0, views=("timeline", "blocks"))
+
 # %% [markdown]
 # Blocks holding tokens fill the pool; the free band shrinks to nothing where the markers sit. The internal
 # waste (the unfilled tail of each last block) is only a thin line on top at 16 positions a block; its size is
 # the next section's knob.
+#
+# The block map above shows the same run block by block, under the slot timeline's cursor, which starts at the
+# first preemption: drag the step slider to watch blocks handed out as sequences grow and returned when they
+# finish, and hover a block to see which sequence owns it.
 #
 # ## 7. Block size: waste against table length
 #
