@@ -32,12 +32,7 @@ def table() -> dict[str, dict[str, str]]:
     if _table is None:
         merged: dict[str, dict[str, str]] = {}
         for area in AREAS:
-            try:
-                words = importlib.import_module(f"{__name__}.{area}").WORDS
-            except ModuleNotFoundError as e:
-                if e.name != f"{__name__}.{area}":
-                    raise
-                continue
+            words = importlib.import_module(f"{__name__}.{area}").WORDS
             clash = merged.keys() & words.keys()
             if clash:
                 raise KeyError(f"tinyserve.lang.{area} redefines {sorted(clash)[:5]}")
