@@ -82,25 +82,23 @@ def gather(c: torch.Tensor, tables: torch.Tensor, T: int) -> torch.Tensor:
 
 def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
     """A ragged step's attention for one layer: store the new K/V in the slabs (kc, vc: that layer's), then each
-    decode group attends over a view of its slots' slabs and each prefill segment over its own. (N, H, hd) each."""
+    decode group attends over a view of its slots' slabs and each prefill segment over its own. (N, H, hd) each.
+    The outputs come in row order (decode groups, then prefills), so they are joined, not scattered."""
 
     def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        N, H, hd = q.shape
-        if s.write_rows.numel():
-            kc[s.write_slots, :, s.write_pos] = k[s.write_rows]
-            vc[s.write_slots, :, s.write_pos] = v[s.write_rows]
-        y = torch.empty(N, H, hd, dtype=q.dtype, device=q.device)
+        if s.n_write:
+            kc[s.write_slots, :, s.write_pos] = k[:s.n_write]
+            vc[s.write_slots, :, s.write_pos] = v[:s.n_write]
+        parts = []
         for g in s.decode_groups:
-            # a view of the group's slabs, no copy: the cache is read in place
             T = g.mask.shape[-1]
-            qd = q.new_zeros(g.hi - g.lo, H, 1, hd)
-            qd[g.offsets, :, 0] = q[g.rows]
-            if g.tables is None:
+            qd = (q[g.row:g.row + g.n] if g.pick is None else q.index_select(0, g.pick)).unsqueeze(2)
+            if g.tables is None:  # a view of the group's slabs, no copy: the cache is read in place
                 kd, vd = kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T]
             else:  # the paged layout: gathered from the block pool
                 kd, vd = gather(kc, g.tables, T), gather(vc, g.tables, T)
-            yd = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=g.mask)
-            y[g.rows] = yd[g.offsets, :, 0]
+            yd = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=g.mask).squeeze(2)
+            parts.append(yd if g.keep is None else yd.index_select(0, g.keep))
         for i, (row, n, slot, start) in enumerate(s.prefills):
             qs = q[row:row + n].transpose(0, 1).unsqueeze(0)  # (1, H, n, hd)
             if slot < 0:  # padding: attends to itself only, stored nowhere
@@ -117,8 +115,8 @@ def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
                 allowed = torch.arange(start + n, device=q.device)[None, :] <= (
                     torch.arange(n, device=q.device)[:, None] + start)
                 ys = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=allowed)
-            y[row:row + n] = ys[0].transpose(0, 1)
-        return y
+            parts.append(ys[0].transpose(0, 1))
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
 
     return attend
 
@@ -170,6 +168,9 @@ class TinyGPT(nn.Module):
         """One ragged step: every linear layer runs once over all N tokens; returns logits of s.logits_rows."""
         before_step()  # the thread governor: all threads alone, one beside a CPU-heavy neighbour (threads.py)
         x = self.wte(s.input_ids) + self.wpe(s.positions)
+        for g in s.decode_groups:  # masks are built in float32 with the step; once per step in the model's dtype
+            if g.mask.dtype != x.dtype:
+                g.mask = g.mask.to(x.dtype)
         for layer, b in enumerate(self.h):
             x = b(x, ragged(s, kv.k[layer], kv.v[layer]))
         return self.ln_f(x[s.logits_rows]) @ self.wte.weight.T
