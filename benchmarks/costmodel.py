@@ -63,9 +63,11 @@ def main() -> None:
     load1 = os.getloadavg()[0]
     print(validation.format_table(rows))
     goals = validation.goals_met(rows)
-    print(f"\ngoals: {goals['total_within_10pct']}/{goals['runs']} runs with the modeled total within "
-          f"{validation.GOAL_TOTAL_PCT:.0f}%, {goals['step_median_within_15pct']}/{goals['runs']} with the per-step "
-          f"median error <= {validation.GOAL_STEP_MEDIAN_PCT:.0f}%")
+    for layout in ("slab", "paged"):
+        g = validation.goals_met([r for r in rows if r["kv_layout"] == layout])
+        print(f"\ngoals ({layout}): {g['total_within_10pct']}/{g['runs']} runs with the modeled total within "
+              f"{validation.GOAL_TOTAL_PCT:.0f}%, {g['step_median_within_15pct']}/{g['runs']} with the per-step "
+              f"median error <= {validation.GOAL_STEP_MEDIAN_PCT:.0f}%")
     print(f"machine: {preset.details.get('device', platform.processor())}, {a.threads} thread(s), torch "
           f"{torch.__version__}; 1-min load average {load0:.1f} at the start, {load1:.1f} at the end "
           f"({time.time() - t0:.0f} s)")

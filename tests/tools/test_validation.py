@@ -11,23 +11,31 @@ from tinyserve.workloads import get_workload
 def test_shipped_table_covers_every_policy_on_every_chapter_workload():
     t = validation.load_table()
     rows = t["rows"]
-    assert {(r["workload"], r["policy"]) for r in rows} == {
+    layout = [r.get("kv_layout", "slab") for r in rows]  # a table taken before the paged layout has none
+    assert {(r["workload"], r["policy"]) for r, k in zip(rows, layout) if k == "slab"} == {
         (w, p) for w in validation.SCALED for p in validation.POLICIES}  # 4 x 4 = 16 runs
+    assert {(r["workload"], r["policy"]) for r, k in zip(rows, layout) if k == "paged"} <= {
+        (w, p) for w in validation.SCALED for p in validation.PAGED_POLICIES}
     for r in rows:  # each error is the one its totals give (not re-derived from the model)
         assert r["error_pct"] == pytest.approx(100 * (r["modeled_s"] - r["measured_s"]) / r["measured_s"], abs=0.1)
         assert r["steps"] > 0 and r["step_median_error_pct"] >= 0
     assert "load average" in t["note"] and len(t["load_average_start_end"]) == 2 and t["threads"] == 1
     table = validation.format_table(rows)
-    assert table.count("\n") == len(rows) + 1 and "chapter-7.3-long-prompt | chunked" in table
+    assert table.count("\n") == len(rows) + 1 and "chapter-7.3-long-prompt | chunked |" in table
+    paged = validation.format_table([{**rows[-1], "kv_layout": "paged"}])
+    assert f"| {rows[-1]['policy']} (paged) |" in paged
 
 
 def test_validate_runs_the_steps_the_modeled_clock_schedules(torch_one_thread):
     small = {"chapter-7.1-padding": {"short_prompt": 5, "long_prompt": 20, "max_new_tokens": 3}}
     rows = validation.validate(repeats=1, workloads=small, policies=("static", "chunked"))
+    assert [(r["policy"], r["kv_layout"]) for r in rows] == [
+        ("static", "slab"), ("chunked", "slab"), ("continuous", "paged"), ("chunked", "paged")]
     for r in rows:
         dry = Engine().run(get_workload("chapter-7.1-padding", **small["chapter-7.1-padding"]), r["policy"],
-                           hardware="cpu-tiny", dry_run=True, progress=False)
-        # static: 1 padded prefill + 2 decode steps (3 tokens each); chunked: both prompts in one step + 2 decodes
+                           hardware="cpu-tiny", dry_run=True, progress=False, kv_layout=r["kv_layout"])
+        # static: 1 padded prefill + 2 decode steps (3 tokens each); chunked and continuous: both prompts in one
+        # step + 2 decodes
         assert r["steps"] == len(dry.steps) == 3
         # the modeled total is the dry run's duration: the same steps priced by the same preset
         assert r["modeled_s"] == pytest.approx(dry.metrics()["duration_s"], abs=1e-4)

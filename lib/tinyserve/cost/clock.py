@@ -48,8 +48,9 @@ modern paged kernel (FlashAttention / FlashInfer with a block table, vLLM v1) lo
 indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% slower than FasterTransformer's
 contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
 What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
-one. Under cpu-tiny (tinyserve-cpu) a paged step is priced as a slab step: the preset is not re-fitted for the
-gather through the table, whose real cost the wall clock measures.
+one. Under cpu-tiny (tinyserve-cpu) a paged step is priced as a slab step, which it is not: the tiny engine copies
+each decode group's K/V through the block tables, and benchmarks/costmodel.py measured real paged steps at
+1.4-2.8x that price on a 2-core CPU (benchmarks/README.md); the wall clock measures what they really cost.
 
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more

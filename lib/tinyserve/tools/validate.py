@@ -24,6 +24,9 @@ from ..lang import t
 
 TABLE_FILE = Path(__file__).parents[1] / "data" / "costmodel-validation.json"
 POLICIES = ("static", "dynamic", "continuous", "chunked")
+# the paged KV layout (issue #24) under the policies that run it in the chapter: its steps gather K/V through
+# block tables, a copy the slab layout does not make, priced by the same model (checked here, not assumed)
+PAGED_POLICIES = ("continuous", "chunked")
 # the chapter workloads, scaled down where a full run would take minutes on a 2-core CPU
 SCALED = {
     "chapter-7.1-padding": {},
@@ -34,11 +37,12 @@ SCALED = {
 GOAL_TOTAL_PCT, GOAL_STEP_MEDIAN_PCT = 10.0, 15.0  # issue #8: modeled total within 10%, per-step median <= 15%
 
 
-def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: HardwarePreset) -> tuple[list, list[float]]:
+def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: HardwarePreset,
+               kv_layout: str = "slab") -> tuple[list, list[float]]:
     """The steps of one real run under the modeled clock, and each step's forward timed by step_timer."""
     from ..core.workloads import get_workload
 
-    run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset)
+    run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset, kv_layout=kv_layout)
     _, clock = step_timer(engine.model.device)
     timed: list[float] = []
     execute = run.runner.execute  # the engine's own step (segments, build_step, forward, sampling): timed, not changed
@@ -56,11 +60,13 @@ def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: Hardware
 
 
 def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None = None,
-            policies: tuple[str, ...] = POLICIES, log=None, repeat: int = 0) -> dict[tuple[str, str], dict]:
-    """One repeat: every policy on every workload for real, scheduled by `schedule`'s modeled clock.
+            policies: tuple[str, ...] = POLICIES, log=None, repeat: int = 0,
+            paged_policies: tuple[str, ...] = PAGED_POLICIES) -> dict[tuple[str, str, str], dict]:
+    """One repeat: every policy on every workload for real, scheduled by `schedule`'s modeled clock, with slabs,
+    and `paged_policies` again with the paged KV layout.
 
-    Returns, per (workload, policy), the steps' works and each step's timed and wall seconds. Runs one after
-    another, so that a busy moment of a shared machine hits one repeat of many runs, not every repeat of one.
+    Returns, per (workload, policy, kv_layout), the steps' works and each step's timed and wall seconds. Runs one
+    after another, so that a busy moment of a shared machine hits one repeat of many runs, not every repeat of one.
     """
     from ..engine import Engine
 
@@ -68,19 +74,19 @@ def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None =
     _run_steps(engine, "chapter-7.1-finisher", {"n": 4, "long_output": 8, "short_output": 4}, "continuous", schedule)
     out = {}
     for wl, knobs in (SCALED if workloads is None else workloads).items():
-        for pol in policies:
-            steps, t = _run_steps(engine, wl, knobs, pol, schedule)
+        for pol, layout in [(p, "slab") for p in policies] + [(p, "paged") for p in paged_policies]:
+            steps, t = _run_steps(engine, wl, knobs, pol, schedule, layout)
             # (slot, request_id, phase, start, tokens, padding) tuples of the trace's SlotWorks
-            out[(wl, pol)] = {"works": [[tuple(w) for w in s.works] for s in steps], "timed": t,
+            out[(wl, pol, layout)] = {"works": [[tuple(w) for w in s.works] for s in steps], "timed": t,
                               "wall": [s.measured_s for s in steps]}
             if log:
-                log(f"repeat {repeat + 1} {wl} {pol}: {len(steps)} steps, {sum(t):.2f} s timed, "
+                log(f"repeat {repeat + 1} {wl} {pol} {layout}: {len(steps)} steps, {sum(t):.2f} s timed, "
                     f"{sum(s.measured_s for s in steps):.2f} s wall")
     return out
 
 
-def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset | str) -> list[dict]:
-    """Rows (workload, policy, steps, measured_s, modeled_s, error_pct, step_median_error_pct, wall_s), one per run.
+def compare(repeats: list[dict[tuple[str, str, str], dict]], preset: HardwarePreset | str) -> list[dict]:
+    """Rows (workload, policy, kv_layout, steps, measured_s, modeled_s, error_pct, step_median_error_pct, wall_s), one per run.
 
     measured_s sums each step's fastest repeat as step_timer times it (the thread's CPU time on a one-thread CPU
     run, as calibrate() times its points); wall_s sums the engine's own wall-clock measured_s the same way;
@@ -90,15 +96,15 @@ def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset |
 
     clock = ModeledClock(get_preset(preset) if isinstance(preset, str) else preset)
     rows = []
-    for (wl, pol), first in repeats[0].items():
-        runs = [m[(wl, pol)] for m in repeats]
+    for (wl, pol, layout), first in repeats[0].items():
+        runs = [m[(wl, pol, layout)] for m in repeats]
         if any(r["works"] != first["works"] or len(r["timed"]) != len(r["works"]) for r in runs):
             raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")
         per_step = np.array([min(ts) for ts in zip(*(r["timed"] for r in runs))])
         modeled = np.array([clock.step_time([Work.of(w) for w in step])
                             for step in first["works"]])
         m, p = float(per_step.sum()), float(modeled.sum())
-        rows.append({"workload": wl, "policy": pol, "steps": len(per_step), "measured_s": round(m, 4),
+        rows.append({"workload": wl, "policy": pol, "kv_layout": layout, "steps": len(per_step), "measured_s": round(m, 4),
                      "modeled_s": round(p, 4), "error_pct": round(100 * (p - m) / m, 1),
                      "step_median_error_pct": round(100 * float(np.median(np.abs(modeled - per_step) / per_step)), 1),
                      "wall_s": round(float(sum(min(ts) for ts in zip(*(r["wall"] for r in runs)))), 4)})
@@ -106,20 +112,24 @@ def compare(repeats: list[dict[tuple[str, str], dict]], preset: HardwarePreset |
 
 
 def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int = 3,
-             workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None) -> list[dict]:
-    """Run every policy on every workload `repeats` times under `preset` and compare (rows as compare() gives)."""
+             workloads: dict[str, dict] | None = None, policies: tuple[str, ...] = POLICIES, log=None,
+             paged_policies: tuple[str, ...] = PAGED_POLICIES) -> list[dict]:
+    """Run every policy on every workload `repeats` times under `preset` (and paged_policies with the paged KV
+    layout) and compare (rows as compare() gives)."""
     from ..model.checkpoint import load_model
 
     preset = get_preset(preset) if isinstance(preset, str) else preset
     model = model if model is not None else load_model(device="cpu", dtype="float32")
-    return compare([measure(model, preset, workloads, policies, log, r) for r in range(repeats)], preset)
+    return compare([measure(model, preset, workloads, policies, log, r, paged_policies) for r in range(repeats)],
+                   preset)
 
 
 def format_table(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
     out = [t("engine.validation.header"), "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        out.append(f"| {r['workload']} | {r['policy']} | {r['steps']} | {r['measured_s']:.3f} | {r['modeled_s']:.3f} "
+        policy = r["policy"] + (" (paged)" if r.get("kv_layout") == "paged" else "")
+        out.append(f"| {r['workload']} | {policy} | {r['steps']} | {r['measured_s']:.3f} | {r['modeled_s']:.3f} "
                    f"| {r['error_pct']:+.1f}% | {r['step_median_error_pct']:.1f}% | {r.get('wall_s', float('nan')):.3f} |")
     return "\n".join(out)
 
