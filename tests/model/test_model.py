@@ -288,7 +288,7 @@ def test_a_ragged_step_through_block_tables_equals_each_sequence_alone(get_model
     for slot, s in seqs.items():
         n = -(-len(s) // block_size)
         tables[slot], taken = order[taken:taken + n], taken + n
-    kv = KVCache(model.config, nb, block_size, dtype, model.device)  # the pool: nb blocks of block_size positions
+    kv = KVCache(model.config, nb, block_size, dtype, model.device, paged=True)  # nb blocks of block_size positions
 
     def paged(segments, sample):
         return model.forward_step(build_step(segments, sample, model.device, tables, block_size), kv)

@@ -74,10 +74,12 @@ def causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 
 def gather(c: torch.Tensor, tables: torch.Tensor, T: int) -> torch.Tensor:
-    """Keys (or values) of sequences read through their block tables: (B, blocks) ids -> (B, H, T, hd), a copy."""
-    g = c[tables]  # (B, blocks, H, block_size, hd)
-    B, nb, H, bs, hd = g.shape
-    return g.transpose(1, 2).reshape(B, H, nb * bs, hd)[:, :, :T]
+    """Keys (or values) of sequences read through their block tables: (B, blocks) ids -> (B, H, T, hd), one copy.
+    The pool is (H, blocks, block_size, hd), so the gathered (H, B, blocks, block_size, hd) is viewed as (B, H, T,
+    hd) without a second copy (a (blocks, H, ...) pool would need one to bring each head's blocks together)."""
+    g = c[:, tables]
+    H, B, nb, bs, hd = g.shape
+    return g.permute(1, 0, 2, 3, 4).reshape(B, H, nb * bs, hd)[:, :, :T]
 
 
 def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
@@ -86,9 +88,12 @@ def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
     The outputs come in row order (decode groups, then prefills), so they are joined, not scattered."""
 
     def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        if s.n_write:
+        if s.n_write and s.prefill_tables is None:  # slabs: (slots, H, positions, hd)
             kc[s.write_slots, :, s.write_pos] = k[:s.n_write]
             vc[s.write_slots, :, s.write_pos] = v[:s.n_write]
+        elif s.n_write:  # the paged pool: (H, blocks, block_size, hd)
+            kc[:, s.write_slots, s.write_pos] = k[:s.n_write].transpose(0, 1)
+            vc[:, s.write_slots, s.write_pos] = v[:s.n_write].transpose(0, 1)
         parts = []
         for g in s.decode_groups:
             T = g.mask.shape[-1]

@@ -184,10 +184,13 @@ def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> 
 
 class KVCache:
     """One slab per slot: K and V for every layer, reserved at max_len positions (Ch. 7's layout). The paged
-    layout's block pool is the same tensor read the other way: num_blocks slabs of block_size positions."""
+    layout's block pool (paged=True) holds num_blocks blocks of block_size positions, heads first."""
 
-    def __init__(self, cfg: GPTConfig, num_slots: int, max_len: int, dtype: torch.dtype, device: torch.device):
-        shape = (cfg.n_layer, num_slots, cfg.n_head, max_len, cfg.head_dim)
+    def __init__(self, cfg: GPTConfig, num_slots: int, max_len: int, dtype: torch.dtype, device: torch.device,
+                 paged: bool = False):
+        # paged: heads first, so a gather through block tables reads each head's blocks as one run (gpt.gather)
+        shape = ((cfg.n_layer, cfg.n_head, num_slots, max_len, cfg.head_dim) if paged
+                 else (cfg.n_layer, num_slots, cfg.n_head, max_len, cfg.head_dim))
         # zeros, not empty: masked-out keys are multiplied by 0, and 0 * NaN from stale memory would be NaN
         self.k, self.v = _zeros(shape, dtype, device), _zeros(shape, dtype, device)
         self.num_slots, self.max_len = num_slots, max_len
@@ -238,7 +241,7 @@ class ModelRunner:
         self.model, self.device = model, model.device
         self.block_size = block_size
         rows, positions = (max_len // block_size, block_size) if block_size else (num_slots, max_len)
-        self.kv = KVCache(model.config, rows, positions, model.dtype, model.device)
+        self.kv = KVCache(model.config, rows, positions, model.dtype, model.device, paged=bool(block_size))
         self._tables: dict[int, list[int]] | None = None  # paged: the step's slot -> block table
 
     def build(self, segments: Segments, sample: list[bool]) -> StepInput:
