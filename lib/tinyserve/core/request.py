@@ -61,9 +61,11 @@ class Request:
     @property
     def context_len(self) -> int:
         """Tokens whose K/V are in the slab (or blocks)."""
+        n = self.num_prefilled
         if self.prefill_len != len(self.prompt):  # recomputing after a preemption: only its prefill is stored
-            return self.num_prefilled
-        return self.num_prefilled + max(0, self.output_len - 1)
+            return n
+        made = len(self.output)  # read per running sequence per step of a paged run: no property, no max()
+        return n + made - 1 if made else n
 
     def prefill_ids(self, start: int, n: int) -> list[int]:
         """Token ids of prefill positions start..start+n-1 (past the prompt: its output, recomputed)."""

@@ -135,6 +135,7 @@ class Run:
         self.steps: list[StepRecord] = []
         self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
+        self.preempted_once = False  # paged: a request has been preempted (so some prefills are recomputes)
         limit = cfg.n_positions
         if max_model_len is not None:
             if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or not 1 <= max_model_len <= limit:
@@ -204,6 +205,7 @@ class Run:
             self.policy.grow()
             if self.pool.preempted:  # who left took their K/V with them
                 self.kv_used_tokens = self._running_context()
+                self.preempted_once = True
         plan = self.policy.plan(self.now, more_coming=bool(self.pending))
         works = plan.works
         if not works:
@@ -248,7 +250,7 @@ class Run:
     def _record_blocks(self, works) -> None:
         """The step's block counts, preemptions and recomputed tokens (after its K/V were stored)."""
         pool, recomputed, resumed = self.pool, 0, []
-        for w in works:
+        for w in works if self.preempted_once else ():  # only a preempted request recomputes
             r = w.request
             if w.phase != "prefill" or not r.preemptions:
                 continue
@@ -259,7 +261,8 @@ class Run:
         size, waste = pool.block_size, 0
         for r in self.policy.running:  # internal waste: the unfilled tail of each sequence's last filled block
             filled = r.context_len  # (blocks a chunked prompt holds ahead of its chunks are held, not waste)
-            waste += min(len(r.block_table) * size - filled, -filled % size)
+            room, tail = len(r.block_table) * size - filled, -filled % size
+            waste += room if room < tail else tail  # min() without its call: this runs per sequence per step
         self._block_fields = {"blocks_used": pool.held, "blocks_free": pool.free_blocks, "block_waste": waste,
                               "preempted": tuple(pool.preempted), "resumed": tuple(resumed),
                               "recomputed_tokens": recomputed}
@@ -294,10 +297,18 @@ class Run:
             else:
                 r.decode_computed_tokens += 1
                 grown += 1  # the K/V of the token it fed
-            tok = -1 if dry else next(it)
             out = r.output
-            out.append(tok)
-            r.token_times.append(now)
+            if dry:  # no token: only the length counts (a hint, else max_new_tokens: check_requests made sure)
+                out.append(-1)
+                r.token_times.append(now)
+                hint = r.output_len_hint
+                if len(out) < (r.max_new_tokens if hint is None else hint):
+                    continue
+                tok = -1
+            else:
+                tok = next(it)
+                out.append(tok)
+                r.token_times.append(now)
             if len(out) >= (r.known_output_len() if dry else r.max_new_tokens) or (tok == EOS and not r.ignore_eos):
                 r.status, r.finish_s = FINISHED, now
                 # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS

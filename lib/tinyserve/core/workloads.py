@@ -152,7 +152,15 @@ def get_workload(name: str, seed: int = 0, **knobs: Any) -> list[Request]:
     args = {k: _check_knob(name, k, knobs.get(k, d), kind, lo, hi) for k, (d, kind, lo, hi) in spec.items()}
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TinyserveError(t("engine.knob.seed", value=seed))
-    return build(random.Random(seed), **args)
+    return [r.fresh() for r in _built(name, seed, tuple(args.items()))]
+
+
+@lru_cache(maxsize=8)
+def _built(name: str, seed: int, args: tuple) -> tuple[Request, ...]:
+    """A named workload's requests, built once per (name, seed, knobs): a widget's knob change re-runs the engine on
+    the same workload (building the long tail's 300 prompts took ~5 ms a move). Only fresh() copies leave here."""
+    _, build, _spec = WORKLOADS[name]
+    return tuple(build(random.Random(seed), **dict(args)))
 
 
 # ------------------------------------------------------------------------------------------------- JSONL

@@ -63,8 +63,9 @@ class Policy:
 
     def finished(self, req: Request) -> None:
         """A request is done (finished or aborted): free what it holds."""
-        if req in self.running:
-            self.running.remove(req)
+        i = _position(self.running, req)
+        if i >= 0:
+            del self.running[i]
             self._free(req)
         elif req in self.waiting:
             self.waiting.remove(req)
@@ -91,13 +92,14 @@ class Policy:
         """Paged layout, before each plan: every decoding request gets the block its next position needs. When
         none is free, the most recently admitted request is preempted (vLLM v1's rule under FCFS: the oldest keep
         making progress, so every request finishes) and recomputed later from its prompt and output so far."""
-        i, size = 0, self.pool.block_size
-        while i < len(self.running):  # preemption shortens the list from its end
-            r = self.running[i]
-            i += 1
-            need = r.num_prefilled + len(r.output)
-            if r.num_prefilled < r.prefill_len or need <= len(r.block_table) * size:
-                continue  # its prefill's blocks were taken when it was admitted; or its last block has room
+        size = self.pool.block_size
+        for r in self.running:  # preemption shortens the list from its end: the loop then stops sooner
+            done = r.num_prefilled
+            if done < r.prefill_len:
+                continue  # its prefill's blocks were taken when it was admitted
+            need = done + len(r.output)
+            if need <= len(r.block_table) * size:
+                continue  # its last block has room
             while not self.pool.allocate(r, need):
                 victim = self.running[-1]
                 self._preempt(victim)
@@ -120,6 +122,15 @@ class Policy:
         preemption in this step (vLLM v1 admits nobody in a step that preempted: the blocks were just short)."""
         return bool(self.waiting and self.pool.num_free and len(self.running) < self.batch_size
                     and self.pool.fits(self.waiting[0]) and not (self.pool.paged and self.pool.preempted))
+
+
+def _position(requests: list[Request], req: Request) -> int:
+    """Where req itself is in the list (-1: absent). By identity: `in` and remove() call Request.__eq__, a dataclass
+    comparing every field, for each request ahead of it (ids are unique, so identity is equality here)."""
+    for i, r in enumerate(requests):
+        if r is req:
+            return i
+    return -1
 
 
 def decode_work(r: Request) -> Work:
@@ -206,7 +217,7 @@ class StaticBatching(Policy):
         return list(self._rows)
 
     def finished(self, req: Request) -> None:
-        if req.status == ABORTED or req not in self.running:
+        if req.status == ABORTED or _position(self.running, req) < 0:
             super().finished(req)  # an abort frees its slot at once
             self._rows = None  # the batch lost a row
         if self.running and all(r.done for r in self.running):
@@ -262,7 +273,9 @@ class ContinuousBatching(Policy):
             self._claim(self.waiting.popleft())
 
     def _decodes(self) -> list[Work]:
-        return [decode_work(r) for r in self.running if r.num_prefilled == r.prefill_len]
+        # decode_work(r) inlined: one call less per running request per step
+        return [Work(r.slot, r, "decode", r.num_prefilled + len(r.output) - 1, 1) for r in self.running
+                if r.num_prefilled == r.prefill_len]
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         decodes = self._decodes()
