@@ -77,6 +77,7 @@ def test_preemption_shows_in_the_map_the_sentence_and_the_kv_view():
     kv = tw.KVView(tr, k)
     assert list(values(kv.tr(3).x)) == [k] and kv.tr(3).showlegend
     assert kv.tr(0).name == "held (blocks × block size)" and "1 preemption(s) so far" in kv.words.value
+    assert kv.note(0).text == "KV cache: held in blocks vs used"
     assert tw.KVView(mixed()).tr(3).showlegend is False
 
 
@@ -127,7 +128,8 @@ def test_a_slab_run_says_it_has_no_blocks():
     tr = tinyserve.run("chapter-7.1-padding", policy="static", dry_run=True)
     view = tw.BlockView(tr, 1)
     assert view.data.z.size == 0 and "kv_layout='paged'" in view.words.value
-    assert tw.KVView(tr).tr(0).name == "reserved"
+    kv = tw.KVView(tr)
+    assert kv.tr(0).name == "reserved" and kv.note(0).text == "KV cache: reserved vs used"
 
 
 def test_explorer_layout_knobs_reach_the_engine_and_bad_ones_show_its_message():

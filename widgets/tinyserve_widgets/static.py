@@ -135,7 +135,7 @@ def plot_kv(ax, trace: Trace, k: int):
         ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), 70), fontsize=8)
     ax.set_ylabel(t("axis.kv", unit=unit))
-    ax.set_title(t("title.kv"), fontsize=10)
+    ax.set_title(t("title.kv.paged" if trace.kv_layout == "paged" else "title.kv"), fontsize=10)
     _legend_beside(ax)
 
 

@@ -460,7 +460,7 @@ class KVView(View):
         paged = self.trace.kv_layout == "paged"
         self.tr(0).name, self.tr(1).name = t("kv.held" if paged else "kv.reserved"), t("kv.used")
         self.tr(3).name = t("kv.preempted")
-        self.note(0).text = t("title.kv")
+        self.note(0).text = t("title.kv.paged" if paged else "title.kv")
         self.xaxis().title.text = t("axis.step")
 
     def _draw(self) -> None:
@@ -475,7 +475,9 @@ class KVView(View):
         p = self.tr(3)
         p.x, p.y, p.showlegend = arr(pre), arr(np.zeros(len(pre))), bool(len(pre))
         p.hovertemplate = t("axis.step") + " %{x}<extra>" + t("kv.preempted") + "</extra>"
-        self.tr(0).name = t("kv.held" if self.trace.kv_layout == "paged" else "kv.reserved")
+        paged = self.trace.kv_layout == "paged"
+        self.tr(0).name = t("kv.held" if paged else "kv.reserved")
+        self.note(0).text = t("title.kv.paged" if paged else "title.kv")
 
     def _cursor(self, k: int) -> None:
         self.k = k

@@ -37,6 +37,7 @@ WORDS: dict[str, dict[str, str]] = {
     "title.step_tokens": {"en": "Step {k}: tokens by request", "zh-TW": "第 {k} 步：每個請求的 token"},
     "title.gaps": {"en": "Waiting between tokens", "zh-TW": "兩個 token 之間的等待"},
     "title.kv": {"en": "KV cache: reserved vs used", "zh-TW": "KV 快取：預留的與實際用到的"},
+    "title.kv.paged": {"en": "KV cache: held in blocks vs used", "zh-TW": "KV 快取：區塊持有的與實際用到的"},
     "title.latency": {"en": "Latency distributions", "zh-TW": "延遲的分布"},
     "title.requests": {"en": "Requests: waiting, prefill, decode, done",
                        "zh-TW": "請求：等待、prefill、decode、完成"},
