@@ -130,6 +130,8 @@ def test_a_slab_run_says_it_has_no_blocks():
     assert view.data.z.size == 0 and "kv_layout='paged'" in view.words.value
     kv = tw.KVView(tr)
     assert kv.tr(0).name == "reserved" and kv.note(0).text == "KV cache: reserved vs used"
+    # the cursor's dots are named in the legend (left unnamed, JupyterLab listed them as "trace 2")
+    assert kv.tr(2).name == "at the cursor's step" and kv.tr(2).showlegend
 
 
 def test_explorer_layout_knobs_reach_the_engine_and_bad_ones_show_its_message():

@@ -449,7 +449,7 @@ class KVView(View):
                              line=dict(color=PALETTE["kv_reserved"], width=1, shape="hv")))
         self._add(go.Scatter(x=[], y=[], fill="tozeroy", mode="lines",
                              line=dict(color=PALETTE["kv_used"], width=1, shape="hv")))
-        self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=False,
+        self._add(go.Scatter(x=[0, 0], y=[0, 0], mode="markers", showlegend=True,
                              marker=dict(color="#222", size=8)))
         self._add(go.Scatter(x=[], y=[], mode="markers", cliponaxis=False,  # preemptions, on the step axis
                              marker=dict(color=PALETTE["wasted"], size=9, symbol="x-thin", line=dict(width=2,
@@ -460,6 +460,7 @@ class KVView(View):
         paged = self.trace.kv_layout == "paged"
         self.tr(0).name, self.tr(1).name = t("kv.held" if paged else "kv.reserved"), t("kv.used")
         self.tr(3).name = t("kv.preempted")
+        self.tr(2).name = t("kv.cursor")  # unnamed, the widget's browser side listed it as "trace 2"
         self.note(0).text = t("title.kv.paged" if paged else "title.kv")
         self.xaxis().title.text = t("axis.step")
 

@@ -82,6 +82,7 @@ WORDS: dict[str, dict[str, str]] = {
                                "prefill token；token 之間最長的間隔 {itl}；這一步花了 {dur:.1f} ms。"},
     # KV
     "kv.reserved": {"en": "reserved", "zh-TW": "預留"},
+    "kv.cursor": {"en": "at the cursor's step", "zh-TW": "游標所在的那一步"},
     "kv.used": {"en": "used", "zh-TW": "實際用到"},
     "kv.sentence": {"en": "Step {k}: {used:.1f} of {reserved:.1f} {unit} reserved are used ({pct:.0f}%); "
                           "{slots} slots × a slab of {slab:,} positions, reserved from step 0.",
