@@ -298,18 +298,15 @@ class Run:
                 r.decode_computed_tokens += 1
                 grown += 1  # the K/V of the token it fed
             out = r.output
-            if dry:  # no token: only the length counts (a hint, else max_new_tokens: check_requests made sure)
-                out.append(-1)
-                r.token_times.append(now)
-                hint = r.output_len_hint
-                if len(out) < (r.max_new_tokens if hint is None else hint):
-                    continue
-                tok = -1
+            if dry:  # no token: the length alone ends it (known_output_len inlined: a hint, else max_new_tokens,
+                tok, hint = -1, r.output_len_hint  # which check_requests made sure of)
+                ended = len(out) + 1 >= (r.max_new_tokens if hint is None else hint)
             else:
                 tok = next(it)
-                out.append(tok)
-                r.token_times.append(now)
-            if len(out) >= (r.known_output_len() if dry else r.max_new_tokens) or (tok == EOS and not r.ignore_eos):
+                ended = len(out) + 1 >= r.max_new_tokens or (tok == EOS and not r.ignore_eos)
+            out.append(tok)
+            r.token_times.append(now)
+            if ended:
                 r.status, r.finish_s = FINISHED, now
                 # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
                 eos = tok == EOS if not dry else r.output_len < r.max_new_tokens

@@ -173,7 +173,7 @@ class TinyGPT(nn.Module):
         """One ragged step: every linear layer runs once over all N tokens; returns logits of s.logits_rows."""
         before_step()  # the thread governor: all threads alone, one beside a CPU-heavy neighbour (threads.py)
         x = self.wte(s.input_ids) + self.wpe(s.positions)
-        for g in s.decode_groups:  # masks are built in float32 with the step; once per step in the model's dtype
+        for g in s.decode_groups:  # masks come in build_step's dtype (the runner gives the model's); else once here
             if g.mask.dtype != x.dtype:
                 g.mask = g.mask.to(x.dtype)
         for layer, b in enumerate(self.h):

@@ -75,15 +75,18 @@ def _pack(device, *lists: list[int]) -> tuple[torch.Tensor, ...]:
     return torch.tensor(flat, dtype=torch.long, device=device).split([len(xs) for xs in lists])
 
 
-def _masks(ctxs: list[list[int]], lens: torch.Tensor, dtype: torch.dtype) -> list[torch.Tensor]:
-    """One additive mask per decode group, (len(ctx), 1, 1, max(ctx)): row i attends to keys [0, ctx[i]).
-    lens: the ctxs flattened, as a tensor. Views of one tensor: a handful of ops per step, not five per group."""
-    T = max(max(ctx) for ctx in ctxs)
+def _masks(ctxs: list[list[int]], lens: torch.Tensor, dtype: torch.dtype,
+           widths: list[int] | None = None) -> list[torch.Tensor]:
+    """One additive mask per decode group, (len(ctx), 1, 1, width): row i attends to keys [0, ctx[i]); width is
+    max(ctx) unless given. lens: the ctxs flattened, as a tensor. Views of one tensor: a few ops per step, not five
+    per group."""
+    widths = widths or [max(ctx) for ctx in ctxs]
+    T = max(widths)
     m = torch.zeros(len(lens), T, dtype=dtype, device=lens.device)
     m.masked_fill_(torch.arange(T, device=lens.device)[None, :] >= lens[:, None], float("-inf"))
     out, a = [], 0
-    for ctx in ctxs:  # as_strided: one call per view (indexing with None costs ~10 us)
-        out.append(m.as_strided((len(ctx), 1, 1, max(ctx)), (T, T, T, 1), a * T))
+    for ctx, width in zip(ctxs, widths):  # as_strided: one call per view (indexing with None costs ~10 us)
+        out.append(m.as_strided((len(ctx), 1, 1, width), (T, T, T, 1), a * T))
         a += len(ctx)
     return out
 
@@ -156,8 +159,7 @@ def _paged_step(ids, pos, wr_slots, wr_pos, grouped, prefills, logit_rows, table
     """build_step's paged half: the same decode groups, each a batch of its decodes' keys gathered through their
     block tables (padded with block 0 and masked), and each prefill's table."""
     nbs = [blocks_for(max(c for _, _, c in g), block_size) for g in grouped]
-    # each group's mask gets one more row, of all its blocks' keys, only to stretch it to them; dropped below
-    ctxs = [[c for _, _, c in g] + [nb * block_size] for g, nb in zip(grouped, nbs)]
+    ctxs = [[c for _, _, c in g] for g in grouped]
     tabs = [tables[slot][:nb] + [0] * (nb - min(nb, len(tables[slot]))) for g, nb in zip(grouped, nbs)
             for _, slot, _ in g]
     ptabs = [tables[slot][:blocks_for(start + n, block_size)] for _, n, slot, start in prefills if slot >= 0]
@@ -165,8 +167,9 @@ def _paged_step(ids, pos, wr_slots, wr_pos, grouped, prefills, logit_rows, table
         device, ids, pos, wr_slots, wr_pos, logit_rows, [c for ctx in ctxs for c in ctx],
         [b for tab in tabs for b in tab], *ptabs)
     groups, a = [], 0
-    for g, nb, mask in zip(grouped, nbs, _masks(ctxs, lens_t, dtype) if grouped else []):
-        groups.append(DecodeGroup(0, len(g), g[0][0], len(g), mask[:len(g)],
+    masks = _masks(ctxs, lens_t, dtype, [nb * block_size for nb in nbs]) if grouped else []  # keys of whole blocks
+    for g, nb, mask in zip(grouped, nbs, masks):
+        groups.append(DecodeGroup(0, len(g), g[0][0], len(g), mask,
                                   tables=tabs_t[a:a + len(g) * nb].view(len(g), nb)))
         a += len(g) * nb
     it = iter(ptabs_t)

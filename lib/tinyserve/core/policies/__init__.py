@@ -273,9 +273,7 @@ class ContinuousBatching(Policy):
             self._claim(self.waiting.popleft())
 
     def _decodes(self) -> list[Work]:
-        # decode_work(r) inlined: one call less per running request per step
-        return [Work(r.slot, r, "decode", r.num_prefilled + len(r.output) - 1, 1) for r in self.running
-                if r.num_prefilled == r.prefill_len]
+        return [decode_work(r) for r in self.running if r.num_prefilled == r.prefill_len]
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         decodes = self._decodes()
