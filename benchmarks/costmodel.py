@@ -80,7 +80,8 @@ def main() -> None:
                  "workloads": validation.SCALED, "preset": {k: getattr(preset, k) for k in (
                      "overhead_s", "call_overhead_s", "row_overhead_s", "walk_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
                      "peak_flops", "attn_flops", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "kv_cache_ramp",
-                     "miss_row_overhead_s", "big_step_tokens", "big_step_token_s", "masked_pair_s")},
+                     "miss_row_overhead_s", "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s",
+                     "gather_Bps")},
                  "fit": preset.details.get("fit"), "goals": goals, "rows": rows}
         validation.TABLE_FILE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
 

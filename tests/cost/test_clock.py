@@ -321,14 +321,19 @@ def test_fit_recovers_known_rates():
     works += [[Work(i, None, "decode", 40, 1) for i in range(8)] + [Work(8, None, "prefill", 0, 20, padding=30)]]
     works += [[Work(i, None, "prefill", 0, 32) for i in range(16)]]
     works += [[Work(i, None, "prefill", 0, 32, padding=1968) for i in range(b)] for b in (4, 10, 12)]  # past 16,384
+    paged = [[Work(i, None, "decode", c - 1, 1) for i in range(b)] for b in (1, 8, 32) for c in (64, 1024)]
+    paged += [[Work(0, None, "prefill", s, n)] for n, s in ((64, 0), (256, 512))]
+    sizes = [0] * len(works) + [16] * len(paged)
+    works += paged
     truth = {"overhead_s": 3e-4, "call_overhead_s": 5e-5, "row_overhead_s": 2e-5, "walk_overhead_s": 5e-8,
              "bandwidth_Bps": 40e9,
              "kv_bandwidth_Bps": 5e9, "peak_flops": 30e9, "attn_flops": 8e9,  # decodes memory-bound, in cache or not:
              "kv_cache_bytes": 8 * 2 ** 20, "kv_cache_bandwidth_Bps": 12e9, "kv_cache_ramp": 1.5,  # else no rate to see
-             "miss_row_overhead_s": 1e-5, "big_step_token_s": 2e-6, "masked_pair_s": 3e-9}
-    clock = ModeledClock(HardwarePreset(**{**base.__dict__, **truth}))
-    times = np.array([clock.step_time(w) for w in works])
-    got = fit_cost([step_shape(base, w) for w in works], times)
+             "miss_row_overhead_s": 1e-5, "big_step_token_s": 2e-6, "masked_pair_s": 3e-9,
+             "gather_call_s": 2e-5, "gather_Bps": 3e9}  # the paged steps' copies through their block tables
+    hw = HardwarePreset(**{**base.__dict__, **truth})
+    times = np.array([ModeledClock(hw, bs).step_time(w) for w, bs in zip(works, sizes)])
+    got = fit_cost([step_shape(base, w, bs) for w, bs in zip(works, sizes)], times)
     assert got == pytest.approx(truth, rel=1e-6)
 
 
@@ -336,22 +341,29 @@ def test_calibration_on_a_small_random_model_is_sane(torch_one_thread):
     torch.manual_seed(0)
     model = TinyGPT(GPTConfig(n_layer=2, n_head=2, n_embd=32, n_positions=256)).eval()
     plan = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128, 256), "chunks": ((32, 64),),
-            "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3}
+            "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3,
+            "paged": {"block_size": 16, "batches": (1, 8), "contexts": (32, 128), "chunks": ((32, 64),)}}
     p = calibrate(model, quick=True, name="tiny-test", plan=plan)
+    paged = [q for q in p.details["points"] if q.get("block_size")]
+    assert [q["label"] for q in paged] == ["decode B=1 ctx=32 (paged)", "decode B=1 ctx=128 (paged)",
+                                           "decode B=8 ctx=32 (paged)", "decode B=8 ctx=128 (paged)",
+                                           "chunk 32 after 64 (paged)"]
+    assert all(q["measured_s"] > 0 and q["block_size"] == 16 for q in paged)
+    assert p.gather_call_s >= 0 and p.gather_Bps >= 0 and math.isfinite(p.gather_Bps)
     assert p.name == "tiny-test" and p.sources[0].startswith("calibrated on ") and p.attention == "tinyserve-cpu"
     for v in (p.bandwidth_Bps, p.peak_flops, p.attn_flops):
         assert v > 0 and math.isfinite(v)
     assert p.overhead_s >= 0 and p.call_overhead_s >= 0
     assert p.kv_bytes_per_token == 2 * 2 * 32 * 4 and p.attn_dim == 32 and p.n_layer == 2
     pts, fit = p.details["points"], p.details["fit"]
-    assert len(pts) == 2 * 2 + 3 + 4 and all(q["measured_s"] > 0 and q["modeled_s"] > 0 for q in pts)
+    assert len(pts) == 2 * 2 + 3 + 4 + len(paged) and all(q["measured_s"] > 0 and q["modeled_s"] > 0 for q in pts)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert fit["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)  # the reported error is the real one
     assert fit["median_rel_err"] == pytest.approx(float(np.median(rel)), abs=1e-3)
     # timing is noisy: only a loose factor, on the typical point
     assert np.median([abs(math.log(q["modeled_s"] / q["measured_s"])) for q in pts]) < math.log(2)
-    again = ModeledClock(p)  # the preset reproduces its own recorded predictions
-    for q in pts:
+    for q in pts:  # the preset reproduces its own recorded predictions (a paged point priced with its blocks)
+        again = ModeledClock(p, q.get("block_size", 0))
         assert again.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
 
 
@@ -363,8 +375,8 @@ def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
     pts = p.details["points"]
     labels = [q["label"] for q in pts]
     assert len(pts) >= 30 and "prefill 4000" in labels and any(lbl.startswith("chunk ") for lbl in labels)
-    clock = ModeledClock(p)  # the preset reproduces the predictions it recorded
-    for q in pts:
+    for q in pts:  # the preset reproduces the predictions it recorded (paged points with their blocks)
+        clock = ModeledClock(p, q.get("block_size", 0))
         assert clock.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert p.details["fit"]["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)
@@ -381,3 +393,65 @@ def test_the_gpu_presets_attention_mode_is_exact_and_an_old_paged_file_still_loa
     assert old.attention == "exact"
     works = [Work(0, None, "decode", 99, 1), Work(1, None, "prefill", 30, 20)]
     assert ModeledClock(old).step_time(works) == ModeledClock("h200-70b-fp8").step_time(works)
+
+
+def test_paged_terms_count_the_gathers_and_keys_build_step_makes():
+    """Under the paged layout a tinyserve-* clock prices what build_step builds: one call per decode group with a
+    row per decode, reading (and first gathering) its longest context in whole blocks, and each prefill segment
+    gathering its prefix and its own K/V."""
+    from tinyserve.calibration import block_tables
+    from tinyserve.model import build_step
+    from tinyserve.model.runner import step_segments
+
+    rng = random.Random(3)
+    for block_size in (1, 4, 16, 256):
+        for _ in range(15):
+            works, slot = [], 0
+            for _ in range(rng.randint(1, 30)):
+                if rng.random() < 0.8:
+                    works.append(Work(slot, None, "decode", rng.choice([rng.randint(0, 64), rng.randint(500, 3000)]), 1))
+                else:
+                    works.append(Work(slot, None, "prefill", rng.choice([0, rng.randint(1, 1500)]), rng.randint(2, 300)))
+                slot += rng.randint(1, 3)
+            tables = block_tables(works, block_size)
+            s = build_step(*step_segments(works, lambda i, w: [1] * w.tokens), torch.device("cpu"), tables,
+                           block_size)
+            t = toy("tinyserve-cpu").for_layout(block_size).terms(works)
+            engine_decodes = sorted((g.n * g.mask.shape[-1], g.n) for g in s.decode_groups)
+            assert sorted((k, r) for kind, k, _, r in t["attn"] if kind == "decode") == engine_decodes
+            assert all(g.tables.shape == (g.n, g.mask.shape[-1] // block_size) for g in s.decode_groups)
+            engine_gathered = (sum(g.tables.numel() for g in s.decode_groups)
+                               + sum(len(p) for p in s.prefill_tables if p is not None)) * block_size
+            assert t["gathered"] == engine_gathered
+            assert t["gathers"] == len(s.decode_groups) + sum(p is not None for p in s.prefill_tables)
+            # the slab layout gathers nothing; an exact preset prices a paged kernel reading in place: nothing either
+            assert toy("tinyserve-cpu").terms(works)["gathers"] == toy("tinyserve-cpu").terms(works)["gathered"] == 0
+            assert toy().for_layout(block_size).terms(works) == toy().terms(works)
+
+
+def test_a_paged_run_is_priced_by_its_layout_and_the_gather_rates():
+    from dataclasses import replace
+
+    from tinyserve.engine import Engine
+
+    hw = replace(get_preset("cpu-tiny"), gather_call_s=2e-5, gather_Bps=5e9)
+    kw = dict(policy="continuous", batch_size=8, dry_run=True, hardware=hw, progress=False,
+              workload_knobs={"n": 12})
+    paged = Engine().run("chapter-7.2-longtail", kv_layout="paged", block_size=16, **kw)
+    slab_clock, paged_clock = ModeledClock(hw), ModeledClock(hw, 16)
+    gathered = 0
+    for st in paged.steps:
+        works = [Work.of(w) for w in st.works]
+        assert st.duration_s == pytest.approx(paged_clock.step_time(works), rel=1e-9)
+        t = paged_clock.terms(works)
+        gathered += t["gathered"]
+        # the gather's price, on top of what the same works would cost with the groups priced as paged
+        no_gather = ModeledClock(replace(hw, gather_call_s=0.0, gather_Bps=0.0), 16).step_time(works)
+        assert st.duration_s - no_gather == pytest.approx(
+            2e-5 * t["gathers"] + hw.kv_bytes_per_token * t["gathered"] / 5e9, rel=1e-9)
+    assert gathered > 0
+    assert any(st.duration_s > 1.01 * slab_clock.step_time([Work.of(w) for w in st.works]) for st in paged.steps)
+    # and a preset without gather rates prices nothing for the copies: a slab run is unchanged by all of this
+    slab = Engine().run("chapter-7.2-longtail", **kw)
+    assert [st.duration_s for st in slab.steps] == pytest.approx(
+        [slab_clock.step_time([Work.of(w) for w in st.works]) for st in slab.steps], rel=1e-9)

@@ -38,7 +38,8 @@ def random_rates(hw, rng: random.Random):
                    kv_cache_bytes=rng.choice([0.0, 4 * 2 ** 20, 16 * 2 ** 20]), kv_cache_ramp=rng.choice([1.5, 2.0]),
                    kv_cache_bandwidth_Bps=rng.uniform(1e10, 5e10), miss_row_overhead_s=rng.uniform(0, 2e-5),
                    big_step_tokens=rng.choice([0.0, 2000.0]), big_step_token_s=rng.uniform(0, 1e-6),
-                   masked_pair_s=rng.uniform(0, 1e-8))
+                   masked_pair_s=rng.uniform(0, 1e-8), gather_call_s=rng.uniform(0, 3e-5),
+                   gather_Bps=rng.choice([0.0, rng.uniform(1e9, 2e10)]))
 
 
 @pytest.mark.parametrize("preset", ["cpu-tiny", "h200-70b-fp8"])
@@ -47,7 +48,8 @@ def test_linear_form_equals_the_price_for_random_steps_and_rates(preset):
     base = get_preset(preset)
     for _ in range(300):
         hw = random_rates(base, rng)
-        t = ModeledClock(hw).terms(random_works(rng))
+        # the paged layout too (its gathers: block sizes from one position to 256)
+        t = ModeledClock(hw, rng.choice([0, 0, 1, 16, 256])).terms(random_works(rng))
         x = per_unit(hw)
         hit = step_hit(t, hw)
         mem_lin, mem_attn = sides(t, hw, hit, x)

@@ -110,3 +110,24 @@ def admit_paged(pool: PagedPool, requests: list[Request], capacity_name: str | N
                                                     positions=r.prompt_len + r.max_new_tokens,
                                                     blocks=pool.num_blocks, name=name)
     return [r for r in requests if r.status != REJECTED]
+
+
+def step_blocks(pool: PagedPool, running: list[Request], works: list, preempted_once: bool) -> dict:
+    """A paged step's StepRecord fields, after its K/V were stored: blocks held and free, internal waste,
+    preemptions, the requests whose recompute ended, and the tokens recomputed (only once someone was preempted)."""
+    recomputed, resumed = 0, []
+    for w in works if preempted_once else ():  # only a preempted request recomputes
+        r = w.request
+        if w.phase != "prefill" or not r.preemptions:
+            continue
+        if r.computed_len > w.start:  # positions it had stored before a preemption
+            recomputed += min(w.start + w.tokens, r.computed_len) - w.start
+        if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
+            resumed.append(r.id)  # its recompute ended here and sampled its next token
+    size, waste = pool.block_size, 0
+    for r in running:  # internal waste: the unfilled tail of each sequence's last filled block
+        filled = r.context_len  # (blocks a chunked prompt holds ahead of its chunks are held, not waste)
+        room, tail = len(r.block_table) * size - filled, -filled % size
+        waste += room if room < tail else tail  # min() without its call: this runs per sequence per step
+    return {"blocks_used": pool.held, "blocks_free": pool.free_blocks, "block_waste": waste,
+            "preempted": tuple(pool.preempted), "resumed": tuple(resumed), "recomputed_tokens": recomputed}

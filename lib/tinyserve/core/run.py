@@ -17,9 +17,9 @@ from ..cost import clock as clocks
 from ..errors import TinyserveError
 from ..lang import t
 from ..trace.record import StepRecord, Trace, snapshot_requests
-from .blocks import admit_paged, blocks_for, paged_pool
-from .config import DEFAULT_BLOCK_SIZE, DTYPE_BYTES, GPTConfig
-from .kv import SlotPool, num_slots_for, plan_slabs
+from .blocks import step_blocks
+from .config import DEFAULT_BLOCK_SIZE, GPTConfig
+from .layout import layout_kv
 from .policies import Policy
 from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork
 from .tokenizer import EOS
@@ -142,33 +142,14 @@ class Run:
                 raise TinyserveError(t("engine.knob.max_model_len", limit=limit, value=max_model_len))
             limit = max_model_len
         check_requests(requests, cfg.vocab_size, limit, 'max_model_len' if max_model_len else 'the context', dry_run)
-        size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize  # a name on dry runs
-        plan = plan_slabs(getattr(clock, "hardware", None), cfg.n_layer, cfg.n_embd, size,
-                          str(dtype).removeprefix("torch."), cfg.n_positions, kv_budget, max_model_len, slab)
-        self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
         self.paged = kv_layout == "paged"
-        bpt = plan.bytes_per_token
-        if self.paged:  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
-            longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
-            self.pool = paged_pool(policy.batch_size, self.kv_capacity, plan.slab_tokens(longest) * bpt,
-                                   block_size, bpt)
-            accepted = admit_paged(self.pool, requests, plan.capacity_name)
-        else:
-            accepted = plan.admit(requests)
-            longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-            slab_tokens = plan.slab_tokens(longest)
-            self.pool = SlotPool(num_slots_for(policy.batch_size, self.kv_capacity, slab_tokens * bpt), slab_tokens,
-                                 bpt)
-        # the real model's tensors: max_model_len if given, else the run's longest (a 4,096-position float64 slab
-        # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which).
-        # Paged: lowest-first allocation keeps block ids below the most ever held at once, at most every slot's
-        # longest sequence, so the tensors need no more blocks than that, however large the modeled pool
-        if self.paged:
-            most = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
-            tensor = block_size * min(self.pool.num_blocks, self.pool.num_slots * blocks_for(most, block_size))
-        else:
-            tensor = max_model_len or longest
-        self.kv_tensor_positions = None if dry_run or not accepted else tensor
+        if self.paged and hasattr(clock, "for_layout"):  # a modeled clock prices what the paged engine computes
+            self.clock = clock.for_layout(block_size)
+        kv = layout_kv(getattr(clock, "hardware", None), cfg, requests, policy.batch_size, dtype, kv_budget,
+                       max_model_len, slab, self.paged, block_size)
+        self.pool, accepted, plan = kv.pool, kv.accepted, kv.plan
+        self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
+        self.kv_tensor_positions = None if dry_run or not accepted else kv.tensor_positions
         self.runner = None if self.kv_tensor_positions is None else (
             make_runner(self.pool.num_slots, self.kv_tensor_positions, block_size) if self.paged
             else make_runner(self.pool.num_slots, self.kv_tensor_positions))
@@ -228,8 +209,8 @@ class Run:
         start = self.now
         self.now += self.clock.step_time(works, measured)
         newly_done = self._advance(works, sampled, start)
-        if self.paged:
-            self._record_blocks(works)
+        if self.paged:  # the step's block counts, preemptions and recomputed tokens (after its K/V were stored)
+            self._block_fields = step_blocks(self.pool, self.policy.running, works, self.preempted_once)
         new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__: runs per slot per step
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))
@@ -246,26 +227,6 @@ class Run:
         return rec
 
     _block_fields: dict = {}  # the paged layout's StepRecord fields of the step being recorded (none for slabs)
-
-    def _record_blocks(self, works) -> None:
-        """The step's block counts, preemptions and recomputed tokens (after its K/V were stored)."""
-        pool, recomputed, resumed = self.pool, 0, []
-        for w in works if self.preempted_once else ():  # only a preempted request recomputes
-            r = w.request
-            if w.phase != "prefill" or not r.preemptions:
-                continue
-            if r.computed_len > w.start:  # positions it had stored before a preemption
-                recomputed += min(w.start + w.tokens, r.computed_len) - w.start
-            if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
-                resumed.append(r.id)  # its recompute ended here and sampled its next token
-        size, waste = pool.block_size, 0
-        for r in self.policy.running:  # internal waste: the unfilled tail of each sequence's last filled block
-            filled = r.context_len  # (blocks a chunked prompt holds ahead of its chunks are held, not waste)
-            room, tail = len(r.block_table) * size - filled, -filled % size
-            waste += room if room < tail else tail  # min() without its call: this runs per sequence per step
-        self._block_fields = {"blocks_used": pool.held, "blocks_free": pool.free_blocks, "block_waste": waste,
-                              "preempted": tuple(pool.preempted), "resumed": tuple(resumed),
-                              "recomputed_tokens": recomputed}
 
     def _running_context(self) -> int:
         """Tokens whose K/V the slot holders keep (Request.context_len summed over the policy's running)."""

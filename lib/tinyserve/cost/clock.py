@@ -16,6 +16,8 @@ datacenter GPU, pricing each part of the step the way it runs:
   big steps       big_step_token_s per token past big_step_tokens (see model_preset)
   masks           masked_pair_s per query-key pair of a call given an explicit mask (tinyserve-* only: a chunk
                   after a prefix; the kernel reads and adds the mask for every pair; fitted ~5 ns on cpu-tiny)
+  gathers         the paged layout, tinyserve-* only: gather_call_s per call whose K/V are copied out of the block
+                  pool, and the copied bytes at gather_Bps (below)
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibration.calibrate() fits the two rates apart. A CPU's last-level cache also
@@ -48,9 +50,14 @@ modern paged kernel (FlashAttention / FlashInfer with a block table, vLLM v1) lo
 indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% slower than FasterTransformer's
 contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
 What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
-one. Under cpu-tiny (tinyserve-cpu) a paged step is priced as a slab step, which it is not: the tiny engine copies
-each decode group's K/V through the block tables, and benchmarks/costmodel.py measured real paged steps at
-1.4-2.8x that price on a 2-core CPU (benchmarks/README.md); the wall clock measures what they really cost.
+one. Under a tinyserve-* preset (cpu-tiny) the clock prices a paged step as the tiny engine runs it
+(model/runner.build_step, model/gpt.gather), which is not a slab step: each decode group is a call with one row per
+decode (no holes), whose keys and values are first copied out of the block pool through the tables, every row up to
+the group's longest context rounded up to whole blocks; each prefill segment copies its prefix and its own K/V the
+same way. The terms count those calls (`gathers`) and the positions copied (`gathered`), priced at gather_call_s
+per call and the copied bytes at gather_Bps, both fitted by calibration on paged steps (benchmarks/costmodel.py
+measured real paged steps at 1.4-2.8x the slab price before this term existed). The run tells its clock the
+layout (ModeledClock.for_layout); a slab run's terms gather nothing.
 
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more
@@ -62,6 +69,7 @@ checks the fitted model against the real engine's measured steps on the chapter 
 """
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 from typing import Protocol
 
@@ -113,18 +121,28 @@ class ModeledClock:
 
     name = "modeled"
 
-    def __init__(self, hardware: HardwarePreset | str = DEFAULT_HARDWARE):
+    def __init__(self, hardware: HardwarePreset | str = DEFAULT_HARDWARE, block_size: int = 0):
         self.hardware = get_preset(hardware) if isinstance(hardware, str) else hardware
+        self.block_size = block_size  # the paged KV layout's block size (0: slabs); Run sets it (for_layout)
+
+    def for_layout(self, block_size: int) -> ModeledClock:
+        """This clock for a run whose KV is paged in blocks of block_size positions (0: slabs): a copy."""
+        other = copy.copy(self)
+        other.block_size = block_size
+        return other
 
     def terms(self, works: list[Work]) -> dict:
         """What a step moves and computes, split by part: a pure function of the works (no rates applied).
 
         Returns tokens (through the linear layers), kv_written (tokens whose K/V are stored), calls (attention
-        calls), rows (sequences over all calls) and attn: one (kind, keys read, query-key pairs, rows) per call.
+        calls), rows (sequences over all calls), attn: one (kind, keys read, query-key pairs, rows) per call, and
+        under the paged layout of a tinyserve-* preset gathers (calls whose K/V are copied out of the block pool
+        first) and gathered (positions copied: whole blocks, as model/gpt.gather copies them).
         """
         mode = self.hardware.attention
         exact = mode == "exact"
-        tokens = written = masked = 0
+        bs = 0 if exact else self.block_size  # exact presets: a paged kernel reads through the table in place
+        tokens = written = masked = gathers = gathered = 0
         attn: list[tuple[str, int, int]] = []
         decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.runner.build_step lists them
         dec_n = dec_keys = dec_max = 0  # exact: one call, so only the count, total and longest keys matter
@@ -152,6 +170,9 @@ class ModeledClock:
                 else:
                     pairs = cpu_causal_pairs(n) if mode == "tinyserve-cpu" else n * (n + 1) // 2
                 attn.append(("prefill", s + n, pairs, 1))  # reads its prefix and its own new K/V from the slab
+                if bs:  # paged: its prefix and its own K/V, gathered through its table first
+                    gathers += 1
+                    gathered += -(-(s + n) // bs) * bs
             if p:  # a padding segment: computed, attends to itself only, reads no slab
                 attn.append(("padding", 0, cpu_causal_pairs(p) if mode == "tinyserve-cpu" else p * (p + 1) // 2, 1))
         if exact:  # one batched call, each decode reading exactly its keys
@@ -160,12 +181,18 @@ class ModeledClock:
         else:  # the groups forward_step really makes, each reading (slots in range) x (longest context)
             cost = GROUP_CALL_COST_CUDA if mode == "tinyserve-cuda" else GROUP_CALL_COST
             for g in group_decodes(sorted(decodes, key=lambda d: d[1]), cost):
-                rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
-                keys = rows * max(k for _, _, k in g)
+                if bs:  # paged: a row per decode, each gathered to the group's longest context in whole blocks
+                    rows = len(g)
+                    keys = rows * -(-max(k for _, _, k in g) // bs) * bs
+                    gathers += 1
+                    gathered += keys
+                else:
+                    rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
+                    keys = rows * max(k for _, _, k in g)
                 attn.append(("decode", keys, keys, rows))
         walk = dec_max if exact else sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
-                "walk": walk, "attn": attn, "masked_pairs": masked}
+                "walk": walk, "attn": attn, "masked_pairs": masked, "gathers": gathers, "gathered": gathered}
 
     def _price(self, works: list[Work]) -> tuple:
         """The step's terms and the seconds of its parts (pricing.price: the one formula)."""
@@ -175,13 +202,17 @@ class ModeledClock:
     def cost(self, works: list[Work]) -> dict:
         """Bytes, flops and seconds of each part of one step; a pure function of the works."""
         hw = self.hardware
-        t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops = self._price(works)
-        total = linear_s + sum(attn_s.values()) + write_s
+        t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, gather_s = (
+            self._price(works))
+        copy_s = gather_s - hw.gather_call_s * t["gathers"]  # the gather's bytes (memory); its calls are overhead
+        total = linear_s + sum(attn_s.values()) + write_s + copy_s
         compute_s = total - memory_s
-        return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * t["kv_written"],
+        return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * (
+                    t["kv_written"] + t["gathered"]),
                 "tokens": t["tokens"], "calls": t["calls"], "linear_s": linear_s,
                 "decode_attn_s": attn_s["decode"], "prefill_attn_s": attn_s["prefill"] + attn_s["padding"],
-                "kv_write_s": write_s, "calls_s": calls_s, "overhead_s": hw.overhead_s if works else 0.0,
+                "kv_write_s": write_s, "calls_s": calls_s, "gather_s": gather_s,
+                "overhead_s": hw.overhead_s if works else 0.0,
                 "compute_s": compute_s, "memory_s": memory_s,
                 "bound": "compute" if compute_s > memory_s else "memory"}
 

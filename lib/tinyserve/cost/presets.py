@@ -49,6 +49,12 @@ class HardwarePreset:
     # more per query-key pair of an attention call given an explicit mask (tinyserve's chunk after a prefix: the
     # n x (start + n) mask is read and added for every pair; a causal call from position 0 has none); 0 = none
     masked_pair_s: float = 0.0
+    # the paged KV layout under a tinyserve-* preset: before attending, the tiny engine copies each call's keys and
+    # values out of the block pool through the block tables (model/gpt.gather, every layer), a cost the slabs do
+    # not have: gather_call_s per call that gathers, and the gathered bytes at gather_Bps; 0 = none (exact presets:
+    # a paged kernel reads through the table in place, cost/clock.py)
+    gather_call_s: float = 0.0
+    gather_Bps: float = 0.0
     attention: str = "exact"  # how attention calls are made: see ATTENTION
 
     def text(self, what: str = "description") -> str | list[str]:
@@ -70,10 +76,11 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
             "nonembed_params": float, "n_layer": int, "attn_dim": int, "kv_bytes_per_token": float,
             "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
             "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
-            "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float}
+            "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float,
+            "gather_call_s": float, "gather_Bps": float}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
                 "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
-                "big_step_tokens", "big_step_token_s", "masked_pair_s"}
+                "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s", "gather_Bps"}
 ATTENTION = ("exact", "tinyserve-cpu", "tinyserve-cuda")  # see cost/clock.py's docstring
 OLD_ATTENTION = {"paged": "exact"}  # the name before "paged" came to mean the KV layout (core/blocks.py)
 

@@ -1,7 +1,8 @@
 """The price of one step: the cost model's formula, written once, in its two forms.
 
 `price(t, hw)` turns a step's terms (ModeledClock.terms: tokens, K/V written, attention calls with the keys they
-read and the query-key pairs they compute, rows, the walk, masked pairs) into the seconds of its parts under a
+read and the query-key pairs they compute, rows, the walk, masked pairs, and under the paged layout the calls that
+gather K/V through block tables and the positions they copy) into the seconds of its parts under a
 preset's rates: the modeled clock reads it for every step. `fit_row(...)` is the same formula made linear: once
 every max() knows which side wins, the step's time is a sum of (seconds per unit) x (units of the step), one
 term per number in FIT; calibration solves for those numbers, then checks itself with price().
@@ -40,7 +41,7 @@ def step_hit(t: dict, hw: HardwarePreset, cache: float | None = None, ramp: floa
 
 def price(t: dict, hw: HardwarePreset) -> tuple:
     """Seconds of a step's parts: (linear_s, attn_s by kind, write_s, calls_s, memory_s, kv_read, attn_flops,
-    lin_bytes, lin_flops). An empty step streams no weights."""
+    lin_bytes, lin_flops, gather_s). An empty step streams no weights."""
     attn_rate = hw.attn_flops or hw.peak_flops
     kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
     hit = step_hit(t, hw)
@@ -67,20 +68,26 @@ def price(t: dict, hw: HardwarePreset) -> tuple:
     memory_s += write_s
     calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
     calls_s += (1 - hit) * hw.miss_row_overhead_s * t["rows"] if hw.kv_cache_bytes else 0.0
-    return linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops
+    gather_s = 0.0
+    if t["gathers"]:  # the paged layout: K/V copied out of the block pool before the calls (gather_* of the preset)
+        copy_s = hw.kv_bytes_per_token * t["gathered"] / hw.gather_Bps if hw.gather_Bps else 0.0
+        gather_s = hw.gather_call_s * t["gathers"] + copy_s
+        memory_s += copy_s
+    return linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, gather_s
 
 
 def total(parts: tuple, hw: HardwarePreset) -> float:
     """A step's modeled seconds from its priced parts."""
     linear_s, attn_s, write_s, calls_s = parts[:4]
-    return hw.overhead_s + calls_s + linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"]) + write_s
+    return (hw.overhead_s + calls_s + linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"]) + write_s
+            + parts[9])
 
 
 # The numbers calibration fits, in fit_row's order; a rate (bytes or flops per second) enters as 1/rate.
 FIT = ("overhead_s", "call_overhead_s", "row_overhead_s", "walk_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
        "peak_flops", "attn_flops", "kv_cache_bandwidth_Bps", "miss_row_overhead_s", "big_step_token_s",
-       "masked_pair_s")
-RATES = {"bandwidth_Bps", "kv_bandwidth_Bps", "peak_flops", "attn_flops", "kv_cache_bandwidth_Bps"}
+       "masked_pair_s", "gather_call_s", "gather_Bps")
+RATES = {"bandwidth_Bps", "kv_bandwidth_Bps", "peak_flops", "attn_flops", "kv_cache_bandwidth_Bps", "gather_Bps"}
 
 
 def per_unit(hw: HardwarePreset) -> list[float]:
@@ -118,4 +125,5 @@ def fit_row(t: dict, hw: HardwarePreset, hit: float, cache: float, mem_lin: bool
     big = max(0.0, t["tokens"] - hw.big_step_tokens) if hw.big_step_tokens else 0.0
     return [1.0, t["calls"], t["rows"], t["walk"], hw.weight_bytes if mem_lin else 0.0,
             hw.kv_bytes_per_token * t["kv_written"] + (1 - hit) * kv, 0.0 if mem_lin else lin_flops, flops,
-            hit * kv, (1 - hit) * t["rows"] if cache else 0.0, big, t["masked_pairs"]]
+            hit * kv, (1 - hit) * t["rows"] if cache else 0.0, big, t["masked_pairs"], t["gathers"],
+            hw.kv_bytes_per_token * t["gathered"] if t["gathers"] else 0.0]

@@ -247,9 +247,10 @@ class ModelRunner:
         self.kv = KVCache(model.config, rows, positions, model.dtype, model.device, paged=bool(block_size))
         self._tables: dict[int, list[int]] | None = None  # paged: the step's slot -> block table
 
-    def build(self, segments: Segments, sample: list[bool]) -> StepInput:
-        """The step's index tensors."""
-        return build_step(segments, sample, self.device, self._tables, self.block_size or 0, self.model.dtype)
+    def build(self, segments: Segments, sample: list[bool], tables: dict[int, list[int]] | None = None) -> StepInput:
+        """The step's index tensors; paged, through `tables` (slot -> block ids) or those of the works executed."""
+        return build_step(segments, sample, self.device, tables or self._tables, self.block_size or 0,
+                          self.model.dtype)
 
     def forward(self, step: StepInput) -> list[int]:
         """One forward over the step's tokens; the greedy next token of every sampling segment, in order."""

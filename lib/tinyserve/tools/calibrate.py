@@ -33,21 +33,21 @@ def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
             pts.append((f"decode B={b} ctx={c}", decode_works([c] * b)))
     for b, c in plan.get("few", ()):  # a few decodes at long contexts: the quiet end of a long-tailed workload
         pts.append((f"decode B={b} ctx={c}", decode_works([c] * b)))
-    for n in plan["prefills"]:
+    for n in plan.get("prefills", ()):
         pts.append((f"prefill {n}", [Work(0, None, "prefill", 0, n)]))
-    for n, start in plan["chunks"]:  # a chunk after a prefix already in the slab
+    for n, start in plan.get("chunks", ()):  # a chunk after a prefix already in the slab
         pts.append((f"chunk {n} after {start}", [Work(0, None, "prefill", start, n)]))
-    for short, ctx, long in plan["ragged"]:  # short sequences next to a long one (decode groups split)
+    for short, ctx, long in plan.get("ragged", ()):  # short sequences next to a long one (decode groups split)
         pts.append((f"decode {short}x{ctx} + 1x{long}", decode_works([ctx] * short + [long])))
     for long, short, ctx in plan.get("finished", ()):  # a static batch after its fastest finishers: the long one
         pts.append((f"decode 1x{long} + {short}x{ctx}", decode_works([long] + [ctx] * short)))  # first, the rest behind it
     for b, lo, hi in plan.get("spread", ()):  # contexts spread lo..hi, shuffled over the slots: a static batch of
         ctxs = [round(lo * (hi / lo) ** (((i * 13) % b) / (b - 1))) for i in range(b)]  # varied requests, many groups
         pts.append((f"decode {b} spread {lo}-{hi}", decode_works(ctxs)))
-    for b, ctx, n, start in plan["mixed"]:  # decodes beside a prefill chunk (chunked, prefill-first)
+    for b, ctx, n, start in plan.get("mixed", ()):  # decodes beside a prefill chunk (chunked, prefill-first)
         pts.append((f"decode {b}x{ctx} + chunk {n} after {start}",
                     decode_works([ctx] * b) + [Work(b, None, "prefill", start, n)]))
-    for b, n, pad in plan["padded"]:  # a static batch's prefill: b prompts of n tokens, each padded by pad
+    for b, n, pad in plan.get("padded", ()):  # a static batch's prefill: b prompts of n tokens, each padded by pad
         pts.append((f"prefill {b}x{n} + padding {pad}", [Work(i, None, "prefill", 0, n, padding=pad) for i in range(b)]))
     return [(lbl, w) for lbl, w in pts if max(x.start + x.tokens + x.padding for x in w) <= n_pos]
 
@@ -62,10 +62,40 @@ FULL_PLAN = {"batches": (1, 4, 16, 32, 64), "contexts": (64, 128, 256, 512, 1024
              "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0), (4, 100, 512, 512)),
              "padded": ((30, 32, 0), (8, 20, 12), (1, 50, 3950), (16, 30, 470), (8, 32, 1968), (12, 32, 1968),
                         (16, 32, 1968)),
+             # the paged KV layout (blocks of 16, the default): the shapes continuous and chunked batching make,
+             # timed with block tables, so the fit sees what gathering K/V through them costs
+             "paged": {"block_size": 16, "batches": (1, 4, 16, 32, 64), "contexts": (64, 256, 1024, 2048),
+                       "few": ((1, 3000), (2, 1024)), "prefills": (64, 512, 2048), "chunks": ((256, 512), (512, 2048)),
+                       "ragged": ((31, 48, 2048), (8, 64, 1024)), "spread": ((32, 20, 2400), (32, 30, 600)),
+                       "mixed": ((30, 300, 512, 2048), (16, 500, 200, 0))},
              "repeats": 3, "rounds": 6}
 QUICK_PLAN = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128), "chunks": ((32, 64),),
-              "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),), "repeats": 3,
-              "rounds": 2}
+              "ragged": ((4, 16, 128),), "mixed": ((4, 32, 32, 32),), "padded": ((4, 8, 8),),
+              "paged": {"block_size": 16, "batches": (1, 8), "contexts": (32, 128), "chunks": ((32, 64),)},
+              "repeats": 3, "rounds": 2}
+
+
+def plan_points(plan: dict, n_pos: int) -> list[tuple[str, list[Work], int]]:
+    """(label, works, block_size) of every calibration step: the slab points (block_size 0), then the paged ones."""
+    pts = [(lbl, w, 0) for lbl, w in _points(plan, n_pos)]
+    paged = plan.get("paged")
+    if paged:
+        pts += [(f"{lbl} (paged)", w, paged["block_size"]) for lbl, w in _points(paged, n_pos)]
+    return pts
+
+
+def block_tables(works: list[Work], block_size: int) -> dict[int, list[int]]:
+    """Each work's slot's block table, its blocks handed out a round at a time over the slots (as sequences that
+    grow side by side take them from the pool: one block each per block_size steps), so tables interleave."""
+    need = {w.slot: -(-(w.start + w.tokens) // block_size) for w in works}
+    tables: dict[int, list[int]] = {slot: [] for slot in need}
+    nxt = 0
+    for j in range(max(need.values())):
+        for slot, nb in need.items():
+            if nb > j:
+                tables[slot].append(nxt)
+                nxt += 1
+    return tables
 
 
 def model_preset(model, name: str, description: str, sources: list[str]) -> HardwarePreset:
@@ -109,8 +139,9 @@ WARMUP_S, WARMUP_STEPS = 0.05, 50  # a fresh cache is warmed up for 50 ms or 50 
 SLOW_STEP_S = 0.5  # a point slower than this is timed once per round
 
 
-def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
-    """One round: the fastest time of build_step + forward_step + greedy sampling of each point, in turn.
+def _time_steps(model, points: list[tuple[list[Work], int]], repeats: int) -> list[float]:
+    """One round: the fastest time of build_step + forward_step + greedy sampling of each (works, block_size)
+    point, in turn (block_size 0: slabs; else a block pool read through block_tables).
 
     Each point runs its repeats back to back, as the engine runs similar steps one after another (caches warm:
     a one-decode step measured 0.43 ms after itself and ~1 ms after a 4,000-token prefill), after a warm-up of
@@ -128,14 +159,19 @@ def _time_steps(model, points: list[list[Work]], repeats: int) -> list[float]:
     cfg = model.config
     _, clock = step_timer(model.device)
     out = []
-    for works in points:
-        max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
+    for works, block_size in points:
         segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
-        runner = ModelRunner(model, max(w.slot for w in works) + 1, max_len)
+        tables = block_tables(works, block_size) if block_size else None
+        if tables:
+            runner = ModelRunner(model, max(w.slot for w in works) + 1,
+                                 block_size * sum(len(t) for t in tables.values()), block_size)
+        else:
+            max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
+            runner = ModelRunner(model, max(w.slot for w in works) + 1, max_len)
 
         def timed() -> float:
             t0 = clock()
-            runner.forward(runner.build(segs, sample))  # sampling included; on CUDA it waits for the step
+            runner.forward(runner.build(segs, sample, tables))  # sampling included; on CUDA it waits for the step
             return clock() - t0
 
         spent, n = timed(), 1
@@ -182,9 +218,9 @@ class StepShape:
     preset: HardwarePreset  # the model's shape (bytes and flops per token); its rates are what the fit finds
 
 
-def step_shape(preset: HardwarePreset, works: list[Work]) -> StepShape:
-    """The StepShape of a step under this preset's model shape and attention mode."""
-    return StepShape(ModeledClock(preset).terms(works), preset)
+def step_shape(preset: HardwarePreset, works: list[Work], block_size: int = 0) -> StepShape:
+    """The StepShape of a step under this preset's model shape and attention mode (block_size: paged KV)."""
+    return StepShape(ModeledClock(preset, block_size).terms(works), preset)
 
 
 def _predict(shapes: list[StepShape], x: list[float], cache: float, ramp: float) -> np.ndarray:
@@ -264,7 +300,7 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
     import torch
 
     plan = plan or (QUICK_PLAN if quick else FULL_PLAN)
-    points = _points(plan, model.config.n_positions)
+    points = plan_points(plan, model.config.n_positions)
     dev = model.device
     where = _cpu_name() if dev.type == "cpu" else torch.cuda.get_device_name(dev)
     base = model_preset(model, name, f"the tiny GPT ({model.num_params():,} params, {str(model.dtype)[6:]}) "
@@ -273,17 +309,17 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
     rounds = plan.get("rounds", CALIBRATION_ROUNDS)
     measured = np.full(len(points), math.inf)
     for i in range(rounds):
-        measured = np.minimum(measured, _time_steps(model, [w for _, w in points], plan["repeats"]))
+        measured = np.minimum(measured, _time_steps(model, [(w, bs) for _, w, bs in points], plan["repeats"]))
         if between_rounds is not None and i < rounds - 1:
             between_rounds(i)
-    rates = fit_cost([step_shape(base, w) for _, w in points], measured)
+    rates = fit_cost([step_shape(base, w, bs) for _, w, bs in points], measured)
     preset = HardwarePreset(**{**asdict(base), **rates})
-    clock = ModeledClock(preset)
     rows, rel = [], []
-    for (label, works), t in zip(points, measured):
+    for (label, works, bs), t in zip(points, measured):
+        clock = ModeledClock(preset, bs)
         m = clock.step_time(works)
         rel.append(abs(m - t) / t)
-        rows.append({"label": label, "works": runs_of(works),
+        rows.append({"label": label, "works": runs_of(works), **({"block_size": bs} if bs else {}),
                      "measured_s": round(float(t), 7), "modeled_s": round(m, 7), "bound": clock.cost(works)["bound"]})
     preset.details = {
         "device": where, "torch": torch.__version__, "threads": torch.get_num_threads(), "dtype": str(model.dtype),
@@ -294,7 +330,9 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
         "kv_slab_positions": CALIBRATION_SLAB,
         "fit": _rel_errors(rel), "points": rows,
         "notes": ["every rate here is effective on this machine, fitted; nothing is a datasheet number",
-                  "attention 'tinyserve-cpu': priced as forward_step runs it (clock module docstring)"],
+                  "attention 'tinyserve-cpu': priced as forward_step runs it (clock module docstring)",
+                  "points marked (paged) ran with the paged KV layout (block_size): their K/V are gathered through "
+                  "block tables, priced by gather_call_s and gather_Bps"],
     }
     return preset
 

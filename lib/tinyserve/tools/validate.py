@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .calibrate import step_timer
+from ..core.config import DEFAULT_BLOCK_SIZE
 from ..cost.clock import HardwarePreset, ModeledClock, get_preset
 from ..lang import t
 
@@ -94,9 +95,10 @@ def compare(repeats: list[dict[tuple[str, str, str], dict]], preset: HardwarePre
     """
     from ..core.request import Work
 
-    clock = ModeledClock(get_preset(preset) if isinstance(preset, str) else preset)
+    hw = get_preset(preset) if isinstance(preset, str) else preset
     rows = []
     for (wl, pol, layout), first in repeats[0].items():
+        clock = ModeledClock(hw, DEFAULT_BLOCK_SIZE if layout == "paged" else 0)  # the runs' blocks: the default
         runs = [m[(wl, pol, layout)] for m in repeats]
         if any(r["works"] != first["works"] or len(r["timed"]) != len(r["works"]) for r in runs):
             raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")

@@ -1,0 +1,47 @@
+"""A run's KV, laid out once before its first step: which requests can ever fit, the pool that holds their K/V
+(one slab per slot, or blocks of the paged layout) and how many positions the real model's tensors need."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .blocks import admit_paged, blocks_for, paged_pool
+from .config import DTYPE_BYTES, GPTConfig
+from .kv import SlabPlan, SlotPool, num_slots_for, plan_slabs
+from .request import REJECTED, Request
+
+
+@dataclass
+class RunKV:
+    """What layout_kv decides."""
+
+    plan: SlabPlan  # bytes per token, capacity and slab rule (the paged pool is sized from the same plan)
+    pool: SlotPool  # a SlotPool, or a blocks.PagedPool
+    accepted: list[Request]  # the requests that can ever fit, in order (the others are marked rejected)
+    tensor_positions: int  # slabs: positions per slot; paged: positions of the block pool (blocks x block_size)
+
+
+def layout_kv(hw, cfg: GPTConfig, requests: list[Request], batch_size: int, dtype, kv_budget: int | None,
+              max_model_len: int | None, slab: str, paged: bool, block_size: int) -> RunKV:
+    """The run's KV: hw is the modeled clock's preset (None under the wall clock), dtype the model's (a torch
+    dtype or, on dry runs, its name)."""
+    size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize
+    plan = plan_slabs(hw, cfg.n_layer, cfg.n_embd, size, str(dtype).removeprefix("torch."), cfg.n_positions,
+                      kv_budget, max_model_len, slab)
+    bpt = plan.bytes_per_token
+    if paged:  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
+        longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
+        pool = paged_pool(batch_size, plan.capacity, plan.slab_tokens(longest) * bpt, block_size, bpt)
+        accepted = admit_paged(pool, requests, plan.capacity_name)
+        # lowest-first allocation keeps block ids below the most ever held at once, at most every slot's longest
+        # sequence, so the tensors need no more blocks than that, however large the modeled pool
+        most = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+        tensor = block_size * min(pool.num_blocks, pool.num_slots * blocks_for(most, block_size))
+    else:
+        accepted = plan.admit(requests)
+        longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
+        slab_tokens = plan.slab_tokens(longest)
+        pool = SlotPool(num_slots_for(batch_size, plan.capacity, slab_tokens * bpt), slab_tokens, bpt)
+        # the real model's slabs: max_model_len if given, else the run's longest (a 4,096-position float64 slab
+        # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which)
+        tensor = max_model_len or longest
+    return RunKV(plan, pool, accepted, tensor)
