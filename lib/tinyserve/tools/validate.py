@@ -8,6 +8,11 @@ segments + build_step + forward + sampling) the way calibrate() times its points
 one-thread CPU run, so other processes on a shared machine do not count (on a quiet machine it equals the wall
 time the engine records, which the rows also give). Each step's fastest repeat is compared with the modeled time
 of the same step. The workloads are scaled down (SCALED) so a pass takes about a minute on a quiet 2-core box.
+A run's KV tensors are written once before its first step: they come from calloc in transparent huge pages, so the
+first write into each 2 MiB page zeroes all of it, and the first steps of a run with many long slabs would pay for
+zeroing the whole reservation (chapter-7.3's first step, 30 prefills of 32 tokens: 260-370 ms, where a step of
+that shape takes 13 ms). That is a run's set-up, once per run, not the price of a step, which is what the cost
+model states; calibrate() excludes it the same way (its warm-up touches the pages before it times).
 The table in data/costmodel-validation.json is what benchmarks/costmodel.py measured; load_table() reads it, so a
 notebook can show it without re-measuring.
 """
@@ -44,6 +49,9 @@ def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: Hardware
     from ..core.workloads import get_workload
 
     run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset, kv_layout=kv_layout)
+    if run.runner is not None:  # touch every KV page once, as calibrate()'s warm-up does (see below)
+        run.runner.kv.k.zero_()
+        run.runner.kv.v.zero_()
     _, clock = step_timer(engine.model.device)
     timed: list[float] = []
     execute = run.runner.execute  # the engine's own step (segments, build_step, forward, sampling): timed, not changed
