@@ -4,7 +4,7 @@
     python benchmarks/contention.py --quick --json   # 1 repeat alone, 1 beside, no Jupyter kernels
 
 Alone: each repeat runs every workload in one child process (real runs, wall clock: the sum of the measured
-steps, as `tinyserve run --clock wall` reports `duration_s`), the settings interleaved in a rotating order, and
+steps, as `tinyserve run --clock wall` reports `duration_s`), the settings interleaved in balanced orders, and
 each child starts only once the 1-minute load average is below --max-load (0.5): the script waits and prints how
 long it waited and the load it started at. Medians of --repeats (7). Beside: the same child with a neighbour
 running (a pure-Python busy loop, or a second engine with the same settings: what two notebook kernels are);
@@ -115,11 +115,23 @@ def timed_child(config: str, workloads: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of n settings in which each follows every other equally often (a Williams design: n orders for an
+    even n, 2n for an odd one). A rotation keeps the cyclic order, so each setting would always run right after
+    the same one, and the machine's state after it (how long the load took to fall, how long the CPUs idled: the
+    first process after a longer idle ran up to 1.6x slower here) would land on one setting every time."""
+    first = [0] + [x for k in range(1, n) for x in ((k + 1) // 2 if k % 2 else n - k // 2,)]
+    rows = [[(v + i) % n for v in first] for i in range(n)]
+    return rows + ([r[::-1] for r in rows] if n % 2 else [])
+
+
 def alone_rows(configs: list[str], workloads: str, repeats: int, max_load: float, limit_s: float) -> dict:
-    """{config: {workload: [seconds...]}}, interleaved in a rotating order, each child started on a quiet machine."""
+    """{config: {workload: [seconds...]}}, interleaved in balanced orders (balanced_orders), each child started on a
+    quiet machine."""
     got: dict = {c: {} for c in configs}
+    orders = balanced_orders(len(configs))
     for i in range(repeats):
-        order = configs[i % len(configs):] + configs[:i % len(configs)]
+        order = [configs[j] for j in orders[i % len(orders)]]
         for c in order:
             waited, load = wait_for_quiet(max_load, limit_s)
             r = timed_child(c, workloads)

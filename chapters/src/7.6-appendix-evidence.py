@@ -7,7 +7,7 @@
 #
 # 1. where every number of the hardware presets comes from, and the ridge each preset implies;
 # 2. the cost model fitted to this CPU and compared with the real engine's measured steps on every chapter
-#    workload and policy (the 16-row validation table);
+#    workload and policy, with slab and with paged KV (the 24-row validation table);
 # 3. a guarantee chunked prefill gives that 7.3 relies on: no gap between two tokens can exceed one
 #    full-budget step.
 
@@ -79,13 +79,17 @@ say("7.6.goals", total=ok["total_within_10pct"], step=ok["step_median_within_15p
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
-# Read it honestly. Every run lands within a tenth of its measured total and the typical step within 15%, in
-# this measurement and in a second one taken apart from the calibration; the margins are a few percent, not
-# more. This CPU's speed drifts by several percent over minutes, and the few steps just after a 4,000-token
-# prefill find its caches flushed and run up to twice their usual time, which no price of a single step can
-# know. That is plenty for this chapter, whose effects are factors (static against continuous batching:
-# several times), not percents. Exact milliseconds for real hardware would need a calibration on it
-# (`tinyserve calibrate` runs on a GPU too).
+# Read it honestly. The totals land within a tenth of what was measured on all runs but one (the long tail
+# under dynamic batching, 10.7% low), and the typical step within 15% on all but the three shortest: 7.1's
+# padding workload has sixteen steps, and most of them are the decodes just after a 4,000-token prefill, which
+# find the CPU's caches flushed and run up to twice their settled time; no price of a single step can know what
+# ran before it. The rows marked (paged) ran with 7.4's paged KV layout. On this CPU the engine first copies
+# each decode group's keys and values out of the block pool, which makes a paged run take up to 1.7 times the
+# slab run here, and the model prices that copy by the bytes it moves (fitted on paged steps). A run's KV memory
+# is written once before its first step, so the operating system's one-time zeroing of it counts in no step.
+# This CPU's speed also drifts by several percent over minutes. That is plenty for this chapter, whose effects
+# are factors (static against continuous batching: several times), not percents. Exact milliseconds for real
+# hardware would need a calibration on it (`tinyserve calibrate` runs on a GPU too).
 
 # %% [markdown]
 # ## 3. The stall bound of chunked prefill
