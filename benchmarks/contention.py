@@ -120,7 +120,7 @@ def balanced_orders(n: int) -> list[list[int]]:
     even n, 2n for an odd one). A rotation keeps the cyclic order, so each setting would always run right after
     the same one, and the machine's state after it (how long the load took to fall, how long the CPUs idled: the
     first process after a longer idle ran up to 1.6x slower here) would land on one setting every time."""
-    first = [0] + [x for k in range(1, n) for x in ((k + 1) // 2 if k % 2 else n - k // 2,)]
+    first = [0] + [(k + 1) // 2 if k % 2 else n - k // 2 for k in range(1, n)]  # 0, 1, n-1, 2, n-2, ...
     rows = [[(v + i) % n for v in first] for i in range(n)]
     return rows + ([r[::-1] for r in rows] if n % 2 else [])
 

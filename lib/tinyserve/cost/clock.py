@@ -202,16 +202,15 @@ class ModeledClock:
     def cost(self, works: list[Work]) -> dict:
         """Bytes, flops and seconds of each part of one step; a pure function of the works."""
         hw = self.hardware
-        t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, gather_s = (
+        t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, copy_s = (
             self._price(works))
-        copy_s = gather_s - hw.gather_call_s * t["gathers"]  # the gather's bytes (memory); its calls are overhead
         total = linear_s + sum(attn_s.values()) + write_s + copy_s
         compute_s = total - memory_s
         return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * (
                     t["kv_written"] + t["gathered"]),
                 "tokens": t["tokens"], "calls": t["calls"], "linear_s": linear_s,
                 "decode_attn_s": attn_s["decode"], "prefill_attn_s": attn_s["prefill"] + attn_s["padding"],
-                "kv_write_s": write_s, "calls_s": calls_s, "gather_s": gather_s,
+                "kv_write_s": write_s, "calls_s": calls_s, "gather_copy_s": copy_s,
                 "overhead_s": hw.overhead_s if works else 0.0,
                 "compute_s": compute_s, "memory_s": memory_s,
                 "bound": "compute" if compute_s > memory_s else "memory"}

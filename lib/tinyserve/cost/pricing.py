@@ -41,7 +41,8 @@ def step_hit(t: dict, hw: HardwarePreset, cache: float | None = None, ramp: floa
 
 def price(t: dict, hw: HardwarePreset) -> tuple:
     """Seconds of a step's parts: (linear_s, attn_s by kind, write_s, calls_s, memory_s, kv_read, attn_flops,
-    lin_bytes, lin_flops, gather_s). An empty step streams no weights."""
+    lin_bytes, lin_flops, copy_s); copy_s: the paged layout's K/V copied out of the block pool (its calls are in
+    calls_s). An empty step streams no weights."""
     attn_rate = hw.attn_flops or hw.peak_flops
     kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
     hit = step_hit(t, hw)
@@ -68,12 +69,12 @@ def price(t: dict, hw: HardwarePreset) -> tuple:
     memory_s += write_s
     calls_s = hw.call_overhead_s * t["calls"] + hw.row_overhead_s * t["rows"] + hw.walk_overhead_s * t["walk"]
     calls_s += (1 - hit) * hw.miss_row_overhead_s * t["rows"] if hw.kv_cache_bytes else 0.0
-    gather_s = 0.0
+    copy_s = 0.0
     if t["gathers"]:  # the paged layout: K/V copied out of the block pool before the calls (gather_* of the preset)
+        calls_s += hw.gather_call_s * t["gathers"]
         copy_s = hw.kv_bytes_per_token * t["gathered"] / hw.gather_Bps if hw.gather_Bps else 0.0
-        gather_s = hw.gather_call_s * t["gathers"] + copy_s
         memory_s += copy_s
-    return linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, gather_s
+    return linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, copy_s
 
 
 def total(parts: tuple, hw: HardwarePreset) -> float:
