@@ -52,8 +52,36 @@ class TimelineData:
     bin: int  # steps per column
     x: str  # "steps" | "time"
     x_label: str
-    text: np.ndarray  # (slots, columns) hover text per cell
+    cell_text: np.ndarray | None  # (slots, columns) hover text per cell; None: binned, words from `hover`
     note: str  # says when columns are bins
+    # binned (no gap columns): the numbers of each cell's hover, (slots, columns, BIN_FIELDS); the browser formats
+    # them (bin_template): 16 x 600 cells of words cost a redraw ~8 ms to format and send, the numbers ~0.1 ms
+    hover: np.ndarray | None = None
+
+    @property
+    def text(self) -> np.ndarray:
+        """(slots, columns) hover text per cell, as the browser shows it."""
+        if self.cell_text is None:
+            self.cell_text = bin_text(self.hover)
+        return self.cell_text
+
+
+BIN_FIELDS = ("a", "b", "prefill", "padding", "decode", "wasted", "idle")  # the fields of the hover.bin words
+
+
+def bin_text(hover: np.ndarray) -> np.ndarray:
+    """The hover.bin words of binned cells from their numbers (..., BIN_FIELDS)."""
+    return vformat(t("hover.bin"), **{f: hover[..., i] for i, f in enumerate(BIN_FIELDS)})
+
+
+def bin_template() -> str:
+    """The same hover.bin words as a plotly hovertemplate over a cell's customdata (BIN_FIELDS order)."""
+    out = []
+    for literal, field, _spec, _conv in string.Formatter().parse(t("hover.bin")):
+        out.append(literal)
+        if field is not None:
+            out.append(f"%{{customdata[{BIN_FIELDS.index(field)}]}}")
+    return "".join(out)
 
 
 def _bins(n: int, max_columns: int) -> tuple[int, np.ndarray, np.ndarray]:
@@ -107,29 +135,33 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
         text = vformat(t("hover.cell"), step=np.broadcast_to(np.arange(n), (slots, n)), id=ids[grid.request],
                        phase=names[z], tokens=grid.tokens, padding=grid.padding, a=grid.start, b=pos1, ms=ms)
         text = np.where(z == IDLE, vformat(t("hover.idle"), step=np.broadcast_to(np.arange(n), (slots, n))), text)
-        note = ""
+        note, hover = "", None
     else:  # counts of each phase per (slot, bin); the column shows the most frequent (ties: the later code)
         pad = len(first) * b - n
         g = np.concatenate([grid.phase, np.full((slots, pad), -1, dtype=np.int8)], axis=1).reshape(slots, -1, b)
         counts = np.stack([(g == c).sum(axis=2) for c in range(len(GRID_PHASES))], axis=-1)
         z = (len(GRID_PHASES) - 1 - np.argmax(counts[..., ::-1], axis=-1)).astype(np.int8)
-        c = {name: counts[..., code] for name, code in (("prefill", PREFILL), ("padding", PADDING), ("decode", DECODE),
-                                                      ("wasted", WASTED), ("idle", IDLE))}
-        text = vformat(t("hover.bin"), a=np.broadcast_to(first, z.shape), b=np.broadcast_to(last, z.shape), **c)
+        code = {"prefill": PREFILL, "padding": PADDING, "decode": DECODE, "wasted": WASTED, "idle": IDLE}
+        hover = np.stack([np.broadcast_to(first, z.shape), np.broadcast_to(last, z.shape)]
+                         + [counts[..., code[f]] for f in BIN_FIELDS[2:]], axis=-1)  # BIN_FIELDS' order
+        text = None
         note = t("note.binned", steps=n, cols=len(first), bin=b)
     if x == "steps":
         edges = np.append(first, n).astype(np.float64) - 0.5
-        return TimelineData(z, edges, first, last, b, x, t("axis.step"), text, note)
+        return TimelineData(z, edges, first, last, b, x, t("axis.step"), text, note, hover)
     left, right = sa.start_s[first], sa.end_s[last]
     gaps = np.flatnonzero(left[1:] > right[:-1] + 1e-12) + 1  # idle stretches between steps: white columns
     if len(gaps):
+        if text is None:  # a gap column's words are not numbers: every cell as words
+            text = bin_text(hover)
         z = np.insert(z, gaps, GAP, axis=1)
         text = np.insert(text, gaps, t("hover.gap"), axis=1)
         first, last = np.insert(first, gaps, -1), np.insert(last, gaps, -1)
         edges = np.sort(np.concatenate([left, right[-1:], right[gaps - 1]]))
     else:
         edges = np.append(left, right[-1]) if n else np.zeros(1)
-    return TimelineData(z, edges, first, last, b, x, time_label(trace), text, note)
+    return TimelineData(z, edges, first, last, b, x, time_label(trace), text, note,
+                        hover if text is None else None)
 
 
 def cursor_span(data: TimelineData | BlockMapData, k: int) -> tuple[float, float]:

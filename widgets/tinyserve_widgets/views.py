@@ -298,8 +298,11 @@ class SlotTimeline(View):
         self.data = d = D.timeline_data(tr, self.x, self.max_columns)
         h = self.tr(0)
         h.z, h.x, h.y = arr(d.z), arr(d.x_edges), arr(np.arange(tr.num_slots))
-        h.text = d.text
-        h.hovertemplate = t("hover.template")
+        if d.hover is None:
+            h.customdata, h.text, h.hovertemplate = None, d.text, t("hover.template")
+        else:  # binned: the browser formats each cell's numbers
+            h.customdata, h.text = arr(d.hover), None
+            h.hovertemplate = t("hover.template").replace("%{text}", D.bin_template())
         self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
         self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload_label())
         self.xaxis().title.text = d.x_label

@@ -125,9 +125,9 @@ def step_blocks(pool: PagedPool, running: list[Request], works: list, preempted_
         if r.num_prefilled == r.prompt_len and w.start + w.tokens > r.prompt_len:
             resumed.append(r.id)  # its recompute ended here and sampled its next token
     size, waste = pool.block_size, 0
-    for r in running:  # internal waste: the unfilled tail of each sequence's last filled block
-        filled = r.context_len  # (blocks a chunked prompt holds ahead of its chunks are held, not waste)
-        room, tail = len(r.block_table) * size - filled, -filled % size
-        waste += room if room < tail else tail  # min() without its call: this runs per sequence per step
+    for r in running:  # internal waste: the unfilled tail of each sequence's last filled block. A table covers its
+        # filled positions, so the room left in it is that tail plus whole blocks held ahead (a chunked prompt's, a
+        # static batch's done row's), which are held, not waste
+        waste += -r.context_len % size
     return {"blocks_used": pool.held, "blocks_free": pool.free_blocks, "block_waste": waste,
             "preempted": tuple(pool.preempted), "resumed": tuple(resumed), "recomputed_tokens": recomputed}
