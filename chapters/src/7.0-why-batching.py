@@ -120,10 +120,9 @@ plt.tight_layout()
 # **ridge**, where the two are equal, it is *compute-bound* and every extra token adds time.
 #
 # **Why trust modeled numbers?** The rates come from NVIDIA's published datasheet and the model's published
-# shape, with every efficiency assumption stated. The same kind of model, fitted to a 2-core CPU like this one
-# (the `cpu-tiny` preset, timed with one thread: the engine itself uses every core it may, two here), predicts
-# the real engine's one-thread total time within 11% on every chapter workload. The sources, that check run by
-# run and more evidence are in the appendix, [7.6 Evidence](7.6-appendix-evidence.ipynb).
+# shape, with every efficiency assumption stated. The same kind of model, fitted to a CPU like this one
+# (`cpu-tiny`, timed with one thread), predicts the real engine's one-thread total time within 11% on every
+# chapter workload; sources and that check: [7.6 Evidence](7.6-appendix-evidence.ipynb).
 
 # %%
 clock = ModeledClock("h200-70b-fp8")
