@@ -121,7 +121,7 @@ plt.tight_layout()
 #
 # **Why trust modeled numbers?** The rates come from NVIDIA's published datasheet and the model's published
 # shape, with every efficiency assumption stated. The same kind of model, fitted to a CPU like this one
-# (`cpu-tiny`, timed with one thread), predicts the real engine's one-thread total time within 11% on every
+# (`cpu-tiny`, timed with one thread), predicts the real engine's one-thread total time within 10% on every
 # chapter workload; sources and that check: [7.6 Evidence](7.6-appendix-evidence.ipynb).
 
 # %%

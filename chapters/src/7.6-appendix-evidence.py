@@ -79,12 +79,13 @@ say("7.6.goals", total=ok["total_within_10pct"], step=ok["step_median_within_15p
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
-# Read it honestly. The totals land within a tenth of what was measured on all runs but one (the long tail
-# under dynamic batching, 10.7% low), and the typical step within 15% on all but the three shortest: 7.1's
-# padding workload has sixteen steps, and most of them are the decodes just after a 4,000-token prefill, which
-# find the CPU's caches flushed and run up to twice their settled time; no price of a single step can know what
-# ran before it. The rows marked (paged) ran with 7.4's paged KV layout. On this CPU the engine first copies
-# each decode group's keys and values out of the block pool, which makes a paged run take up to 1.7 times the
+# Read it honestly. Every total lands within 10% of what was measured (the worst, 7.3's long prompt under
+# continuous batching, 9.7% low), and the typical step within 15% on every run (the worst 11.7%). The margins
+# are thinnest where a step follows something big: 7.1's padding workload has sixteen steps, most of them the
+# decodes just after a 4,000-token prefill, which find the CPU's caches flushed and run slower than their settled
+# time; no price of a single step can know what ran before it, and an earlier fit on a noisier hour missed those
+# steps by 17-23%. The rows marked (paged) ran with 7.4's paged KV layout. On this CPU the engine first copies
+# each decode group's keys and values out of the block pool, which makes a paged run take up to 1.6 times the
 # slab run here, and the model prices that copy by the bytes it moves (fitted on paged steps). A run's KV memory
 # is written once before its first step, so the operating system's one-time zeroing of it counts in no step.
 # This CPU's speed also drifts by several percent over minutes. That is plenty for this chapter, whose effects

@@ -44,6 +44,26 @@ def test_notebook_70_says_what_the_shipped_table_shows():
     assert t["threads"] == 1 and "timed with one thread" in en.replace("\n# ", " ") and "用單一執行緒計時" in zh
 
 
+def test_notebook_76_reads_the_shipped_table_as_it_is():
+    """7.6's reading of the table (every total within 10%, every typical step within 15%, paged runs up to 1.6x
+    the slab run) in both editions, checked against the shipped rows: a re-fit that changes them fails here."""
+    rows = validation.load_table()["rows"]
+    slab = {(r["workload"], r["policy"]): r["measured_s"] for r in rows if r["kv_layout"] == "slab"}
+    ratio = max(r["measured_s"] / slab[(r["workload"], r["policy"])] for r in rows if r["kv_layout"] == "paged")
+    src = Path(__file__).resolve().parents[2] / "chapters" / "src"
+    en = (src / "7.6-appendix-evidence.py").read_text().replace("\n# ", " ")
+    zh = (src / "zh-TW" / "7.6-appendix-evidence.py").read_text()
+    assert "Every total lands within 10% of what was measured" in en and "每次執行的總時間都落在實測值的 10% 以內" in zh
+    assert all(abs(r["error_pct"]) <= 10 for r in rows)
+    assert "the typical step within 15% on every run" in en and "典型的一步也每次都落在 15% 以內" in zh
+    assert all(r["step_median_error_pct"] <= 15 for r in rows)
+    assert "up to 1.6 times the slab run" in en and "最多要花到用 slab 的 1.6 倍時間" in zh
+    assert round(ratio, 1) == 1.6, ratio
+    worst = max(rows, key=lambda r: abs(r["error_pct"]))
+    assert f"{abs(worst['error_pct'])}% low" in en and f"低估了 {abs(worst['error_pct'])}%" in zh
+    assert f"the worst {max(r['step_median_error_pct'] for r in rows)}%" in en
+
+
 def test_validate_runs_the_steps_the_modeled_clock_schedules(torch_one_thread):
     small = {"chapter-7.1-padding": {"short_prompt": 5, "long_prompt": 20, "max_new_tokens": 3}}
     rows = validation.validate(repeats=1, workloads=small, policies=("static", "chunked"))
