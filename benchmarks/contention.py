@@ -56,6 +56,9 @@ def real_run(workload, policy, knobs):
 """
 
 
+TOUCH_MIB = 2048  # what each child writes and frees before each run (--touch-mib; touch_memory says why)
+
+
 def child_env(config: str) -> dict[str, str]:
     """This environment without thread settings, plus the setting's."""
     env = {k: v for k, v in os.environ.items() if k not in SCRUB}
@@ -79,8 +82,23 @@ def child_main(a) -> None:
         while True:
             for n in names:
                 ns["real_run"](*WORKLOADS[n])
-    out = {n: ns["real_run"](*WORKLOADS[n]) for n in names}
+    out = {}
+    for n in names:
+        touch_memory(a.touch_mib)
+        out[n] = ns["real_run"](*WORKLOADS[n])
     print(json.dumps({"seconds": out, "threads": torch.get_num_threads()}), flush=True)
+
+
+def touch_memory(mib: int) -> None:
+    """Write `mib` MiB and free them, just before a run. A VM may hand memory that stayed free for ~2 s back to its
+    host (virtio-balloon free page reporting: this one does), and the first touch of such memory then costs host
+    page faults: the 7.3 run's first three steps (they write its whole KV) took 807-1,034 ms after a 12-s idle and
+    115-612 ms back to back. Every alone run here starts after the load gate's idle wait, so that cost, which has
+    nothing to do with the thread setting, landed on whichever run the host had just taken memory from."""
+    if mib > 0:
+        import numpy as np
+
+        np.ones(mib << 20, dtype=np.uint8)  # written (every page touched), then freed at once
 
 
 def wait_for_quiet(max_load: float, limit_s: float) -> tuple[float, float]:
@@ -96,7 +114,8 @@ def start_neighbour(kind: str, config: str, workloads: str) -> subprocess.Popen:
     if kind == "busy loop":
         cmd = [sys.executable, "-c", "print('ready', flush=True)\nwhile True: pass"]
     else:
-        cmd = [sys.executable, __file__, "--child", "--neighbour", "--workloads", workloads]
+        cmd = [sys.executable, __file__, "--child", "--neighbour", "--workloads", workloads,
+               "--touch-mib", str(TOUCH_MIB)]
     p = subprocess.Popen(cmd, env=child_env(config), stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready", f"neighbour {kind} did not start"
     return p
@@ -108,7 +127,8 @@ def stop(p: subprocess.Popen) -> None:
 
 
 def timed_child(config: str, workloads: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", "--workloads", workloads],
+    out = subprocess.run([sys.executable, __file__, "--child", "--workloads", workloads,
+                          "--touch-mib", str(TOUCH_MIB)],
                          env=child_env(config), capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"child ({config}) failed:\n{out.stderr[-3000:]}")
@@ -229,6 +249,8 @@ def table(alone: dict, beside: dict, workloads: list[str]) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--touch-mib", type=int, default=2048,
+                    help="MiB each child writes and frees before each run (touch_memory; 0: off)")
     ap.add_argument("--neighbour", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--configs", default=",".join(CONFIGS))
@@ -243,6 +265,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.child:
         return child_main(a)
+    global TOUCH_MIB
+    TOUCH_MIB = a.touch_mib
     if a.quick:
         a.repeats, a.beside_repeats, a.no_kernels = 1, 1, True
     configs, names = a.configs.split(","), a.workloads.split(",")
