@@ -1,14 +1,17 @@
 """Real-model runs alone and beside another CPU-heavy process, under tinyserve's thread settings and the others.
 
-    python benchmarks/contention.py                  # ~20-30 min on 2 quiet cores; table to stdout
+    python benchmarks/contention.py                  # ~70 min on 2 quiet cores; table to stdout
     python benchmarks/contention.py --quick --json   # 1 repeat alone, 1 beside, no Jupyter kernels
 
-Alone: each repeat runs every workload in one child process (real runs, wall clock: the sum of the measured
-steps, as `tinyserve run --clock wall` reports `duration_s`), the settings interleaved in balanced orders, and
-each child starts only once the 1-minute load average is below --max-load (0.5): the script waits and prints how
-long it waited and the load it started at. Medians of --repeats (7). Beside: the same child with a neighbour
-running (a pure-Python busy loop, or a second engine with the same settings: what two notebook kernels are);
-the ratio is beside ÷ alone for the same setting. Then two real Jupyter kernels running at once.
+Alone: one child process per setting, each with the model loaded once; every workload is run once by each (not
+timed), then in each of --repeats (30) rounds every workload is run by every setting back to back, the settings in
+balanced orders (real runs, wall clock: the sum of the measured steps, as `tinyserve run --clock wall` reports
+`duration_s`). Each run starts only once the 1-minute load average is below --max-load (0.5): the script waits and
+prints how long it waited and the load it started at. Medians of the rounds, and the median of each round's ratio
+to the best setting's run of that round, with a 95% interval (bootstrap); each run's host steal time (the VM's CPU
+its host took) is recorded. Beside: a fresh child with a neighbour running (a pure-Python busy loop, or a second
+engine with the same settings: what two notebook kernels are); the ratio is beside ÷ alone for the same setting.
+Then two real Jupyter kernels running at once.
 
 Settings, set in the child's environment (whatever this shell exports is scrubbed first):
   tinyserve      tinyserve's default (threads.py: usable CPUs, OpenMP spinning, the contention governor)
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -70,7 +74,8 @@ def child_env(config: str) -> dict[str, str]:
 
 
 def child_main(a) -> None:
-    """--child: run the workloads once each (or, as a neighbour, for ever after saying 'ready')."""
+    """--child: run the workloads once each; --serve: run each workload named on stdin, one per line, and
+    answer each with a JSON line; --neighbour: run them for ever after saying 'ready'."""
     ns: dict = {}
     exec(RUN_CODE, ns)
     import torch
@@ -82,11 +87,38 @@ def child_main(a) -> None:
         while True:
             for n in names:
                 ns["real_run"](*WORKLOADS[n])
-    out = {}
-    for n in names:
+
+    def timed(n: str) -> tuple[float, float | None]:
         touch_memory(a.touch_mib)
-        out[n] = ns["real_run"](*WORKLOADS[n])
-    print(json.dumps({"seconds": out, "threads": torch.get_num_threads()}), flush=True)
+        s0, t0 = _steal_ticks(), time.perf_counter()
+        return ns["real_run"](*WORKLOADS[n]), _steal_share(s0, t0)
+
+    if a.serve:
+        print(json.dumps({"threads": torch.get_num_threads()}), flush=True)
+        for line in sys.stdin:
+            d, x = timed(line.strip())
+            print(json.dumps({"seconds": d, "steal": x, "threads": torch.get_num_threads()}), flush=True)
+        return
+    runs = {n: timed(n) for n in names}
+    print(json.dumps({"seconds": {n: [d] for n, (d, _) in runs.items()}, "threads": torch.get_num_threads()}),
+          flush=True)
+
+
+def _steal_ticks() -> int | None:
+    """The host's steal time so far, in clock ticks summed over CPUs (/proc/stat; None where Linux does not say)."""
+    try:
+        with open("/proc/stat") as f:
+            return int(f.readline().split()[8])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _steal_share(s0: int | None, t0: float) -> float | None:
+    """The share of this machine's CPU time since (s0, t0) that its host took for others (VM steal time)."""
+    s1, dt = _steal_ticks(), time.perf_counter() - t0
+    if s0 is None or s1 is None or dt <= 0:
+        return None
+    return (s1 - s0) / os.sysconf("SC_CLK_TCK") / (dt * (os.cpu_count() or 1))
 
 
 def touch_memory(mib: int) -> None:
@@ -145,21 +177,65 @@ def balanced_orders(n: int) -> list[list[int]]:
     return rows + ([r[::-1] for r in rows] if n % 2 else [])
 
 
+class Server:
+    """A child process with one setting that runs, on request, one workload at a time (model loaded once)."""
+
+    def __init__(self, config: str, workloads: str):
+        self.p = subprocess.Popen([sys.executable, __file__, "--child", "--serve", "--workloads", workloads,
+                                   "--touch-mib", str(TOUCH_MIB)], env=child_env(config),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.threads = self._answer()["threads"]
+
+    def _answer(self) -> dict:
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"a {self.p.args} child stopped (exit {self.p.wait()})")
+        return json.loads(line)
+
+    def run(self, workload: str) -> dict:
+        self.p.stdin.write(workload + "\n")
+        self.p.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        self.p.stdin.close()
+        self.p.wait()
+
+
 def alone_rows(configs: list[str], workloads: str, repeats: int, max_load: float, limit_s: float) -> dict:
-    """{config: {workload: [seconds...]}}, interleaved in balanced orders (balanced_orders), each child started on a
-    quiet machine."""
-    got: dict = {c: {} for c in configs}
-    orders = balanced_orders(len(configs))
-    for i in range(repeats):
-        order = [configs[j] for j in orders[i % len(orders)]]
-        for c in order:
-            waited, load = wait_for_quiet(max_load, limit_s)
-            r = timed_child(c, workloads)
-            got[c]["threads"] = r["threads"]
-            for w, s in r["seconds"].items():
-                got[c].setdefault(w, []).append(s)
-            print(f"  alone {i + 1}/{repeats} {c:12s} waited {waited:5.0f} s, load at start {load:.2f}: "
-                  + ", ".join(f"{w.split()[0]} {s:.3f}" for w, s in r["seconds"].items()), file=sys.stderr, flush=True)
+    """{config: {workload: [seconds...], "steal": {workload: [...]}, "threads": n}}: one server per setting, every
+    workload run once by each first (not timed), then `repeats` rounds; in each round every workload is run by every
+    setting back to back, in balanced orders (balanced_orders), each run started on a quiet machine. Back to back
+    because this VM's speed drifts over minutes (the same run 1.3-1.8 s for a minute, 1.0-1.2 s the next), so each
+    setting's runs should share the same minutes."""
+    names = workloads.split(",")
+    got: dict = {c: {"steal": {}} for c in configs}
+    servers = {}
+    try:
+        for c in configs:
+            servers[c] = Server(c, workloads)
+            got[c]["threads"] = servers[c].threads
+        for c in configs:
+            for w in names:
+                servers[c].run(w)  # the first run in a process pays its shapes' first allocation: not timed
+        orders = balanced_orders(len(configs))
+        k = 0
+        for i in range(repeats):
+            for w in names:
+                cells = []
+                for j in orders[k % len(orders)]:
+                    c = configs[j]
+                    waited, load = wait_for_quiet(max_load, limit_s)
+                    r = servers[c].run(w)
+                    got[c].setdefault(w, []).append(r["seconds"])
+                    got[c]["steal"].setdefault(w, []).append(r["steal"])
+                    got[c]["threads"] = r["threads"]
+                    cells.append(f"{c} {r['seconds']:.3f} (waited {waited:.0f} s, load {load:.2f})")
+                k += 1
+                print(f"  alone {i + 1}/{repeats} {w.split()[0]}: " + "; ".join(cells), file=sys.stderr, flush=True)
+    finally:
+        for srv in servers.values():
+            srv.close()
     return got
 
 
@@ -175,9 +251,9 @@ def beside_rows(configs: list[str], workloads: str, repeats: int) -> dict:
                 finally:
                     stop(p)
                 for w, s in r["seconds"].items():
-                    got[c][kind].setdefault(w, []).append(s)
+                    got[c][kind].setdefault(w, []).extend(s)
                 print(f"  beside {kind} {i + 1}/{repeats} {c:12s}: "
-                      + ", ".join(f"{w.split()[0]} {s:.3f}" for w, s in r["seconds"].items()),
+                      + ", ".join(f"{w.split()[0]} " + "/".join(f"{x:.3f}" for x in s) for w, s in r["seconds"].items()),
                       file=sys.stderr, flush=True)
     return got
 
@@ -229,14 +305,31 @@ def _result(kc, msg_id: str, timeout: float = 1800):
             return value
 
 
+def bootstrap_ratio(runs: list[float], ref: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 95% interval for median(runs) / median(ref): the runs resampled with replacement (percentile bootstrap).
+    Each run on a VM varies by itself (here 15-25% from one run to the next, the host's doing), so a ratio of medians
+    of a dozen runs is only known to within several percent: the interval says how well."""
+    rng = random.Random(seed)
+    r = sorted(statistics.median(rng.choices(runs, k=len(runs))) / statistics.median(rng.choices(ref, k=len(ref)))
+               for _ in range(n))
+    return r[int(0.025 * n)], r[int(0.975 * n) - 1]
+
+
 def table(alone: dict, beside: dict, workloads: list[str]) -> list[dict]:
     """One row per workload and setting: median alone, its ratio to the best of {1 thread, all spinning}, beside."""
     rows = []
     for w in workloads:
         med = {c: statistics.median(v[w]) for c, v in alone.items()}
         best = min(med[c] for c in ("1 thread", "all spinning") if c in med)
+        ref = min((c for c in ("1 thread", "all spinning") if c in med), key=med.get)
         for c, a in med.items():
-            row = {"workload": w, "config": c, "threads": alone[c]["threads"], "alone_s": a, "vs_best": a / best}
+            paired = statistics.median(x / y for x, y in zip(alone[c][w], alone[ref][w]))  # same round, same minutes
+            row = {"workload": w, "config": c, "threads": alone[c]["threads"], "alone_s": a, "vs_best": a / best,
+                   "vs_best_95": bootstrap_ratio(alone[c][w], alone[ref][w]) if c != ref else (1.0, 1.0),
+                   "paired_vs_best": paired, "alone_runs": len(alone[c][w])}
+            steal = [x for x in alone[c].get("steal", {}).get(w, []) if x is not None]
+            if steal:
+                row["steal_median"], row["steal_max"] = statistics.median(steal), max(steal)
             for kind, per in beside.get(c, {}).items():
                 if per.get(w):
                     b = statistics.median(per[w])
@@ -252,9 +345,10 @@ def main() -> None:
     ap.add_argument("--touch-mib", type=int, default=2048,
                     help="MiB each child writes and frees before each run (touch_memory; 0: off)")
     ap.add_argument("--neighbour", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--repeats", type=int, default=7, help="alone runs per setting (medians)")
+    ap.add_argument("--repeats", type=int, default=30, help="alone rounds: runs of each workload per setting")
     ap.add_argument("--beside-repeats", type=int, default=3)
     ap.add_argument("--beside-configs", default="tinyserve,1 thread", help="settings measured beside a neighbour")
     ap.add_argument("--max-load", type=float, default=0.5, help="an alone run starts below this 1-min load average")
@@ -281,17 +375,19 @@ def main() -> None:
     if a.json:
         print(json.dumps({"meta": meta, "rows": rows, "kernels": krows, "alone": alone, "beside": beside}, indent=1))
         return
-    print(f"{meta['date']}; real runs (wall clock); alone: medians of {a.repeats}, each started below load "
+    steal = [r["steal_max"] for r in rows if "steal_max" in r]
+    print(f"{meta['date']}; real runs (wall clock); alone: medians of {a.repeats} runs "
+          f"(host steal time at most {max(steal, default=0):.1%} of a run's CPU time), each run started below load "
           f"{a.max_load}; beside: medians of {a.beside_repeats}; host CPUs {meta['cpus']}, usable "
           f"{meta['usable_cpus']}; {meta['wall_s'] / 60:.0f} min\n")
-    print("| workload | setting | threads | alone (s) | ÷ best of {1 thread, all spinning} "
-          "| beside a busy loop (s, ratio) | beside an engine (s, ratio) |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| workload | setting | threads | alone (s) | ÷ best of {1 thread, all spinning} (95% interval) "
+          "| paired ÷ best | beside a busy loop (s, ratio) | beside an engine (s, ratio) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         cells = [f"{r[f'beside_{k}_s']:.3f} ({r[f'ratio_{k}']:.2f}x)" if f"ratio_{k}" in r else "—"
                  for k in ("busy_loop", "engine")]
-        print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['alone_s']:.3f} | {r['vs_best']:.3f} "
-              f"| {cells[0]} | {cells[1]} |")
+        print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['alone_s']:.3f} | {r['vs_best']:.3f} ({r['vs_best_95'][0]:.2f}-{r['vs_best_95'][1]:.2f}) "
+              f"| {r['paired_vs_best']:.3f} | {cells[0]} | {cells[1]} |")
     if krows:
         print("\n| two Jupyter kernels | setting | one alone (s) | both at once (s) | ratio |")
         print("|---|---|---:|---:|---:|")

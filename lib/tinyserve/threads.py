@@ -13,6 +13,8 @@ descheduled team member. Measured on this 2-core VM (benchmarks/contention.py ha
 - OMP_WAIT_POLICY=PASSIVE (this module's previous fix) was 1.1x beside a busy loop but ~1.35x slower alone on the
   64-request long tail (2.17 s vs 1.61 s for 2 spinning threads; one thread 1.5x slower alone on that run).
 - Two spinning threads beside a busy loop: 3.1-3.4x slower; one thread beside it: 1.0-1.5x of two alone.
+- With this governor (31 rounds alone, 2026-12-02): 0.98-1.04 of the better of one thread and two spinning on
+  every chapter workload (it never switched there); beside a busy loop or a second engine 1.0-1.9x.
 - A bounded spin (GOMP_SPINCOUNT 500-5,000) did not give both: short spins lost the alone speed, long ones the
   beside speed (1.4x-3.2x), because any spinning competes with our main thread for the core.
 The signal that tells the two cases apart costs nothing to compute: the main thread's run-queue wait
