@@ -1,6 +1,6 @@
 """Real-model runs alone and beside another CPU-heavy process, under tinyserve's thread settings and the others.
 
-    python benchmarks/contention.py                  # ~70 min on 2 quiet cores; table to stdout
+    python benchmarks/contention.py                  # ~75 min on 2 quiet cores; table to stdout
     python benchmarks/contention.py --quick --json   # 1 repeat alone, 1 beside, no Jupyter kernels
 
 Alone: one child process per setting, each with the model loaded once; every workload is run once by each (not
@@ -205,9 +205,10 @@ class Server:
 def alone_rows(configs: list[str], workloads: str, repeats: int, max_load: float, limit_s: float) -> dict:
     """{config: {workload: [seconds...], "steal": {workload: [...]}, "threads": n}}: one server per setting, every
     workload run once by each first (not timed), then `repeats` rounds; in each round every workload is run by every
-    setting back to back, in balanced orders (balanced_orders), each run started on a quiet machine. Back to back
-    because this VM's speed drifts over minutes (the same run 1.3-1.8 s for a minute, 1.0-1.2 s the next), so each
-    setting's runs should share the same minutes."""
+    setting back to back, in balanced orders (balanced_orders), each run started on a quiet machine. One process per
+    setting because a run on this VM varies by itself 15-25% (the host's doing), so a 5% question needs dozens of
+    runs, and without a process start per run 30 rounds fit in an hour; back to back so that the settings share
+    the same minutes of the host."""
     names = workloads.split(",")
     got: dict = {c: {"steal": {}} for c in configs}
     servers = {}
@@ -253,7 +254,7 @@ def beside_rows(configs: list[str], workloads: str, repeats: int) -> dict:
                 for w, s in r["seconds"].items():
                     got[c][kind].setdefault(w, []).extend(s)
                 print(f"  beside {kind} {i + 1}/{repeats} {c:12s}: "
-                      + ", ".join(f"{w.split()[0]} " + "/".join(f"{x:.3f}" for x in s) for w, s in r["seconds"].items()),
+                      + ", ".join(f"{w.split()[0]} {s[0]:.3f}" for w, s in r["seconds"].items()),
                       file=sys.stderr, flush=True)
     return got
 
@@ -386,8 +387,9 @@ def main() -> None:
     for r in rows:
         cells = [f"{r[f'beside_{k}_s']:.3f} ({r[f'ratio_{k}']:.2f}x)" if f"ratio_{k}" in r else "—"
                  for k in ("busy_loop", "engine")]
-        print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['alone_s']:.3f} | {r['vs_best']:.3f} ({r['vs_best_95'][0]:.2f}-{r['vs_best_95'][1]:.2f}) "
-              f"| {r['paired_vs_best']:.3f} | {cells[0]} | {cells[1]} |")
+        lo, hi = r["vs_best_95"]
+        print(f"| {r['workload']} | {r['config']} | {r['threads']} | {r['alone_s']:.3f} | {r['vs_best']:.3f} "
+              f"({lo:.2f}-{hi:.2f}) | {r['paired_vs_best']:.3f} | {cells[0]} | {cells[1]} |")
     if krows:
         print("\n| two Jupyter kernels | setting | one alone (s) | both at once (s) | ratio |")
         print("|---|---|---:|---:|---:|")
