@@ -41,7 +41,7 @@ CONFIGS = {
 }
 WORKLOADS = {  # name: (workload, policy, knobs) — each chapter workload under the policy its lesson shows, scaled
     # as tinyserve.validation scales them where a full run takes long (finisher: 600-token long output instead of
-    # 2,000; long tail: 40 requests instead of 300), so that 7 repeats x 3 settings, load-gated, fit ~10 minutes
+    # 2,000; long tail: 40 requests instead of 300), so that 30 rounds x 3 settings, load-gated, fit about an hour
     "7.1-padding static": ("chapter-7.1-padding", "static", {}),
     "7.1-finisher static": ("chapter-7.1-finisher", "static", {"batch_size": 32,
                                                                "workload_knobs": {"long_output": 600}}),
@@ -99,9 +99,8 @@ def child_main(a) -> None:
             d, x = timed(line.strip())
             print(json.dumps({"seconds": d, "steal": x, "threads": torch.get_num_threads()}), flush=True)
         return
-    runs = {n: timed(n) for n in names}
-    print(json.dumps({"seconds": {n: [d] for n, (d, _) in runs.items()}, "threads": torch.get_num_threads()}),
-          flush=True)
+    out = {n: timed(n)[0] for n in names}
+    print(json.dumps({"seconds": out, "threads": torch.get_num_threads()}), flush=True)
 
 
 def _steal_ticks() -> int | None:
@@ -252,9 +251,9 @@ def beside_rows(configs: list[str], workloads: str, repeats: int) -> dict:
                 finally:
                     stop(p)
                 for w, s in r["seconds"].items():
-                    got[c][kind].setdefault(w, []).extend(s)
+                    got[c][kind].setdefault(w, []).append(s)
                 print(f"  beside {kind} {i + 1}/{repeats} {c:12s}: "
-                      + ", ".join(f"{w.split()[0]} {s[0]:.3f}" for w, s in r["seconds"].items()),
+                      + ", ".join(f"{w.split()[0]} {s:.3f}" for w, s in r["seconds"].items()),
                       file=sys.stderr, flush=True)
     return got
 
@@ -321,8 +320,8 @@ def table(alone: dict, beside: dict, workloads: list[str]) -> list[dict]:
     rows = []
     for w in workloads:
         med = {c: statistics.median(v[w]) for c, v in alone.items()}
-        best = min(med[c] for c in ("1 thread", "all spinning") if c in med)
         ref = min((c for c in ("1 thread", "all spinning") if c in med), key=med.get)
+        best = med[ref]
         for c, a in med.items():
             paired = statistics.median(x / y for x, y in zip(alone[c][w], alone[ref][w]))  # same round, same minutes
             row = {"workload": w, "config": c, "threads": alone[c]["threads"], "alone_s": a, "vs_best": a / best,
