@@ -40,7 +40,7 @@ CONFIGS = {
     "passive": {"OMP_WAIT_POLICY": "PASSIVE", "TINYSERVE_THREADS": "auto"},  # fixed count set in child_env
 }
 WORKLOADS = {  # name: (workload, policy, knobs) — each chapter workload under the policy its lesson shows, scaled
-    # as tinyserve.validation scales them where a full run takes long (finisher: 600-token long output instead of
+    # as tinyserve.tools.validate scales them where a full run takes long (finisher: 600-token long output instead of
     # 2,000; long tail: 40 requests instead of 300), so that 30 rounds x 3 settings, load-gated, fit about an hour
     "7.1-padding static": ("chapter-7.1-padding", "static", {}),
     "7.1-finisher static": ("chapter-7.1-finisher", "static", {"batch_size": 32,

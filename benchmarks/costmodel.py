@@ -25,10 +25,10 @@ import time
 
 import torch
 
-from tinyserve import validation
-from tinyserve.calibration import FULL_PLAN, calibrate
-from tinyserve.clock import PRESET_DIR, get_preset, save_preset
+from tinyserve.cost.presets import PRESET_DIR, get_preset, save_preset
 from tinyserve.model import load_model
+from tinyserve.tools import validate
+from tinyserve.tools.calibrate import FULL_PLAN, calibrate
 
 
 def main() -> None:
@@ -45,13 +45,13 @@ def main() -> None:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if a.preset:
         preset = get_preset(a.preset)
-        rows = validation.validate(model, preset, repeats=a.repeats, log=log)
+        rows = validate.validate(model, preset, repeats=a.repeats, log=log)
     else:
         shipped, measured = get_preset("cpu-tiny"), []
         plan = {**FULL_PLAN, "rounds": a.repeats + 1}  # a validation repeat between each two rounds
         preset = calibrate(model, name="cpu-tiny", plan=plan,
-                           between_rounds=lambda i: measured.append(validation.measure(model, shipped, log=log, repeat=i)))
-        rows = validation.compare(measured, preset)
+                           between_rounds=lambda i: measured.append(validate.measure(model, shipped, log=log, repeat=i)))
+        rows = validate.compare(measured, preset)
         print(f"fit: {json.dumps(preset.details['fit'])} ({time.time() - t0:.0f} s)", file=sys.stderr)
         for q in preset.details["points"]:  # where the fitted model misses its own calibration points
             err = q["modeled_s"] / q["measured_s"] - 1
@@ -61,13 +61,13 @@ def main() -> None:
         if a.write:
             save_preset(preset, PRESET_DIR / "cpu-tiny.json")
     load1 = os.getloadavg()[0]
-    print(validation.format_table(rows))
-    goals = validation.goals_met(rows)
+    print(validate.format_table(rows))
+    goals = validate.goals_met(rows)
     for layout in ("slab", "paged"):
-        g = validation.goals_met([r for r in rows if r["kv_layout"] == layout])
+        g = validate.goals_met([r for r in rows if r["kv_layout"] == layout])
         print(f"\ngoals ({layout}): {g['total_within_10pct']}/{g['runs']} runs with the modeled total within "
-              f"{validation.GOAL_TOTAL_PCT:.0f}%, {g['step_median_within_15pct']}/{g['runs']} with the per-step "
-              f"median error <= {validation.GOAL_STEP_MEDIAN_PCT:.0f}%")
+              f"{validate.GOAL_TOTAL_PCT:.0f}%, {g['step_median_within_15pct']}/{g['runs']} with the per-step "
+              f"median error <= {validate.GOAL_STEP_MEDIAN_PCT:.0f}%")
     print(f"machine: {preset.details.get('device', platform.processor())}, {a.threads} thread(s), torch "
           f"{torch.__version__}; 1-min load average {load0:.1f} at the start, {load1:.1f} at the end "
           f"({time.time() - t0:.0f} s)")
@@ -77,13 +77,13 @@ def main() -> None:
                  "load_average_start_end": [round(load0, 2), round(load1, 2)],
                  "note": "calibration and validation in one process, interleaved (a validation repeat between "
                          "each two calibration rounds); the load average says how busy the machine was",
-                 "workloads": validation.SCALED, "preset": {k: getattr(preset, k) for k in (
+                 "workloads": validate.SCALED, "preset": {k: getattr(preset, k) for k in (
                      "overhead_s", "call_overhead_s", "row_overhead_s", "walk_overhead_s", "bandwidth_Bps", "kv_bandwidth_Bps",
                      "peak_flops", "attn_flops", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "kv_cache_ramp",
                      "miss_row_overhead_s", "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s",
                      "gather_Bps")},
                  "fit": preset.details.get("fit"), "goals": goals, "rows": rows}
-        validation.TABLE_FILE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
+        validate.TABLE_FILE.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ timeout 420 "$PY" -m tinyserve bench --json --device "$DEVICE" --repeats "${REPE
 bench_rc=$?
 tail -n 20 "$OUT/bench-$DEVICE.log"
 if [ $bench_rc -eq 0 ]; then
-  "$PY" -c 'import json, sys; from tinyserve.bench import format_table
+  "$PY" -c 'import json, sys; from tinyserve.tools.bench import format_table
 print(format_table(json.load(open(sys.argv[1]))))' "$OUT/bench-$DEVICE.json" | tee "$OUT/bench-$DEVICE.txt"
 fi
 echo "== tests rc=$tests_rc, bench rc=$bench_rc; results in $OUT"

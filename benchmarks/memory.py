@@ -4,7 +4,7 @@
     python benchmarks/memory.py --mode real --json   # one mode in this process (what the parent calls)
     python benchmarks/memory.py --n 1000 --rate 40 --max-output 64   # cheaper: busier, shorter outputs
 
-Workload: chapter-7.2-longtail (n=1000 by default) from tinyserve.workloads.get_workload, on the shipped
+Workload: chapter-7.2-longtail (n=1000 by default) from tinyserve.core.workloads.get_workload, on the shipped
 model, policy continuous, batch size 32, float32 on the CPU, modeled clock. Peak RSS is
 resource.getrusage(RUSAGE_SELF).ru_maxrss of a fresh process per mode, so the two modes do not mix; the
 "after import" figure is the same process's peak before the run starts (torch + model loaded).
@@ -34,8 +34,8 @@ def peak_rss_mib() -> float:
 def run_one(mode: str, n: int, rate: float, batch_size: int, threads: int | None, max_output: int | None) -> dict:
     import torch
 
+    from tinyserve.core.workloads import get_workload
     from tinyserve.engine import Engine
-    from tinyserve.workloads import get_workload
 
     if threads:
         torch.set_num_threads(threads)

@@ -5,7 +5,7 @@
     python benchmarks/replay.py --url http://gpu-box:8000 --token-unit event --no-engine   # vLLM (README)
 
 Steps: export the shipped model (float64 by default, so greedy tokens cannot differ by rounding) with its
-tokenizer; start `transformers serve` on it; replay the workload with `tinyserve.replay` (requests sent at
+tokenizer; start `transformers serve` on it; replay the workload with `tinyserve.tools.replay` (requests sent at
 their arrival times, one warm-up request first); stop the server; run the same requests through our engine
 (continuous batching, wall clock); print tokens identical per request, TTFT/ITL/TPOT/E2E percentiles and
 throughput side by side, as a Markdown table (and --json OUT for everything).
@@ -29,12 +29,12 @@ from pathlib import Path
 
 import torch
 
+from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
-from tinyserve.hf import export_hf, serve_command
 from tinyserve.model import load_model
-from tinyserve.replay import replay, wait_ready
+from tinyserve.tools.hf import export_hf, serve_command
+from tinyserve.tools.replay import replay, wait_ready
 from tinyserve.trace import Trace
-from tinyserve.workloads import get_workload
 
 
 def free_port() -> int:

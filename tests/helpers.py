@@ -22,7 +22,7 @@ HAS_CHECKPOINT = (CHECKPOINT_DIR / "config.json").is_file() and (CHECKPOINT_DIR 
 MODEL_KINDS = [
     "random",
     pytest.param("checkpoint", marks=pytest.mark.skipif(
-        not HAS_CHECKPOINT, reason=f"no shipped checkpoint in {CHECKPOINT_DIR} (run python -m tinyserve.train)")),
+        not HAS_CHECKPOINT, reason=f"no shipped checkpoint in {CHECKPOINT_DIR} (run python -m tinyserve.tools.train)")),
 ]
 # Tolerances on logits against a reference computed another way (full recompute, transformers).
 ATOL = {torch.float64: 1e-9, torch.float32: 1e-4}

@@ -1,5 +1,6 @@
-"""The package's layers as tests: no import cycle, core/cost/trace free of torch, the model and the tools, a dry run
-under every preset with torch made unimportable, and the old flat module paths still importable."""
+"""The package's layers as tests: imports run one way (every import counts: module level, inside functions, under
+TYPE_CHECKING), no import cycle between files, core/cost/trace/loop free of torch, a dry run under every preset with
+torch made unimportable (the old flat module paths: test_old_paths.py)."""
 from __future__ import annotations
 
 import ast
@@ -12,33 +13,50 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "lib" / "tinyserve"
-LOWER = ("core", "cost", "trace")  # what a dry run imports
+WIDGETS = ROOT / "widgets" / "tinyserve_widgets"
+# The order, lowest first (README, "Layout"): a module imports only from its own layer or lower ones.
+LAYERS = (
+    ("tinyserve.errors", "tinyserve.lang"),  # the error type and the words
+    ("tinyserve.core",),  # requests, RunConfig, KV slots and blocks, policies, workloads: what a plan needs
+    ("tinyserve.cost",),  # presets, the price of a step, clocks
+    ("tinyserve.trace",),  # the record of a run
+    ("tinyserve.loop",),  # the step loop: plan -> runner -> clock -> record
+    ("tinyserve.model", "tinyserve.threads"),  # torch: the tiny GPT, its runner, torch's threads
+    ("tinyserve.engine",),  # the wiring: a model for the loop
+    ("tinyserve.analysis",),  # what lessons compute from traces
+    ("tinyserve.tools", "tinyserve.classroom"),
+    ("tinyserve", "tinyserve.__main__", "tinyserve._moved"),  # the public API and the old paths
+    ("tinyserve_widgets",),
+)
+LOWER = ("core", "cost", "trace", "loop.py")  # what a dry run imports
 FORBIDDEN_IN_LOWER = ("tinyserve.model", "tinyserve.tools", "tinyserve.engine", "torch", "transformers")
 
 
+def layer_of(module: str) -> int:
+    """The rank of a first-party module in LAYERS (the longest matching prefix)."""
+    best, rank = "", None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if (module == n or module.startswith(n + ".")) and len(n) > len(best):
+                best, rank = n, i
+    if rank is None:
+        raise KeyError(f"{module}: in no layer (add it to LAYERS)")
+    return rank
+
+
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    root = PKG.parent if path.is_relative_to(PKG) else WIDGETS.parent
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_only(node: ast.AST, parents: dict) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
-
-
 def imports_of(path: Path) -> set[str]:
-    """Every module this file imports, at the top or inside a function (not under `if TYPE_CHECKING:`)."""
+    """Every module this file imports: at the top, inside a function or under `if TYPE_CHECKING:`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     me = module_name(path)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):
-        if _type_checking_only(node, parents):
-            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -54,7 +72,8 @@ def imports_of(path: Path) -> set[str]:
 
 
 def graph() -> dict[str, set[str]]:
-    mods = {module_name(p): p for p in PKG.rglob("*.py")}
+    """First-party module -> the first-party modules it imports (package and widgets)."""
+    mods = {module_name(p): p for root in (PKG, WIDGETS) for p in root.rglob("*.py")}
     g = {}
     for name, path in mods.items():
         deps = set()
@@ -71,12 +90,39 @@ def graph() -> dict[str, set[str]]:
     return g
 
 
-def test_the_graph_sees_function_level_and_relative_imports():
+def test_the_graph_sees_function_level_relative_and_type_checking_imports():
     # a check that found nothing because it parsed nothing would pass: make sure it sees known edges
     g = graph()
-    assert "tinyserve.core.policies" in g["tinyserve.core.run"]
+    assert "tinyserve.core.policies" in g["tinyserve.loop"]
     assert "tinyserve.model.runner" in g["tinyserve.engine"]  # imported inside Engine._runner_for
     assert "tinyserve.model.checkpoint" in g["tinyserve.tools.cli"]  # inside cmd_generate
+    assert "tinyserve.model.gpt" in g["tinyserve.engine"]  # under TYPE_CHECKING
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in graph() if not _has_layer(m)] == []
+
+
+def _has_layer(m: str) -> bool:
+    try:
+        layer_of(m)
+    except KeyError:
+        return False
+    return True
+
+
+def against_the_order(g: dict[str, set[str]]) -> list[str]:
+    """Every arrow from a lower layer to a higher one."""
+    return sorted(f"{a} -> {b}" for a, deps in g.items() for b in deps if layer_of(b) > layer_of(a))
+
+
+def test_imports_run_down_the_layers():
+    assert against_the_order(graph()) == []
+
+
+def test_the_order_check_fails_on_an_upward_arrow():
+    g = {"tinyserve.core.kv": {"tinyserve.cost.presets"}, "tinyserve.cost.clock": {"tinyserve.core.kv"}}
+    assert against_the_order(g) == ["tinyserve.core.kv -> tinyserve.cost.presets"]
 
 
 def test_no_import_cycle():
@@ -104,7 +150,7 @@ def test_no_import_cycle():
 def test_core_cost_and_trace_import_no_model_tool_or_torch():
     bad = []
     for layer in LOWER:
-        for path in sorted((PKG / layer).rglob("*.py")):
+        for path in sorted((PKG / layer).rglob("*.py")) if layer != "loop.py" else [PKG / layer]:
             for imp in sorted(imports_of(path)):
                 if imp.startswith(FORBIDDEN_IN_LOWER):
                     bad.append(f"{path.relative_to(PKG)} imports {imp}")
@@ -141,52 +187,6 @@ print(json.dumps(out))
     assert len(steps) == 4 * len(list_presets()) and all(n > 0 for n in steps.values())
 
 
-OLD_PATHS = {  # what notebooks, exercises, solutions and the README import today
-    "tinyserve.engine": ["Engine", "Run"],
-    "tinyserve.policies": ["Plan", "Policy", "decode_work", "KNOBS", "POLICIES", "DONE", "StaticBatching",
-                           "DynamicBatching", "ContinuousBatching", "ChunkedPrefill", "make_policy"],
-    "tinyserve.requests": ["Request", "Work", "FINISHED", "REJECTED"],
-    "tinyserve.workloads": ["get_workload", "make_prompt", "load_jsonl", "WORKLOADS", "PROMPTS_FILE",
-                            "list_workloads"],
-    "tinyserve.trace": ["Trace", "GRID_PHASES", "REQUEST_STATES", "DECODE", "IDLE", "PADDING", "PREFILL", "WASTED"],
-    "tinyserve.tokenizer": ["BOS", "EOS", "VOCAB_SIZE", "encode", "decode"],
-    "tinyserve.model": ["TinyGPT", "GPTConfig", "load_model", "CHECKPOINT_DIR", "KVCache", "build_step"],
-    "tinyserve.clock": ["ModeledClock", "PRESET_DIR", "HardwarePreset", "get_preset"],
-    "tinyserve.cache": ["sequences_that_fit", "SlotPool"],
-    "tinyserve.variants": ["ChunkOnly", "SeparatePrefill", "WholePromptBudget"],
-    "tinyserve.sweeps": ["stall_bound_s", "MAX_QUEUE_S", "CapacityCurve", "Setting"],
-    "tinyserve.figures": ["story"],
-    "tinyserve.validation": ["format_table", "goals_met", "load_table"],
-    "tinyserve.hf": ["export_hf", "to_hf_model"],
-    "tinyserve.replay": ["replay"],
-    "tinyserve.cli": ["main"],
-    "tinyserve.errors": ["TinyserveError"],
-    "tinyserve.threads": ["usable_cpus"],
-}
-
-
-def test_old_module_paths_still_import_the_same_objects():
-    code = f"""
-import importlib, json
-old = {OLD_PATHS!r}
-missing = [f"{{m}}.{{n}}" for m, names in old.items() for n in names if not hasattr(importlib.import_module(m), n)]
-import tinyserve.engine, tinyserve.core.run, tinyserve.policies, tinyserve.core.policies
-same = tinyserve.engine.Run is tinyserve.core.run.Run and tinyserve.policies is tinyserve.core.policies
-print(json.dumps({{"missing": missing, "same": same}}))
-"""
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT / "lib"), "PATH": "/usr/bin:/bin"}, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert json.loads(p.stdout) == {"missing": [], "same": True}
-
-
-def test_python_m_with_an_old_module_path_runs_the_moved_module():
-    p = subprocess.run([sys.executable, "-m", "tinyserve.cli", "workloads"], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(ROOT / "lib"), "PATH": "/usr/bin:/bin"}, timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert "chapter-7.1-padding" in p.stdout
-
-
 def test_the_package_itself_imports_moved_modules_by_their_new_paths():
     # the old paths are for notebooks and students; inside the package an old path would hide an edge from the
     # graph above (it resolves only when imported)
@@ -194,5 +194,5 @@ def test_the_package_itself_imports_moved_modules_by_their_new_paths():
 
     bad = [f"{p.relative_to(PKG)} imports {imp}" for p in sorted(PKG.rglob("*.py")) if p.name != "_moved.py"
            for imp in sorted(imports_of(p))
-           if imp.startswith("tinyserve.") and imp.split(".")[1] in MOVED]
+           if any(imp == f"tinyserve.{old}" or imp.startswith(f"tinyserve.{old}.") for old in MOVED)]
     assert bad == []

@@ -18,11 +18,11 @@ import tinyserve
 tinyserve.set_language("en")
 from tinyserve.analysis.prefill import (achieved_flops, decode_works, intensity, ridge_tokens,
                                         weight_stream_s)
-from tinyserve.clock import ModeledClock
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import decode, encode
+from tinyserve.core.workloads import make_prompt
+from tinyserve.cost.clock import ModeledClock
 from tinyserve.lang import say, t, wrap
-from tinyserve.requests import Request
-from tinyserve.tokenizer import decode, encode
-from tinyserve.workloads import make_prompt
 from tinyserve_widgets.predict import Predict
 
 # colours that stay apart for red-green colour-blind readers (Okabe & Ito)

@@ -16,9 +16,9 @@ import tinyserve
 tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
+from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t
-from tinyserve.workloads import get_workload
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_timeline

@@ -17,16 +17,16 @@ import matplotlib.pyplot as plt
 import tinyserve
 tinyserve.set_language("en")
 import tinyserve_widgets as tw
+from tinyserve.analysis.batching import schedule
 from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms,
                                         weight_stream_s, worst_gap_ms, worst_gap_step)
-from tinyserve.clock import ModeledClock
+from tinyserve.analysis.sweeps import median_queue_s
+from tinyserve.core.workloads import get_workload
+from tinyserve.cost.clock import ModeledClock
 from tinyserve.engine import Engine
-from tinyserve.analysis.batching import schedule
 from tinyserve.lang import say, t
-from tinyserve.sweeps import median_queue_s
-from tinyserve.workloads import get_workload
-from tinyserve_widgets.static import plot_composition
 from tinyserve_widgets.predict import Predict
+from tinyserve_widgets.static import plot_composition
 
 # colours that stay apart for red-green colour-blind readers (Okabe & Ito)
 BLUE, ORANGE, SKY, GREY = "#0072B2", "#E69F00", "#56B4E9", "#999999"

@@ -19,11 +19,11 @@ import matplotlib.pyplot as plt
 import tinyserve
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
-from tinyserve.cache import sequences_that_fit
-from tinyserve.clock import get_preset
+from tinyserve.core.workloads import get_workload
+from tinyserve.cost.kvfit import sequences_that_fit
+from tinyserve.cost.presets import get_preset
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t
-from tinyserve.workloads import get_workload
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_slabs_and_pages

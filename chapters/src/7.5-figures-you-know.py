@@ -18,13 +18,13 @@ import matplotlib.pyplot as plt
 import tinyserve
 tinyserve.set_language("en")
 import tinyserve_widgets as tw
+from tinyserve.analysis import sweeps
 from tinyserve.analysis.batching import kv_used_share
+from tinyserve.analysis.figures import frames, iterations, story, token_iterations, waiting_on
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
+from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.engine import Engine
-from tinyserve.figures import frames, iterations, story, token_iterations, waiting_on
 from tinyserve.lang import ljust, say, t
-from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
-from tinyserve import sweeps
 from tinyserve_widgets import sweep_plots
 from tinyserve_widgets.predict import Predict
 
@@ -182,8 +182,8 @@ timelines({t("7.5.orca.title.static"): static, t("7.5.orca.title.cont"): cont}, 
 # **Predict.** Without chunking, how many tokens does the second iteration carry (budget 12)?
 #
 # **A rule we do not have.** Our `chunked` policy always chunks. To replay the frames without chunking we use
-# `WholePromptBudget` from `tinyserve.variants`: decodes first, then newcomers in arrival order, each only if
-# its *whole* prompt fits what is left of the budget.
+# `WholePromptBudget` from `tinyserve.core.policies.variants`: decodes first, then newcomers in arrival order,
+# each only if its *whole* prompt fits what is left of the budget.
 
 # %%
 p_trt = Predict(t("7.5.trt.predict"), unit="tokens", lo=0, hi=12)
@@ -238,7 +238,7 @@ timelines({t("7.5.trt.title.whole"): whole, t("7.5.trt.title.chunk"): chunk}, he
 #
 # | figure | ours | rule |
 # |---|---|---|
-# | vLLM | `SeparatePrefill` (tinyserve.variants) | a step that prefills carries no decode |
+# | vLLM | `SeparatePrefill` (tinyserve.core.policies.variants) | a step that prefills carries no decode |
 # | Orca | `continuous`, prefill-first | whole prompts beside the decodes |
 # | FasterTransformer | `static`, batch of 2 | a new batch only after the running one has ended |
 # | Sarathi-Serve | `chunked`, 512-token chunks, budget 514 | every decode, then chunks up to the budget |

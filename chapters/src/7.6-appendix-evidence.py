@@ -16,12 +16,12 @@ from IPython.display import Markdown
 
 import tinyserve
 from tinyserve.analysis.prefill import compute_s_per_token, ridge_tokens, weight_stream_s, worst_gap_ms
-from tinyserve.clock import get_preset, list_presets
+from tinyserve.analysis.sweeps import stall_bound_s
+from tinyserve.core.workloads import get_workload
+from tinyserve.cost.presets import get_preset, list_presets
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t, wrap
-from tinyserve.sweeps import stall_bound_s
-from tinyserve.validation import format_table, goals_met, load_table
-from tinyserve.workloads import get_workload
+from tinyserve.tools.validate import format_table, goals_met, load_table
 
 tinyserve.set_language("en")
 

@@ -19,17 +19,26 @@ MOVED = {  # old name under tinyserve -> new name
     "sweeps": "analysis.sweeps", "figures": "analysis.figures",
     "cli": "tools.cli", "bench": "tools.bench", "replay": "tools.replay", "hf": "tools.hf", "train": "tools.train",
     "calibration": "tools.calibrate", "validation": "tools.validate",
+    "core.run": "loop",  # the step loop left core/ (it needs the clock and the record, which sit above core)
 }
+
+# names an old module had that now live one layer up (the preset lookup moved to cost/): set on the module object
+# when it is imported by its old name, so `from tinyserve.cache import sequences_that_fit` keeps working
+MOVED_NAMES = {"cache": {"sequences_that_fit": "cost.kvfit", "KVFit": "cost.kvfit"}}
 
 
 class _Alias(importlib.abc.Loader):
     """Loads an old name as the module of its new name."""
 
-    def __init__(self, new: str):
-        self.new = new
+    def __init__(self, new: str, names: dict[str, str]):
+        self.new, self.names = new, names
 
     def create_module(self, spec):
-        return importlib.import_module(self.new)
+        module = importlib.import_module(self.new)
+        for name, home in self.names.items():
+            if not hasattr(module, name):
+                setattr(module, name, getattr(importlib.import_module(home), name))
+        return module
 
     def exec_module(self, module) -> None:
         pass  # already executed under its new name
@@ -47,10 +56,12 @@ class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path=None, target=None):
         if not fullname.startswith(self.prefix):
             return None
-        new = MOVED.get(fullname[len(self.prefix):])
+        old = fullname[len(self.prefix):]
+        new = MOVED.get(old)
         if new is None:
             return None
-        return importlib.util.spec_from_loader(fullname, _Alias(self.prefix + new))
+        names = {n: self.prefix + home for n, home in MOVED_NAMES.get(old, {}).items()}
+        return importlib.util.spec_from_loader(fullname, _Alias(self.prefix + new, names))
 
 
 def install(package: str) -> None:

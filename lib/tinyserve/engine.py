@@ -1,22 +1,22 @@
-"""Engine: the shipped model (or yours) and the settings to run it; each run is a core Run with a ModelRunner.
+"""Engine: the shipped model (or yours) and the settings to run it; each run is a Run (loop.py) with a ModelRunner.
 
-The wiring between the layers: core/ schedules and records without torch, model/ executes steps. A dry run never
-loads the model (nor torch). The names of the step loop (Run, resolve_workload, ...) are re-exported here, the
-module path the notebooks and exercises import.
+The wiring between the layers: core/ plans, loop.py steps and records without torch, model/ executes steps. A dry
+run never loads the model (nor torch). The names of the step loop (Run, StepHook, resolve_workload, ...) are
+re-exported here, the module path the notebooks and exercises import.
 """
 from __future__ import annotations
 
-import contextlib
-import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import threads
-from .core.config import DTYPE_BYTES, POLICY_OBJECT, GPTConfig, RunConfig
+from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_dtype
 from .core.policies import Policy, policy_for
-from .core.request import REJECTED
-from .core.run import (PROGRESS_DELAY_S, Run, Workload, check_requests, gc_paused, make_clock,  # noqa: F401
-                       resolve_workload)
+from .core.request import check_requests  # noqa: F401  (re-exported: the old engine names)
+from .core.workloads import Workload, resolve_workload
+from .cost.clock import make_clock
 from .errors import TinyserveError
+from .loop import PROGRESS_DELAY_S, Run, StepHook, gc_paused  # noqa: F401  (re-exported)
 from .trace.record import Trace
 
 if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
@@ -32,8 +32,7 @@ class Engine:
         self.device, self.dtype = device, dtype
         self._warm = False  # the wall clock's warm-up step has run
         threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
-        if dtype not in DTYPE_BYTES:
-            raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
+        check_dtype(dtype)
         if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch
             from .model.checkpoint import resolve_device
 
@@ -54,7 +53,7 @@ class Engine:
               clock: str = "modeled", hardware: str | None = None,
               kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
               seed: int = 0, workload_knobs: dict | None = None, slab: str = "max_model_len",
-              kv_layout: str = "slab", block_size: int | None = None) -> Run:
+              kv_layout: str = "slab", block_size: int | None = None, hooks: Sequence[StepHook] = ()) -> Run:
         """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
 
         workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
@@ -62,7 +61,8 @@ class Engine:
         every slot reserves the maximum length from step 0) or "longest" (a what-if: slabs of the run's longest
         request, which no server knows in advance). kv_layout: "slab" or "paged" (a pool of block_size-position
         blocks, default 16, sized to the preset's KV memory, --kv-budget, or the slabs' bytes). Under the wall clock the model
-        first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step.
+        first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step. hooks: StepHook
+        objects that watch every step (loop.py).
         """
         knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
                  "max_batch_tokens": max_batch_tokens, "prefill_first": prefill_first,
@@ -76,10 +76,11 @@ class Engine:
         rc = RunConfig(POLICY_OBJECT if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
                        kv_budget=kv_budget, max_model_len=max_model_len, dry_run=dry_run, seed=seed,
                        workload_knobs=workload_knobs, slab=slab, kv_layout=kv_layout, block_size=block_size)
-        return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None)
+        return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None, hooks)
 
-    def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None) -> Run:
-        """start() from a checked RunConfig (policy: an object to use instead of the one rc names)."""
+    def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None,
+                     hooks: Sequence[StepHook] = ()) -> Run:
+        """start() from a checked RunConfig (policy: the object when rc.policy is POLICY_OBJECT)."""
         policy = policy if policy is not None else policy_for(rc)
         clk = make_clock(rc.clock, rc.hardware)
         dry_run = rc.dry_run
@@ -91,10 +92,8 @@ class Engine:
             cfg, dt = m.config, m.dtype
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
-        run = Run(None if dry_run else self._runner_for, cfg, requests, policy, clk, name, dt, rc.kv_budget,
-                  rc.max_model_len, dry_run, rc.slab, rc.kv_layout, rc.block_size)
-        run.workload_knobs = dict(rc.workload_knobs or {})
-        return run
+        return Run(rc, requests, policy, clk, model=cfg, dtype=dt, make_runner=None if dry_run else self._runner_for,
+                   workload_name=name, hooks=hooks)
 
     def _runner_for(self, num_slots: int, slab_positions: int, block_size: int | None = None) -> ModelRunner:
         """The model's runner with KV slabs for a run, or a block pool (Run sizes them: slots and positions)."""
@@ -114,15 +113,4 @@ class Engine:
     def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
             **knobs) -> Trace:
         """Run a workload to the end and return its Trace (knobs as in start()); progress: None = auto."""
-        run = self.start(workload, policy, **knobs)
-        from tqdm import tqdm
-
-        # default: a bar in a terminal or a notebook kernel; tqdm's delay keeps runs under 1 s silent
-        show = (sys.stderr.isatty() or "ipykernel" in sys.modules) if progress is None else progress
-        accepted = sum(r.status != REJECTED for r in run.requests)
-        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=run.policy.name) as bar, \
-                (gc_paused() if run.dry_run else contextlib.nullcontext()):
-            while not run.done:
-                run.step()
-                bar.update(run.num_done - bar.n)
-            return run.trace()  # its copies are made with the collector still paused
+        return self.start(workload, policy, **knobs).finish(progress)

@@ -11,9 +11,9 @@ import math
 import pytest
 
 from tinyserve.analysis import batching as ab
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS
 from tinyserve.engine import Engine
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS
 
 BPT = 327_680  # the H200 preset's bf16 K and V per token
 

@@ -5,8 +5,9 @@ import math
 import pytest
 
 from tinyserve.analysis import prefill as P
-from tinyserve.clock import HardwarePreset, ModeledClock, get_preset
-from tinyserve.requests import FINISHED, Request
+from tinyserve.core.request import FINISHED, Request
+from tinyserve.cost.clock import ModeledClock
+from tinyserve.cost.presets import HardwarePreset, get_preset
 from tinyserve.trace import Trace
 
 
@@ -84,8 +85,8 @@ def test_worst_gap_ttft_e2el_from_token_times():
 
 
 def test_worst_gap_step_of_a_dry_run():
+    from tinyserve.core.workloads import make_prompt
     from tinyserve.engine import Engine
-    from tinyserve.workloads import make_prompt
 
     # two 10-token prompts prefilled together (step 0, 20 tokens, first tokens), then two decode steps of 2
     # tokens each; the second reads one more key per sequence, so it is the longer: the worst gap ends there

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from tinyserve.engine import Engine
-from tinyserve.sweeps import (CapacityCurve, Setting, ablation_settings, capacity_sweep, capacity_table, cdf_table,
+from tinyserve.analysis.sweeps import (CapacityCurve, Setting, ablation_settings, capacity_sweep, capacity_table, cdf_table,
                               cdfs, p99_gap_ms, run, spread_workload, stall_bound_s)
-from tinyserve.workloads import get_workload
+from tinyserve.core.workloads import get_workload
+from tinyserve.engine import Engine
 
 
 def test_capacity_is_the_last_rate_before_the_first_violation():

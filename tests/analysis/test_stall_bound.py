@@ -9,10 +9,10 @@ Continuous batching without a budget has no such bound: a long prompt's prefill 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tinyserve.analysis.sweeps import stall_bound_s
+from tinyserve.core.request import FINISHED, Request
+from tinyserve.core.workloads import get_workload, make_prompt
 from tinyserve.engine import Engine
-from tinyserve.requests import FINISHED, Request
-from tinyserve.sweeps import stall_bound_s
-from tinyserve.workloads import get_workload, make_prompt
 
 
 @st.composite

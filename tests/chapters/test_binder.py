@@ -32,7 +32,7 @@ def test_binder_is_requirements_txt_with_the_cpu_torch():
     lines = [x.split("#")[0].strip() for x in (BINDER / "requirements.txt").read_text().splitlines()]
     assert [x for x in lines if x] == ["--extra-index-url https://download.pytorch.org/whl/cpu",
                                        f"torch=={binder['torch']}", "-r ../requirements.txt"]
-    assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines()  # so the project is installed too
+    assert "-e .[widgets]" in (ROOT / "requirements.txt").read_text().splitlines()  # the project, widgets too
 
 
 def test_repo2docker_dockerfile_installs_binder_requirements_on_the_pinned_python():

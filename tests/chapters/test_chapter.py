@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
+from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
-from tinyserve.workloads import get_workload
 
 
 @pytest.fixture(scope="module")

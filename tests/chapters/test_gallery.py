@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tinyserve.analysis.figures import frames, iterations, paused, story, token_iterations, waiting
+from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
+from tinyserve.core.workloads import load_jsonl
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.figures import frames, iterations, paused, story, token_iterations, waiting
-from tinyserve.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
-from tinyserve.workloads import load_jsonl
 
 W = Path(__file__).resolve().parents[2] / "chapters" / "workloads"
 
@@ -202,8 +202,8 @@ def test_iterations_of_a_request_by_phase():
 def test_whole_prompt_lets_a_prompt_longer_than_the_budget_run_alone():
     # a 20-token prompt can never fit a 12-token budget: rather than block the queue forever it runs in a step
     # of its own (nothing else in flight), then the 5-token one follows beside its decode
-    from tinyserve.requests import Request
-    from tinyserve.workloads import make_prompt
+    from tinyserve.core.request import Request
+    from tinyserve.core.workloads import make_prompt
 
     reqs = [Request("big", make_prompt(20), 2, 0.0, ignore_eos=True),
             Request("small", make_prompt(5, seed=1), 2, 0.0, ignore_eos=True)]
@@ -215,8 +215,8 @@ def test_whole_prompt_lets_a_prompt_longer_than_the_budget_run_alone():
 @given(st.lists(st.tuples(st.integers(1, 300), st.integers(1, 12), st.floats(0, 0.2)), min_size=1, max_size=8),
        st.integers(1, 4), st.integers(4, 64))
 def test_variants_finish_every_request_with_its_tokens(specs, b, budget):
-    from tinyserve.requests import Request
-    from tinyserve.workloads import make_prompt
+    from tinyserve.core.request import Request
+    from tinyserve.core.workloads import make_prompt
 
     reqs = [Request(f"r{i}", make_prompt(p, seed=i), o, a, ignore_eos=True) for i, (p, o, a) in enumerate(specs)]
     for policy in (SeparatePrefill(batch_size=b), WholePromptBudget(batch_size=b, max_batch_tokens=budget),

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinyserve.core import kv as M  # where the decode grouping and its call cost live
-from tinyserve.model import GPTConfig, KVCache, TinyGPT, build_step, group_decodes
+from tinyserve.cost import groups as M  # where the decode grouping and its call cost live
+from tinyserve.cost.groups import group_decodes
+from tinyserve.model import GPTConfig, KVCache, TinyGPT, build_step
 
 
 def test_a_long_context_among_short_ones_gets_its_own_group():

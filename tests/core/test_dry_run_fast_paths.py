@@ -6,10 +6,10 @@ import gc
 import numpy as np
 import pytest
 
-from tinyserve.core.run import _valid_ids, gc_paused
+from tinyserve.core.policies import DONE, StaticBatching
+from tinyserve.core.request import Request, Work, _valid_ids
 from tinyserve.engine import Engine
-from tinyserve.policies import DONE, StaticBatching
-from tinyserve.requests import Request, Work
+from tinyserve.loop import gc_paused
 from tinyserve.trace.record import _WORK_CODE, SlotWork
 
 

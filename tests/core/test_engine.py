@@ -9,11 +9,11 @@ from helpers import greedy_alone, make_random_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS, EOS
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.model import GPTConfig, TinyGPT
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS, EOS
 
 CTX = 96
 

@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.model import GPTConfig, TinyGPT
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_bad_max_waiting_steps_are_named(model, knobs, match):
 def test_the_cli_takes_max_waiting_steps_and_records_it(capsys):
     import json
 
-    from tinyserve.cli import main
+    from tinyserve.tools.cli import main
 
     for arg, want in (("7", 7), ("unbounded", None)):
         assert main(["run", "--workload", "chapter-7.1-padding", "--policy", "continuous", "--dry-run", "--json",
@@ -136,7 +136,7 @@ def test_exact_allocation_fit_is_counted_from_what_sequences_really_held(model):
 def test_a_request_no_memory_can_hold_is_rejected_alone_with_a_reason(tmp_path):
     import json
 
-    from tinyserve.clock import PRESET_DIR
+    from tinyserve.cost.presets import PRESET_DIR
 
     d = json.loads((PRESET_DIR / "h200-70b-fp8.json").read_text())
     d["kv_memory_bytes"] = 1000 * H200_BPT  # room for exactly one 1,000-position slab
@@ -152,7 +152,7 @@ def test_a_request_no_memory_can_hold_is_rejected_alone_with_a_reason(tmp_path):
 
 
 def test_sequences_that_fit_slabs_vs_exact_for_a_70b_on_one_h200():
-    from tinyserve.cache import sequences_that_fit
+    from tinyserve.cost.kvfit import sequences_that_fit
 
     fit = sequences_that_fit("h200-70b-fp8", [1000, 3000], max_len=4096)
     # slabs: 51.25e9 / (4,096 x 327,680 = 1,342,177,280) = 38.2 -> 38; exact: mean 2,000 positions
@@ -166,7 +166,7 @@ def test_sequences_that_fit_slabs_vs_exact_for_a_70b_on_one_h200():
 
 
 def test_the_cli_rejects_what_the_kv_budget_cannot_hold_and_runs_the_rest(tmp_path, capsys):
-    from tinyserve.cli import main
+    from tinyserve.tools.cli import main
 
     f = tmp_path / "w.jsonl"
     f.write_text('{"id": "small", "prompt_len": 10, "max_new_tokens": 10, "ignore_eos": true}\n'
@@ -207,7 +207,7 @@ def test_a_non_integer_output_len_hint_is_an_error(model):
 
 
 def test_a_policy_object_gets_make_policys_checks(model):
-    from tinyserve.policies import ChunkedPrefill, ContinuousBatching, StaticBatching
+    from tinyserve.core.policies import ChunkedPrefill, ContinuousBatching, StaticBatching
 
     reqs = two_requests()
     for policy, match in [(ChunkedPrefill(2, chunk_size=0), r"chunk_size: must be >= 1, got 0"),
@@ -222,7 +222,7 @@ def test_a_policy_object_gets_make_policys_checks(model):
 
 
 def test_a_policy_object_is_not_silently_taken_from_an_unfinished_run(model):
-    from tinyserve.policies import ContinuousBatching
+    from tinyserve.core.policies import ContinuousBatching
 
     eng, policy = Engine(model), ContinuousBatching(2)
     first = eng.start(two_requests(), policy, dry_run=True)
@@ -259,7 +259,7 @@ def test_workload_knobs_reach_the_named_workload_and_are_checked():
     eng = Engine()
     tr = eng.run("chapter-7.2-longtail", "continuous", workload_knobs={"n": 5, "rate": 1.0}, seed=3, dry_run=True)
     assert len(tr.requests) == 5
-    from tinyserve.workloads import get_workload
+    from tinyserve.core.workloads import get_workload
     assert [r.arrival_s for r in tr.requests] == [r.arrival_s for r in get_workload("chapter-7.2-longtail", 3, n=5,
                                                                                     rate=1.0)]
     with pytest.raises(TinyserveError, match=r"workload chapter-7.2-longtail: rate must be a finite number > 0"):
@@ -275,7 +275,7 @@ def test_workload_knobs_reach_the_named_workload_and_are_checked():
 def test_the_cli_takes_workload_knobs(capsys):
     import json
 
-    from tinyserve.cli import main
+    from tinyserve.tools.cli import main
 
     assert main(["run", "--workload", "chapter-7.2-longtail", "--policy", "static", "--dry-run", "--json",
                  "--workload-knob", "n=7", "--workload-knob", "rate=2.5"]) == 0

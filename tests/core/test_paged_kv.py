@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from tinyserve.core.blocks import PagedPool
 from tinyserve.core.config import RunConfig
 from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.model import GPTConfig, TinyGPT
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS
 from tinyserve.trace.record import Trace
 
 BPT = 327_680  # the H200 preset's KV bytes per token: budgets below are positions x BPT

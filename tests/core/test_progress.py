@@ -5,13 +5,13 @@ import sys
 
 import pytest
 
-from tinyserve import engine as E
+from tinyserve import loop
 from tinyserve.engine import Engine
 
 
 @pytest.fixture
 def no_delay(monkeypatch):
-    monkeypatch.setattr(E, "PROGRESS_DELAY_S", 0.0)  # as if the run had lasted longer than the delay
+    monkeypatch.setattr(loop, "PROGRESS_DELAY_S", 0.0)  # as if the run had lasted longer than the delay
 
 
 def test_progress_bar_counts_finished_requests_when_asked(no_delay, capsys):
@@ -35,7 +35,7 @@ def test_a_notebook_kernel_gets_progress_by_default(no_delay, capsys, monkeypatc
 
 
 def test_the_cli_is_quiet_under_json_unless_asked(no_delay, capsys):
-    from tinyserve.cli import main
+    from tinyserve.tools.cli import main
 
     assert main(["run", "--workload", "chapter-7.1-padding", "--policy", "static", "--dry-run", "--json"]) == 0
     assert capsys.readouterr().err == ""

@@ -19,9 +19,9 @@ from helpers import make_random_model
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS, EOS
 from tinyserve.engine import Engine
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS, EOS
 
 CTX = 96
 # runs use the modeled clock, so KV is counted in the default preset's model: 2 (K, V) x 80 layers x 8 KV heads x

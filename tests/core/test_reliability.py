@@ -20,12 +20,12 @@ import pytest
 from helpers import greedy_alone, make_random_model
 
 import tinyserve
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS
+from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.model import CHECKPOINT_DIR, load_model
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS
-from tinyserve.workloads import get_workload
 
 LIB = Path(tinyserve.__file__).parent
 CTX = 96

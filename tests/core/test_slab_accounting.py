@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from tinyserve.clock import get_preset
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS
+from tinyserve.cost.presets import get_preset
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS
 
 BPT = 327_680
 SLAB_4096 = 1_342_177_280  # 4,096 x 327,680

@@ -14,7 +14,7 @@ import json, sys
 import tinyserve
 after_import = sorted(m for m in ("torch", "numpy", "plotly", "ipywidgets") if m in sys.modules)
 t = tinyserve.run("chapter-7.1-finisher", policy="static", batch_size=32, dry_run=True)
-from tinyserve.cli import main
+from tinyserve.tools.cli import main
 code = main(["run", "--workload", "chapter-7.3-long-prompt", "--policy", "chunked", "--dry-run", "--json"])
 print(json.dumps({"after_import": after_import, "torch_after_dry_runs": "torch" in sys.modules, "code": code,
                   "wasted": t.metrics()["wasted_decode_tokens"]}))

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyserve.tokenizer import BOS, EOS, VOCAB_SIZE, decode, encode
+from tinyserve.core.tokenizer import BOS, EOS, VOCAB_SIZE, decode, encode
 
 TEXTS = {
     "ascii": "Hello, batching! 123 ~`{}",

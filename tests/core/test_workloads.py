@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinyserve.clock import ModeledClock
+from tinyserve.core.request import Request, Work
+from tinyserve.core.tokenizer import BOS, decode, encode
+from tinyserve.core.workloads import PROMPTS_FILE, get_workload, list_workloads, load_jsonl, make_prompt
+from tinyserve.cost.clock import ModeledClock
 from tinyserve.errors import TinyserveError
-from tinyserve.requests import Request, Work
-from tinyserve.tokenizer import BOS, decode, encode
-from tinyserve.workloads import PROMPTS_FILE, get_workload, list_workloads, load_jsonl, make_prompt
 
 NAMES = ["chapter-7.1-padding", "chapter-7.1-finisher", "chapter-7.2-longtail", "chapter-7.3-long-prompt"]
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from tinyserve.calibration import calibrate, fit_cost, model_preset, step_shape, works_of
-from tinyserve.clock import (DEFAULT_HARDWARE, HardwarePreset, ModeledClock, WallClock, get_preset, list_presets,
-                             load_preset, make_clock, save_preset)
+from tinyserve.core.request import Work
+from tinyserve.cost.clock import ModeledClock, WallClock, make_clock
+from tinyserve.cost.presets import DEFAULT_HARDWARE, HardwarePreset, get_preset, list_presets, load_preset, save_preset
 from tinyserve.errors import TinyserveError
 from tinyserve.model import GPTConfig, TinyGPT
-from tinyserve.requests import Work
+from tinyserve.tools.calibrate import calibrate, fit_cost, model_preset, step_shape, works_of
 
 H200 = "h200-70b-fp8"
 
@@ -204,7 +204,7 @@ def test_tinyserve_attention_prices_the_groups_and_masks_forward_step_uses():
 
 
 def test_a_cpu_causal_prefill_is_priced_by_whole_key_blocks():
-    from tinyserve.clock import cpu_causal_pairs
+    from tinyserve.cost.clock import cpu_causal_pairs
 
     # 470 tokens: one block of keys (512 at most), so every query block computes all 470 keys: the full square
     assert cpu_causal_pairs(470) == 470 * 470
@@ -223,7 +223,7 @@ def test_a_cpu_causal_prefill_is_priced_by_whole_key_blocks():
 def test_kv_reads_that_fit_the_cache_are_priced_at_its_rate():
     from dataclasses import replace
 
-    from tinyserve.clock import kv_hit_fraction
+    from tinyserve.cost.pricing import kv_hit_fraction
 
     mib = 2 ** 20
     # all hits up to the cache's size, none past ramp x size, linear between: 10 MiB of 8 -> (12 - 10) / (12 - 8)
@@ -253,8 +253,8 @@ def test_a_step_past_big_step_tokens_pays_for_each_token_beyond():
 
 
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
-    from tinyserve.model.runner import step_segments
     from tinyserve.model import build_step
+    from tinyserve.model.runner import step_segments
 
     rng = random.Random(1)
     for _ in range(20):
@@ -266,8 +266,8 @@ def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
 
 
 def test_static_batches_are_rectangles_under_exact_presets():
+    from tinyserve.core.request import Request
     from tinyserve.engine import Engine
-    from tinyserve.requests import Request
 
     seen = []
 
@@ -399,9 +399,9 @@ def test_paged_terms_count_the_gathers_and_keys_build_step_makes():
     """Under the paged layout a tinyserve-* clock prices what build_step builds: one call per decode group with a
     row per decode, reading (and first gathering) its longest context in whole blocks, and each prefill segment
     gathering its prefix and its own K/V."""
-    from tinyserve.calibration import block_tables
     from tinyserve.model import build_step
     from tinyserve.model.runner import step_segments
+    from tinyserve.tools.calibrate import block_tables
 
     rng = random.Random(3)
     for block_size in (1, 4, 16, 256):

@@ -9,6 +9,7 @@ import pytest
 
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.cost.presets import get_preset
+from tinyserve.cost.flops import attn_flops_per_pair, linear_flops
 from tinyserve.cost.pricing import FIT, fit_row, per_unit, price, sides, step_hit, total
 from tinyserve.core.request import Work
 
@@ -66,4 +67,19 @@ def test_the_clock_charges_what_price_says():
     # by hand, the linear part of a decode-only step on the H200 preset: memory-bound, weights / bandwidth
     h200 = get_preset("h200-70b-fp8")
     t = ModeledClock(h200).terms([Work(0, None, "decode", 9, 1)])
-    assert price(t, h200)[0] == h200.weight_bytes / h200.bandwidth_Bps
+    assert price(t, h200).linear_s == h200.weight_bytes / h200.bandwidth_Bps
+
+
+def test_price_names_its_parts_and_counts_flops_with_the_one_helpers():
+    hw = get_preset("h200-70b-fp8")
+    works = [Work(0, None, "decode", 99, 1), Work(1, None, "prefill", 300, 100), Work(2, None, "prefill", 0, 40, 20)]
+    t = ModeledClock(hw).terms(works)
+    p = price(t, hw)
+    assert p.lin_flops == linear_flops(hw, t["tokens"]) == 2.0 * hw.nonembed_params * 161  # 1 + 100 + 40 + 20 padding
+    assert p.attn_flops == sum(attn_flops_per_pair(hw) * pairs for _, _, pairs, _ in t["attn"])
+    assert attn_flops_per_pair(hw) == 4.0 * hw.n_layer * hw.attn_dim
+    assert set(p.attn_s) == {"decode", "prefill", "padding"} and p.attn_s["padding"] > 0
+    linear_s, attn_s, *_, copy_s = p  # still a tuple for a caller that unpacks it
+    assert (linear_s, attn_s, copy_s) == (p.linear_s, p.attn_s, p.copy_s)
+    assert total(p, hw) == pytest.approx(hw.overhead_s + p.calls_s + p.linear_s + sum(p.attn_s.values()) + p.write_s
+                                         + p.copy_s, rel=1e-15)

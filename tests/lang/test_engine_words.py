@@ -8,10 +8,10 @@ import pytest
 import tinyserve
 from tinyserve import lang
 from tinyserve.core.config import RunConfig
+from tinyserve.core.workloads import get_workload
 from tinyserve.cost.presets import get_preset, list_presets
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.workloads import get_workload
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("psutil")
 
-from tinyserve import bench  # noqa: E402
+from tinyserve.tools import bench  # noqa: E402
 
 SYSTEMS = {"ours static B=16", "ours dynamic B=16", "ours continuous B=16", "ours continuous B=32",
            "ours continuous B=64", "ours chunked B=32", "hf generate static B=16", "hf generate static B=16 sorted",
@@ -73,7 +73,7 @@ def test_quick_bench_structure(quick_result: dict) -> None:
 
 def test_cli_json(capsys, monkeypatch, quick_result: dict) -> None:
     # the CLI path prints exactly one JSON object (reusing the module's run to stay fast)
-    from tinyserve.cli import main
+    from tinyserve.tools.cli import main
 
     monkeypatch.setattr(bench, "run_bench", lambda **kw: quick_result)
     assert main(["bench", "--json", "--quick", "--repeats", "1", "--device", "cpu"]) == 0
@@ -90,7 +90,7 @@ def test_bench_without_transformers_is_one_clear_line() -> None:
                     raise ImportError("blocked for the test")
                 return None
         sys.meta_path.insert(0, Block())
-        from tinyserve.cli import main
+        from tinyserve.tools.cli import main
         sys.exit(main(["bench"]))
     """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from helpers import default_sigint
-from tinyserve.tokenizer import BOS, decode
-from tinyserve.workloads import WORKLOADS
+from tinyserve.core.tokenizer import BOS, decode
+from tinyserve.core.workloads import WORKLOADS
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONIOENCODING": "utf-8"}  # 1 thread: processes run side by side
 TIMEOUT = 180

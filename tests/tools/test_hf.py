@@ -16,10 +16,10 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel
 
+from tinyserve.core.tokenizer import BOS, EOS, decode, encode
 from tinyserve.errors import TinyserveError
-from tinyserve.hf import export_hf, load_hf, to_hf_model
 from tinyserve.model import KVCache, TinyGPT, build_step
-from tinyserve.tokenizer import BOS, EOS, decode, encode
+from tinyserve.tools.hf import export_hf, load_hf, to_hf_model
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -279,7 +279,7 @@ TEXTS = {"ascii": "def f(x):\n\treturn x  # ok", "chinese": "連續批次", "emo
 
 @pytest.mark.parametrize("name", TEXTS)
 def test_auto_tokenizer_encodes_as_ours(exported, name: str) -> None:
-    """AutoTokenizer on the export gives tinyserve.tokenizer's ids: BOS, then the UTF-8 bytes."""
+    """AutoTokenizer on the export gives tinyserve.core.tokenizer's ids: BOS, then the UTF-8 bytes."""
     text = TEXTS[name]
     tok = AutoTokenizer.from_pretrained(exported("random", torch.float64))
     # By hand: BOS (256) then the UTF-8 bytes, e.g. "連" is e9 80 a3 = 233, 128, 163.

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from helpers import default_sigint
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS, EOS
 from tinyserve.errors import TinyserveError
-from tinyserve.replay import SSEEvent, SSEParser, preflight, replay
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS, EOS
+from tinyserve.tools.replay import SSEEvent, SSEParser, preflight, replay
 from tinyserve.trace import Trace
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONIOENCODING": "utf-8"}

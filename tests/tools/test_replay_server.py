@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from tinyserve.engine import Engine
-from tinyserve.hf import export_hf, serve_command
 from tinyserve.model import load_model
-from tinyserve.replay import replay, wait_ready
+from tinyserve.tools.hf import export_hf, serve_command
+from tinyserve.tools.replay import replay, wait_ready
 
 ROWS = [
     {"id": "add", "prompt": "def add(a, b):", "max_new_tokens": 24, "ignore_eos": True},

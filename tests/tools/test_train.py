@@ -5,9 +5,9 @@ import json
 
 import torch
 
+from tinyserve.core.tokenizer import BOS, EOS
 from tinyserve.model import load_model
-from tinyserve.tokenizer import BOS, EOS
-from tinyserve.train import corpus_documents, token_stream, train
+from tinyserve.tools.train import corpus_documents, token_stream, train
 
 
 def test_the_corpus_is_documents_of_python_source_each_framed_by_bos_and_eos():

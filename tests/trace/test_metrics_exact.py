@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from tinyserve.clock import PRESET_DIR
+from tinyserve.core.request import Request
+from tinyserve.core.tokenizer import BOS
+from tinyserve.cost.presets import PRESET_DIR
 from tinyserve.engine import Engine
-from tinyserve.requests import Request
-from tinyserve.tokenizer import BOS
 
 D = 0.010  # every step lasts 10 ms
 BPT = 327_680  # KV bytes per token of the preset's model (Llama-3-70B-class, bf16 KV)

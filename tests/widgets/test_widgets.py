@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import tinyserve_widgets as tw
+from tinyserve.core.request import Request
+from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
-from tinyserve.requests import Request
 from tinyserve.trace import DECODE, IDLE, PADDING, PREFILL, WASTED, Trace
 from tinyserve_widgets import data as D
 from tinyserve_widgets.views import values
@@ -150,8 +151,8 @@ def test_time_axis_labels_the_clock_and_shows_idle_gaps():
 def test_a_knob_change_draws_the_engine_run_for_that_knob():
     ex = tw.Explorer("chapter-7.1-finisher", policy="static", batch_size=32, n=12)
     ex.set(batch_size=8)
-    want = Engine().run(__import__("tinyserve.workloads", fromlist=["x"]).get_workload(
-        "chapter-7.1-finisher", n=12), "static", batch_size=8, dry_run=True, progress=False)
+    want = Engine().run(get_workload("chapter-7.1-finisher", n=12), "static", batch_size=8, dry_run=True,
+                        progress=False)
     assert [(s.start_s, s.works) for s in ex.trace.steps] == [(s.start_s, s.works) for s in want.steps]
     # 2,020 steps: the figure is the binned timeline of exactly that run
     assert np.array_equal(values(ex.board.views["timeline"].tr(0).z), D.timeline_data(want).z)

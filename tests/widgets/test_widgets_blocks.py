@@ -13,9 +13,9 @@ import pytest
 import tinyserve
 import tinyserve_widgets as tw
 from tinyserve import lang
+from tinyserve.core.request import Request
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.requests import Request
 from tinyserve_widgets import data as D
 from tinyserve_widgets.static import png_bytes
 from tinyserve_widgets.views import values

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
+from tinyserve.core.request import Request
 from tinyserve.engine import Engine
-from tinyserve.requests import Request
 from tinyserve.trace import DECODE, DECODING, DONE, IDLE, PADDING, PREFILL, WAITING_CODE, WASTED, Trace
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import tinyserve
 import tinyserve_widgets as tw
 from tinyserve import lang
+from tinyserve.core.request import Request
 from tinyserve.engine import Engine
 from tinyserve.lang import fonts
-from tinyserve.requests import Request
 from tinyserve_widgets import sweep_plots
 from tinyserve_widgets import views as V
 

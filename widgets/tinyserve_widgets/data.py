@@ -177,7 +177,7 @@ def waste_at(trace: Trace, k: int) -> dict[str, float]:
     """Slot-steps by kind, summed over steps 0..k."""
     if not trace.steps:
         return {"useful": 0.0, "padding": 0.0, "wasted": 0.0, "idle": 0.0}
-    shares = trace._cached("waste_totals", lambda: {key: np.cumsum(v) for key, v in trace.slot_step_shares().items()})
+    shares = trace.cached("waste_totals", lambda: {key: np.cumsum(v) for key, v in trace.slot_step_shares().items()})
     k = clamp_step(trace, k)
     return {key: float(v[k]) for key, v in shares.items()}
 
@@ -412,7 +412,7 @@ def blocks_at(trace: Trace, k: int) -> dict[str, int]:
         return {"used": 0, "free": trace.num_blocks, "waste": 0, "preempted": 0, "recomputed": 0}
     k = clamp_step(trace, k)
     s = trace.steps[k]
-    counts = trace._cached("preempt_totals", lambda: (
+    counts = trace.cached("preempt_totals", lambda: (
         np.cumsum([len(x.preempted) for x in trace.steps]), np.cumsum([x.recomputed_tokens for x in trace.steps])))
     return {"used": s.blocks_used, "free": s.blocks_free, "waste": s.block_waste, "preempted": int(counts[0][k]),
             "recomputed": int(counts[1][k])}

@@ -9,19 +9,34 @@ from collections import deque
 
 import ipywidgets as W
 
-from tinyserve.clock import DEFAULT_HARDWARE, list_presets
+from tinyserve.core.policies import KNOBS, POLICIES
+from tinyserve.core.request import REJECTED
+from tinyserve.core.workloads import WORKLOADS, get_workload
+from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.policies import KNOBS, POLICIES
-from tinyserve.requests import REJECTED
+from tinyserve.loop import StepHook
 from tinyserve.trace import Trace
-from tinyserve.workloads import WORKLOADS, get_workload
 
 from .board import BOARD_WIDTH_PX, VIEWS, Cursor, TraceView
 from .views import LatencyView, follow_language
 from .words import t
 
 HISTORY = 8  # traces an Explorer keeps (Explorer.traces)
+
+
+class _ProgressBar(StepHook):
+    """The real run's progress in the widget's bar and status line, a few times a second (the run is watched)."""
+
+    def __init__(self, progress: W.FloatProgress, status: W.HTML):
+        self.progress, self.status, self.total, self.last = progress, status, 1, 0.0
+
+    def recorded(self, run, plan, record) -> None:
+        if time.perf_counter() - self.last > 0.25:  # a few updates a second is enough for the bar
+            self.last = time.perf_counter()
+            self.progress.value = run.num_done
+            self.status.value = _small(t("explorer.real.running", done=run.num_done, total=self.total,
+                                         steps=len(run.steps)))
 
 BATCH = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 CHUNKS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -325,17 +340,11 @@ class Explorer:
         self.real.disabled = True
         self.progress.layout.visibility = "visible"
         try:
-            run = tinyserve.shared_engine(device).start(reqs, pol, clock="wall", **knobs)
-            total = max(1, sum(r.status != REJECTED for r in run.requests))
-            self.progress.value, self.progress.max = 0, total
-            last = 0.0
-            while not run.done:
-                run.step()
-                if time.perf_counter() - last > 0.25:  # a few updates a second is enough for the bar
-                    last = time.perf_counter()
-                    self.progress.value = run.num_done
-                    self.status.value = _small(t("explorer.real.running", done=run.num_done, total=total,
-                                                 steps=len(run.steps)))
+            bar = _ProgressBar(self.progress, self.status)
+            run = tinyserve.shared_engine(device).start(reqs, pol, clock="wall", hooks=(bar,), **knobs)
+            bar.total = max(1, sum(r.status != REJECTED for r in run.requests))
+            self.progress.value, self.progress.max = 0, bar.total
+            run.finish(progress=False)
         except TinyserveError as e:
             self.message.value = _box(t("explorer.error", message=_esc(str(e))))
             return None

@@ -1,10 +1,10 @@
-"""Static pictures of the papers' sweeps (tinyserve.sweeps computes them; this module only draws)."""
+"""Static pictures of the papers' sweeps (tinyserve.analysis.sweeps computes them; this module only draws)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from tinyserve.sweeps import MAX_QUEUE_S, CapacityCurve
+from tinyserve.analysis.sweeps import MAX_QUEUE_S, CapacityCurve
 
 from .words import t
 

@@ -48,7 +48,7 @@
 #
 # **預測。** 不切 chunk（小段）時，第二次迭代帶了幾個 token（預算 12）？
 #
-# **一條我們沒有的規則。** 我們的 `chunked` 策略一定會切 chunk。為了在不切 chunk 的情況下重現這幾張圖，我們用 `tinyserve.variants` 裡的 `WholePromptBudget`：先排 decode，再依到達順序排新到者，而且只有*整段*提示詞放得進剩下的預算時才排它。
+# **一條我們沒有的規則。** 我們的 `chunked` 策略一定會切 chunk。為了在不切 chunk 的情況下重現這幾張圖，我們用 `tinyserve.core.policies.variants` 裡的 `WholePromptBudget`：先排 decode，再依到達順序排新到者，而且只有*整段*提示詞放得進剩下的預算時才排它。
 
 # %% [markdown]
 # 第 2 到 4 張圖的情況照樣出現：R3 卡在預算，R5 卡在批次上限，R1 被逐出後 R5 才進來。切 chunk 時，R3 的前 2 個 token 填進了迭代 1 剩下的預算，正如頁面最後一張圖所示意的。還有一點不同：我們的 chunked 策略先分配*位子*，再分配 token，所以 R4 在迭代 1 已經佔著一個位子，卻什麼也沒算（它的提示詞在等預算）；TensorRT-LLM 這時還不會排它。這在這裡不改變任何 token，但正因如此，chunked 那次執行的迭代 1 裡，R5 的原因寫的是「token 預算」。
@@ -65,7 +65,7 @@
 #
 # | 原圖 | 我們的 | 規則 |
 # |---|---|---|
-# | vLLM | `SeparatePrefill`（tinyserve.variants） | 做 prefill 的那一步不帶任何 decode |
+# | vLLM | `SeparatePrefill`（tinyserve.core.policies.variants） | 做 prefill 的那一步不帶任何 decode |
 # | Orca | `continuous`，prefill 優先 | 整段提示詞和 decode 放在同一步 |
 # | FasterTransformer | `static`，批次大小 2 | 執行中的批次結束後，才開始新的批次 |
 # | Sarathi-Serve | `chunked`，chunk 512 個 token，預算 514 | 先排每個 decode，再用 chunk 填到預算為止 |

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..cost.clock import HardwarePreset, ModeledClock
+from ..cost.clock import ModeledClock
+from ..cost.flops import linear_flops
+from ..cost.presets import HardwarePreset
 from ..core.request import Work, decode_works  # noqa: F401  decode_works: the lessons import it from here
 from ..trace.record import StepRecord, Trace
 
@@ -29,7 +31,7 @@ def weight_stream_s(hw: HardwarePreset) -> float:
 
 def compute_s_per_token(hw: HardwarePreset) -> float:
     """Seconds of linear-layer arithmetic one token adds to a step: 2 flops x parameters / arithmetic rate."""
-    return 2.0 * hw.nonembed_params / hw.peak_flops
+    return linear_flops(hw, 1) / hw.peak_flops
 
 
 def linear_compute_s(hw: HardwarePreset, tokens: int) -> float:
@@ -49,7 +51,7 @@ def ridge_intensity(hw: HardwarePreset) -> float:
 
 def intensity(hw: HardwarePreset, tokens: int) -> float:
     """Flops per weight byte streamed of a step's linear layers with `tokens` tokens."""
-    return 2.0 * hw.nonembed_params * tokens / hw.weight_bytes
+    return linear_flops(hw, tokens) / hw.weight_bytes
 
 
 def linear_s(clock: ModeledClock, tokens: int) -> float:
@@ -59,7 +61,7 @@ def linear_s(clock: ModeledClock, tokens: int) -> float:
 
 def achieved_flops(clock: ModeledClock, tokens: int) -> float:
     """Useful flop/s the linear layers reach in a step of `tokens` tokens on the modeled clock."""
-    return 2.0 * clock.hardware.nonembed_params * tokens / linear_s(clock, tokens)
+    return linear_flops(clock.hardware, tokens) / linear_s(clock, tokens)
 
 
 # ------------------------------------------------------------------------------------------------ from traces

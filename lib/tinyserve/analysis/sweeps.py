@@ -20,6 +20,7 @@ import numpy as np
 from ..engine import Engine
 from ..core.policies import Policy
 from ..core.request import FINISHED, Request
+from ..trace.latency import e2e_s, ttft_s
 from ..trace.record import Trace
 from ..core.policies.variants import ChunkOnly
 from ..core.workloads import get_workload, make_prompt
@@ -215,8 +216,8 @@ def cdfs(loads=(2.0, 6.0), spread: float = 1.0, n: int = 200, seed: int = 0, set
         for s in settings or cdf_settings():
             t = run(reqs, s, hardware)
             done = [r for r in t.requests if r.status == FINISHED]
-            out[(load, s.label)] = {"ttft_s": np.sort([r.first_token_s - r.arrival_s for r in done]),
-                                    "e2e_s": np.sort([r.finish_s - r.arrival_s for r in done])}
+            out[(load, s.label)] = {"ttft_s": np.sort([ttft_s(r) for r in done]),
+                                    "e2e_s": np.sort([e2e_s(r) for r in done])}
     return out
 
 

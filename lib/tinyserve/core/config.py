@@ -64,6 +64,38 @@ def waiting_steps_error(value) -> TinyserveError:
     return TinyserveError(t("engine.knob.max_waiting_steps", value=value))
 
 
+def waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:
+    """One bound from the two ways of saying it (prefill_first is the older, coarser knob)."""
+    if max_waiting_steps is None:
+        return DEFAULT_MAX_WAITING_STEPS if prefill_first is False else 0
+    if prefill_first is not None and prefill_first != (max_waiting_steps == 0):
+        raise TinyserveError(f"max_waiting_steps: {max_waiting_steps!r} contradicts prefill_first={prefill_first} "
+                             "(prefill-first is max_waiting_steps=0; give one of the two)")
+    return max_waiting_steps
+
+
+def check_policy_object(p) -> None:
+    """A policy object's own knobs, by the same rules, once per run (objects built directly, e.g. ChunkedPrefill(2, 0))."""
+    check_knob("batch_size", p.batch_size)
+    if getattr(p, "timeout", None) is not None:
+        check_knob("timeout", p.timeout)
+    for knob in ("chunk_size", "max_batch_tokens"):
+        if hasattr(p, knob):
+            check_knob(knob, getattr(p, knob))
+    if hasattr(p, "chunk_size") and hasattr(p, "max_batch_tokens"):  # chunked prefill's budget
+        check_token_budget(p.batch_size, p.max_batch_tokens)
+    w = getattr(p, "max_waiting_steps", 0)
+    if w != UNBOUNDED and (isinstance(w, float) or check_knob("max_waiting_steps", w) != w):  # stored: an int or inf
+        raise waiting_steps_error(w)
+
+
+def check_dtype(dtype: str) -> str:
+    """The model's dtype by name (an engine setting, checked before anything loads)."""
+    if dtype not in DTYPE_BYTES:
+        raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
+    return dtype
+
+
 def check_token_budget(batch_size: int, max_batch_tokens: int) -> None:
     """Chunked prefill's budget must leave room for every slot's decode."""
     if max_batch_tokens < batch_size:
@@ -119,6 +151,8 @@ class RunConfig:
                 set_(self, knob, check_knob(knob, getattr(self, knob)))
         if self.max_batch_tokens is not None:
             check_token_budget(self.batch_size, self.max_batch_tokens)
+        if self.policy == "continuous" and self.max_waiting_steps is not None:
+            waiting_steps(self.prefill_first, self.max_waiting_steps)  # the two ways of saying it must agree
 
     def _check_run_knobs(self) -> None:
         kv = self.kv_budget
@@ -143,6 +177,15 @@ class RunConfig:
                                                         else self.block_size, 1))
         if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
             raise TinyserveError(t("engine.knob.workload_knobs", value=self.workload_knobs))
+
+    def context_limit(self, n_positions: int) -> int:
+        """The longest sequence a run admits: max_model_len if given (at most the model's context), else the context."""
+        m = self.max_model_len
+        if m is None:
+            return n_positions
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= n_positions:
+            raise TinyserveError(t("engine.knob.max_model_len", limit=n_positions, value=m))
+        return m
 
     def policy_knobs(self) -> dict:
         """The policy's knobs as given (None: its default), batch_size included; {} for a policy object."""

@@ -7,10 +7,8 @@ under the wall clock the tiny GPT's real tensors. Trace.kv_units says which.
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
 
-from ..cost.presets import HardwarePreset, get_preset
 from ..errors import TinyserveError
 from ..lang import t
 from .request import REJECTED
@@ -35,42 +33,6 @@ def too_big_for(tokens: int, bytes_per_token: int, capacity: int | None, capacit
         return None
     return t("engine.reject.kv", need=need, tokens=tokens, bytes_per_token=bytes_per_token,
              capacity_name=capacity_name, capacity=capacity)
-
-
-@dataclass
-class KVFit:
-    """How many sequences a KV memory holds: one max-length slab each, or exactly the tokens each holds."""
-
-    memory_bytes: int  # KV memory (what is left after the weights)
-    bytes_per_token: int
-    slab_tokens: int  # positions every slab reserves (the maximum length)
-    mean_tokens: float  # positions a sequence really holds, on average over the length distribution
-    slabs: int  # sequences that fit with one slab each
-    exact: int  # sequences that fit if each held only its own tokens
-
-    @property
-    def gain(self) -> float:
-        """exact / slabs: how much concurrency the slab layout gives away."""
-        return self.exact / self.slabs if self.slabs else math.inf
-
-
-def sequences_that_fit(hardware, lengths: list[int], max_len: int | None = None) -> KVFit:
-    """Sequences a preset's KV memory fits: slabs of max_len (default: the longest length) vs exact allocation.
-
-    hardware: a preset name or HardwarePreset (its kv_bytes_per_token and kv_memory_bytes); lengths: the
-    positions (prompt + output) each sequence holds, a sample of the length distribution.
-    """
-    hw = hardware if isinstance(hardware, HardwarePreset) else get_preset(hardware)
-    if hw.kv_memory_bytes is None:
-        raise TinyserveError(t("engine.fit.no_memory", name=hw.name))
-    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
-        raise TinyserveError(t("engine.fit.lengths"))
-    slab = max(lengths) if max_len is None else max_len
-    if isinstance(slab, bool) or not isinstance(slab, int) or slab < max(lengths):
-        raise TinyserveError(t("engine.fit.max_len", longest=max(lengths), value=max_len))
-    bpt, memory = int(hw.kv_bytes_per_token), int(hw.kv_memory_bytes)
-    mean = sum(lengths) / len(lengths)
-    return KVFit(memory, bpt, slab, mean, memory // (slab * bpt), math.floor(memory / (mean * bpt)))
 
 
 SLAB_RULES = ("max_model_len", "longest")
@@ -175,31 +137,3 @@ class SlotPool:
     def held_bytes(self) -> int:
         """Bytes of the slabs claimed by running requests (the rest of the reservation sits idle)."""
         return (self.num_slots - len(self._free)) * self.slab_bytes
-
-
-# Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips
-# reading more than this many (slot, key) pairs of the slabs. Measured on CPU (about 300 was best); on a GPU
-# reading keys is cheap and every call costs kernel launches, so it splits only for big savings. A heuristic:
-# exactness is unaffected.
-GROUP_CALL_COST = 256
-GROUP_CALL_COST_CUDA = 65536
-
-
-def group_decodes(dec: list[tuple[int, int, int]], call_cost: int | None = None) -> list[list[tuple[int, int, int]]]:
-    """Split (row, slot, context) decodes, sorted by slot, into runs of neighbouring slots.
-
-    One call over a slot range reads every slot's slab up to the longest context in the range, so a long
-    sequence next to short ones makes them all pay; a new group costs one more call. Greedy, left to right.
-    """
-    call_cost = GROUP_CALL_COST if call_cost is None else call_cost
-    groups: list[list[tuple[int, int, int]]] = []
-    lo = hi = T = 0
-    for d in dec:
-        _, slot, ctx = d
-        if groups and (slot + 1 - lo) * max(T, ctx) <= (hi - lo) * T + call_cost + ctx:
-            groups[-1].append(d)
-            hi, T = slot + 1, max(T, ctx)
-        else:
-            groups.append([d])
-            lo, hi, T = slot, slot + 1, ctx
-    return groups

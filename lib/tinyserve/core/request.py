@@ -1,6 +1,8 @@
 """A request and its lifecycle; a step's unit of work on one slot."""
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -140,3 +142,43 @@ def check_length(prompt_len: int, max_new_tokens: int, context: int) -> None:
         raise TinyserveError(t("engine.length.max_new_tokens", value=max_new_tokens))
     if prompt_len + max_new_tokens > context:
         raise TinyserveError(t("engine.length.too_long", prompt=prompt_len, new=max_new_tokens, limit=context))
+
+
+def _valid_ids(ids: list, vocab: int) -> bool:
+    """Token ids are integers (not bools) in 0..vocab-1; plain ints first (in C: a dry run checks ~100,000 ids on
+    every knob change), the slow ABC check only if needed."""
+    if set(map(type, ids)) == {int}:
+        return 0 <= min(ids) and max(ids) < vocab
+    return all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < vocab for t in ids)
+
+
+def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: str, dry_run: bool) -> None:
+    """Raise on malformed requests; mark those that can never fit as rejected (the others still run)."""
+    ids = set()
+    for r in requests:
+        if r.id in ids:
+            raise TinyserveError(t("engine.request.duplicate", id=r.id))
+        ids.add(r.id)
+        if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
+            raise TinyserveError(t("engine.request.arrival", id=r.id, value=r.arrival_s))
+        if not _valid_ids(r.prompt, vocab):
+            raise TinyserveError(t("engine.request.token_ids", id=r.id, top=vocab - 1))
+        if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
+            raise TinyserveError(t("engine.request.max_new_tokens", id=r.id, value=r.max_new_tokens))
+        hint = r.output_len_hint
+        if hint is not None and (isinstance(hint, bool) or not isinstance(hint, numbers.Integral)):
+            raise TinyserveError(t("engine.request.hint", id=r.id, value=hint))
+        reason = None
+        if r.prompt_len < 1:
+            reason = t("engine.reject.empty")
+        elif r.max_new_tokens < 1:
+            reason = t("engine.reject.max_new_tokens", value=r.max_new_tokens)
+        elif r.prompt_len + r.max_new_tokens > limit:
+            key = "max_model_len" if limit_name == "max_model_len" else "context"  # limit_name: the one or 'the context'
+            reason = t(f"engine.reject.too_long.{key}", prompt=r.prompt_len, new=r.max_new_tokens, limit=limit)
+        elif hint is not None and not 1 <= hint <= r.max_new_tokens:  # a replay cannot outrun its own limit
+            reason = t("engine.reject.hint", hint=hint, max_new=r.max_new_tokens)
+        if reason:
+            r.status, r.finish_reason = REJECTED, reason
+        elif dry_run and r.known_output_len() is None:
+            raise TinyserveError(t("engine.request.dry_run_length", id=r.id))

@@ -268,3 +268,21 @@ def load_jsonl(path: str | Path, seed: int = 0) -> list[Request]:
     if not reqs:
         raise TinyserveError(f"workload {path}: no requests (the file is empty)")
     return sorted(reqs, key=lambda r: r.arrival_s)
+
+
+Workload = str | Path | list[Request]  # a name, a JSONL file or the requests themselves
+
+
+def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | None = None
+                     ) -> tuple[str, list[Request]]:
+    """(name, fresh requests) from a workload name (with its knobs, e.g. n, rate), a JSONL path or a list of requests;
+    seed drives a named workload and a JSONL file's synthetic (prompt_len) prompts."""
+    knobs = dict(workload_knobs or {})
+    if knobs and (isinstance(workload, (list, tuple, Path)) or str(workload).endswith(".jsonl")):
+        what = t("engine.workload.a_list" if isinstance(workload, (list, tuple)) else "engine.workload.a_jsonl")
+        raise TinyserveError(t("engine.knob.workload_knobs_named", what=what, knobs=", ".join(map(str, knobs))))
+    if isinstance(workload, (list, tuple)):
+        return "custom", [r.fresh() for r in workload]
+    if isinstance(workload, Path) or str(workload).endswith(".jsonl"):
+        return str(workload), load_jsonl(workload, seed=seed)
+    return str(workload), get_workload(str(workload), seed=seed, **knobs)

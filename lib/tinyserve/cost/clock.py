@@ -33,7 +33,7 @@ they are different kernels, run one after the other). ``attention`` says how the
                    servers: its decodes attend over the padded length (Work.pad_keys), finished members included,
                    whose context keeps growing with the batch's.
   "tinyserve-cpu"  this repository's TinyGPT.forward_step, as it really runs: decodes in groups of neighbouring
-  "tinyserve-cuda" slots (core.kv.group_decodes), each group one call reading every slot up to its longest context;
+  "tinyserve-cuda" slots (cost.groups.group_decodes), each group one call reading every slot up to its longest context;
                    a chunk after a prefix uses an explicit mask, computing the full chunk x (prefix + chunk) block;
                    each prefill and padding segment is its own call. On a CPU a causal segment computes whole
                    blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does
@@ -51,7 +51,7 @@ indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% sl
 contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
 What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
 one. Under a tinyserve-* preset (cpu-tiny) the clock prices a paged step as the tiny engine runs it
-(model/runner.build_step, model/gpt.gather), which is not a slab step: each decode group is a call with one row per
+(model/step.build_step, model/gpt.gather), which is not a slab step: each decode group is a call with one row per
 decode (no holes), whose keys and values are first copied out of the block pool through the tables, every row up to
 the group's longest context rounded up to whole blocks; each prefill segment copies its prefix and its own K/V the
 same way. The terms count those calls (`gathers`) and the positions copied (`gathered`), priced at gather_call_s
@@ -64,7 +64,7 @@ A padded prompt is computed (and priced) as the prompt plus a separate padding s
 (2.5% of the 50-token + 3,950-padding prefill of chapter-7.1-padding).
 
 Modeled time is a pure function of the works, so counts and times are identical on every machine.
-``calibration.calibrate`` fits the rates and overheads to step times measured here; ``tinyserve.validation``
+``tools.calibrate.calibrate`` fits the rates and overheads to step times measured here; ``tinyserve.tools.validate``
 checks the fitted model against the real engine's measured steps on the chapter workloads.
 """
 from __future__ import annotations
@@ -73,9 +73,9 @@ import copy
 from functools import lru_cache
 from typing import Protocol
 
-from ..core.kv import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from ..core.request import Work, decode_works
 from ..errors import TinyserveError
+from .groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from .pricing import kv_hit_fraction, price, total  # noqa: F401  kv_hit_fraction: old name
 from .presets import (ATTENTION, DEFAULT_HARDWARE, PRESET_DIR, HardwarePreset, get_preset,  # noqa: F401  (old names)
                       list_presets, load_preset, save_preset)
@@ -144,7 +144,7 @@ class ModeledClock:
         bs = 0 if exact else self.block_size  # exact presets: a paged kernel reads through the table in place
         tokens = written = masked = gathers = gathered = 0
         attn: list[tuple[str, int, int]] = []
-        decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.runner.build_step lists them
+        decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.step.build_step lists them
         dec_n = dec_keys = dec_max = 0  # exact: one call, so only the count, total and longest keys matter
         for w in works:  # runs for every slot of every step of a dry run: keep it lean
             n, s, p = w.tokens, w.start, w.padding
@@ -194,26 +194,21 @@ class ModeledClock:
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
                 "walk": walk, "attn": attn, "masked_pairs": masked, "gathers": gathers, "gathered": gathered}
 
-    def _price(self, works: list[Work]) -> tuple:
-        """The step's terms and the seconds of its parts (pricing.price: the one formula)."""
-        t = self.terms(works)
-        return (t, *price(t, self.hardware))
-
     def cost(self, works: list[Work]) -> dict:
         """Bytes, flops and seconds of each part of one step; a pure function of the works."""
         hw = self.hardware
-        t, linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, copy_s = (
-            self._price(works))
-        total = linear_s + sum(attn_s.values()) + write_s + copy_s
-        compute_s = total - memory_s
-        return {"flops": lin_flops + attn_flops, "bytes": lin_bytes + kv_read + hw.kv_bytes_per_token * (
+        t = self.terms(works)
+        p = price(t, hw)  # pricing.price: the one formula
+        attn_s = p.attn_s
+        compute_s = p.linear_s + sum(attn_s.values()) + p.write_s + p.copy_s - p.memory_s
+        return {"flops": p.lin_flops + p.attn_flops, "bytes": p.lin_bytes + p.kv_read + hw.kv_bytes_per_token * (
                     t["kv_written"] + t["gathered"]),
-                "tokens": t["tokens"], "calls": t["calls"], "linear_s": linear_s,
+                "tokens": t["tokens"], "calls": t["calls"], "linear_s": p.linear_s,
                 "decode_attn_s": attn_s["decode"], "prefill_attn_s": attn_s["prefill"] + attn_s["padding"],
-                "kv_write_s": write_s, "calls_s": calls_s, "gather_copy_s": copy_s,
+                "kv_write_s": p.write_s, "calls_s": p.calls_s, "gather_copy_s": p.copy_s,
                 "overhead_s": hw.overhead_s if works else 0.0,
-                "compute_s": compute_s, "memory_s": memory_s,
-                "bound": "compute" if compute_s > memory_s else "memory"}
+                "compute_s": compute_s, "memory_s": p.memory_s,
+                "bound": "compute" if compute_s > p.memory_s else "memory"}
 
     def step_time(self, works: list[Work], measured_s: float | None = None) -> float:
         """Modeled seconds of the step (measured_s is ignored). An empty step costs nothing."""

@@ -11,7 +11,9 @@ tests/cost/test_pricing.py proves the two forms agree, so a term added to one an
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
+from .flops import attn_flops_per_pair, linear_flops
 from .presets import HardwarePreset
 
 
@@ -39,17 +41,30 @@ def step_hit(t: dict, hw: HardwarePreset, cache: float | None = None, ramp: floa
                            hw.kv_cache_ramp if ramp is None else ramp)
 
 
-def price(t: dict, hw: HardwarePreset) -> tuple:
-    """Seconds of a step's parts: (linear_s, attn_s by kind, write_s, calls_s, memory_s, kv_read, attn_flops,
-    lin_bytes, lin_flops, copy_s); copy_s: the paged layout's K/V copied out of the block pool (its calls are in
-    calls_s). An empty step streams no weights."""
+class Price(NamedTuple):
+    """A step's priced parts (price's result): seconds of each part, and the bytes and flops they came from."""
+
+    linear_s: float  # the linear layers: the longer of streaming the weights and their arithmetic (+ big-step tokens)
+    attn_s: dict[str, float]  # attention by kind of call: "decode", "prefill", "padding"
+    write_s: float  # the new tokens' K/V written
+    calls_s: float  # per-call, per-row, walk and miss overheads, and the paged layout's gather calls
+    memory_s: float  # the part of the above bound by memory rather than arithmetic
+    kv_read: float  # KV bytes the attention calls read
+    attn_flops: float  # attention flops
+    lin_bytes: float  # weight bytes streamed (0 for an empty step)
+    lin_flops: float  # linear-layer flops
+    copy_s: float  # the paged layout's K/V copied out of the block pool (its calls are in calls_s)
+
+
+def price(t: dict, hw: HardwarePreset) -> Price:
+    """Seconds of a step's parts, and the bytes and flops they came from (Price). An empty step streams no weights."""
     attn_rate = hw.attn_flops or hw.peak_flops
     kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
     hit = step_hit(t, hw)
     s_per_kv_byte = hit / hw.kv_cache_bandwidth_Bps + (1 - hit) / kv_bw if hit else 1 / kv_bw
-    flops_per_pair = 4.0 * hw.n_layer * hw.attn_dim  # QK^T and AV, 2 flops per multiply-add, every layer
+    flops_per_pair = attn_flops_per_pair(hw)
     lin_bytes = hw.weight_bytes if t["attn"] or t["tokens"] else 0.0
-    lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
+    lin_flops = linear_flops(hw, t["tokens"])
     linear_s = max(lin_bytes / hw.bandwidth_Bps, lin_flops / hw.peak_flops)
     if hw.big_step_tokens and t["tokens"] > hw.big_step_tokens:  # see calibrate.model_preset
         linear_s += (t["tokens"] - hw.big_step_tokens) * hw.big_step_token_s
@@ -74,14 +89,14 @@ def price(t: dict, hw: HardwarePreset) -> tuple:
         calls_s += hw.gather_call_s * t["gathers"]
         copy_s = hw.kv_bytes_per_token * t["gathered"] / hw.gather_Bps if hw.gather_Bps else 0.0
         memory_s += copy_s
-    return linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, copy_s
+    return Price(linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, copy_s)
 
 
-def total(parts: tuple, hw: HardwarePreset) -> float:
+def total(parts: Price, hw: HardwarePreset) -> float:
     """A step's modeled seconds from its priced parts."""
-    linear_s, attn_s, write_s, calls_s = parts[:4]
-    return (hw.overhead_s + calls_s + linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"]) + write_s
-            + parts[9])
+    attn_s = parts.attn_s
+    return (hw.overhead_s + parts.calls_s + parts.linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"])
+            + parts.write_s + parts.copy_s)
 
 
 # The numbers calibration fits, in fit_row's order; a rate (bytes or flops per second) enters as 1/rate.
@@ -109,8 +124,8 @@ def with_fit(hw: HardwarePreset, x: list[float], cache: float, ramp: float) -> H
 def sides(t: dict, hw: HardwarePreset, hit: float, x: list[float]) -> tuple[bool, list[bool]]:
     """Which side of each max() wins under per-unit numbers x: (linear memory-bound?, each call memory-bound?)."""
     p = dict(zip(FIT, x))
-    per_pair = 4.0 * hw.n_layer * hw.attn_dim
-    mem_lin = p["bandwidth_Bps"] * hw.weight_bytes >= p["peak_flops"] * 2.0 * hw.nonembed_params * t["tokens"]
+    per_pair = attn_flops_per_pair(hw)
+    mem_lin = p["bandwidth_Bps"] * hw.weight_bytes >= p["peak_flops"] * linear_flops(hw, t["tokens"])
     per_byte = hit * p["kv_cache_bandwidth_Bps"] + (1 - hit) * p["kv_bandwidth_Bps"]
     mem_attn = [per_byte * hw.kv_bytes_per_token * keys >= p["attn_flops"] * per_pair * pairs
                 for _, keys, pairs, _ in t["attn"]]
@@ -119,10 +134,10 @@ def sides(t: dict, hw: HardwarePreset, hit: float, x: list[float]) -> tuple[bool
 
 def fit_row(t: dict, hw: HardwarePreset, hit: float, cache: float, mem_lin: bool, mem_attn: list[bool]) -> list[float]:
     """price()'s terms, linear once each max() has its side: the units of the step multiplying each number of FIT."""
-    per_pair = 4.0 * hw.n_layer * hw.attn_dim
+    per_pair = attn_flops_per_pair(hw)
     kv = sum(hw.kv_bytes_per_token * keys for (_, keys, _, _), m in zip(t["attn"], mem_attn) if m)
     flops = sum(per_pair * pairs for (_, _, pairs, _), m in zip(t["attn"], mem_attn) if not m)
-    lin_flops = 2.0 * hw.nonembed_params * t["tokens"]
+    lin_flops = linear_flops(hw, t["tokens"])
     big = max(0.0, t["tokens"] - hw.big_step_tokens) if hw.big_step_tokens else 0.0
     return [1.0, t["calls"], t["rows"], t["walk"], hw.weight_bytes if mem_lin else 0.0,
             hw.kv_bytes_per_token * t["kv_written"] + (1 - hit) * kv, 0.0 if mem_lin else lin_flops, flops,

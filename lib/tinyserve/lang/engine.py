@@ -7,7 +7,7 @@ the preset's JSON, so an edited preset falls back to its own words instead of a 
 """
 
 WORDS = {
-    # ---- RunConfig and the other run knobs (core/config.py, core/run.py) ----
+    # ---- RunConfig and the other run knobs (core/config.py, loop.py) ----
     "engine.knob.integer": {
         "en": "{name}: must be an integer >= {lo}, got {value!r}",
         "zh-TW": "{name}：必須是 >= {lo} 的整數，收到的是 {value!r}",
@@ -127,7 +127,7 @@ WORDS = {
         "zh-TW": "max_model_len：必須是 1..{limit} 之間的整數，收到的是 {value!r}",
     },
 
-    # ---- requests a run cannot take (core/run.py, core/request.py) ----
+    # ---- requests a run cannot take (core/request.py) ----
     "engine.request.duplicate": {
         "en": "requests: duplicate id {id!r}",
         "zh-TW": "requests：id {id!r} 重複了",

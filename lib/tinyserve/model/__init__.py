@@ -1,5 +1,6 @@
-"""The tiny GPT (torch): gpt (the modules), runner (the one place a step runs: KV slabs, segments, sampling),
-checkpoint (safetensors loading and saving).
+"""The tiny GPT (torch): step (a step's inputs: KVCache, build_step), gpt (the modules), runner (the one place a step
+runs: KV slabs, segments, sampling), checkpoint (safetensors loading and saving); each file imports only the ones
+before it.
 
 The old module tinyserve.model's names (TinyGPT, load_model, build_step, KVCache, ...) load on first use
 (PEP 562), so `import tinyserve.model.<module>` does not load the others.

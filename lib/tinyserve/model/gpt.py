@@ -8,20 +8,19 @@ attention is done per sequence against that sequence's own cache (decodes are ba
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from ..core.config import GPTConfig  # noqa: F401  torch-free, so a dry run never imports torch
+from ..core.request import check_length
 from ..core.tokenizer import EOS
 from ..threads import before_step, fit_torch_threads
+from .step import KVCache, StepInput, build_step
 
 fit_torch_threads()  # once per process, before the first forward: threads that fit the machine
-
-if TYPE_CHECKING:
-    from .runner import KVCache, StepInput
 
 
 class MLP(nn.Module):
@@ -180,8 +179,18 @@ class TinyGPT(nn.Module):
             x = b(x, ragged(s, kv.k[layer], kv.v[layer]))
         return self.ln_f(x[s.logits_rows]) @ self.wte.weight.T
 
+    @torch.inference_mode()
     def generate(self, prompt: list[int], max_new_tokens: int, stop_at_eos: bool = True, eos: int = EOS) -> list[int]:
-        """Greedy continuation of one prompt through the KV cache (the 'running alone' path: runner.generate)."""
-        from .runner import generate
-
-        return generate(self, prompt, max_new_tokens, stop_at_eos, eos)
+        """Greedy continuation of one prompt through its own KV slab: the 'running alone' reference path (the
+        engine's steps run through model/runner.py's ModelRunner: the same build_step and forward_step)."""
+        check_length(len(prompt), max_new_tokens, self.config.n_positions)
+        kv = KVCache(self.config, 1, len(prompt) + max_new_tokens, self.dtype, self.device)
+        out: list[int] = []
+        seg = (0, 0, list(prompt))
+        for _ in range(max_new_tokens):
+            tok = self.forward_step(build_step([seg], [True], self.device, dtype=self.dtype), kv).argmax(-1).tolist()[0]
+            out.append(tok)
+            if stop_at_eos and tok == eos:
+                break
+            seg = (0, seg[1] + len(seg[2]), [tok])
+        return out

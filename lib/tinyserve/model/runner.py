@@ -1,208 +1,18 @@
-"""The one place a step is executed: the KV tensors, the step's segments, one forward, greedy sampling.
+"""The one place the engine's steps are executed: the KV tensors, the step's segments, one forward, greedy sampling.
 
 The engine, the calibration, the validation and the benchmark all run steps through a ModelRunner (nano-vllm's
-model_runner): works -> segments -> StepInput (index tensors) -> TinyGPT.forward_step -> argmax.
+model_runner): works -> segments -> StepInput (index tensors, step.py) -> TinyGPT.forward_step -> argmax.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-import torch
-
-from ..core.config import GPTConfig
-from ..core.blocks import blocks_for
-from ..core.kv import GROUP_CALL_COST_CUDA, group_decodes, kv_bytes_per_token
-from ..core.request import Work, check_length
+from ..core.request import Work
 from ..core.tokenizer import EOS
+from .step import DecodeGroup, KVCache, StepInput, build_step  # noqa: F401  DecodeGroup: an old name of this module
 
 if TYPE_CHECKING:
     from .gpt import TinyGPT
-
-
-@dataclass
-class DecodeGroup:
-    """Decodes in the slot range [lo, hi): one attention call over a view of their slabs, keys [0, T).
-
-    Their rows are consecutive (build_step puts the decodes first, in slot order): [row, row + n). A range with
-    slots that do not decode (holes) reads its queries through `pick` (a row for every slot of the range; a hole
-    borrows the first row and its output is dropped) and keeps its decodes' outputs through `keep`."""
-
-    lo: int
-    hi: int
-    row: int
-    n: int
-    mask: torch.Tensor  # (hi - lo, 1, 1, T) float: 0 = attend, -inf = not (built once per step, not per layer)
-    pick: torch.Tensor | None = None
-    keep: torch.Tensor | None = None
-    tables: torch.Tensor | None = None  # paged: (n, blocks) block ids its keys are gathered through
-
-
-@dataclass
-class StepInput:
-    """One ragged step, as index tensors the model can use without Python loops over tokens.
-
-    Rows are the step's tokens concatenated: the decodes first, in slot order (so each decode group's queries
-    are a slice, not a gather), then the prefill segments, then padding. Decode rows (one token each, slot >= 0)
-    attend to their slabs in a few batched calls, each over a range of neighbouring slots; each prefill segment
-    attends on its own. A segment with slot -1 is padding: computed, attending only to itself, never stored.
-    Rows [0, n_write) are the ones whose K/V are stored.
-    """
-
-    input_ids: torch.Tensor  # (N,) long
-    positions: torch.Tensor  # (N,) long
-    n_write: int
-    write_slots: torch.Tensor
-    write_pos: torch.Tensor
-    decode_groups: list[DecodeGroup]
-    prefills: list[tuple[int, int, int, int]]  # (row_start, n_tokens, slot, start_pos), in row order
-    logits_rows: torch.Tensor  # rows whose next-token logits are wanted, in the segments' order
-    prefill_tables: list | None = None  # paged: each prefill's block ids (a tensor; None for padding)
-
-
-def _row_order(segments: list[tuple[int, int, list[int]]]) -> list[int]:
-    """Segment indices in row order: decodes by slot, then prefills as given, then padding."""
-    def key(i: int) -> tuple[int, int]:
-        slot, _, toks = segments[i]
-        return (2, i) if slot < 0 else (0, slot) if len(toks) == 1 else (1, i)
-    return sorted(range(len(segments)), key=key)
-
-
-def _pack(device, *lists: list[int]) -> tuple[torch.Tensor, ...]:
-    """Long tensors of several int lists, made in one call (each torch.tensor call costs ~5 us): views of one."""
-    flat = [x for xs in lists for x in xs]
-    return torch.tensor(flat, dtype=torch.long, device=device).split([len(xs) for xs in lists])
-
-
-def _masks(ctxs: list[list[int]], lens: torch.Tensor, dtype: torch.dtype,
-           widths: list[int] | None = None) -> list[torch.Tensor]:
-    """One additive mask per decode group, (len(ctx), 1, 1, width): row i attends to keys [0, ctx[i]); width is
-    max(ctx) unless given. lens: the ctxs flattened, as a tensor. Views of one tensor: a few ops per step, not five
-    per group."""
-    widths = widths or [max(ctx) for ctx in ctxs]
-    T = max(widths)
-    m = torch.zeros(len(lens), T, dtype=dtype, device=lens.device)
-    m.masked_fill_(torch.arange(T, device=lens.device)[None, :] >= lens[:, None], float("-inf"))
-    out, a = [], 0
-    for ctx, width in zip(ctxs, widths):  # as_strided: one call per view (indexing with None costs ~10 us)
-        out.append(m.as_strided((len(ctx), 1, 1, width), (T, T, T, 1), a * T))
-        a += len(ctx)
-    return out
-
-
-def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device,
-               tables: dict[int, list[int]] | None = None, block_size: int = 0,
-               dtype: torch.dtype = torch.float32) -> StepInput:
-    """Turn [(slot, start_pos, token_ids)] into a StepInput; sample[i] asks for segment i's last logits.
-
-    tables (the paged layout): each slot's block table; K/V are then written to (block, offset) and read through
-    the tables, and write_slots / write_pos hold blocks and offsets. dtype: the model's (the masks')."""
-    ids: list[int] = []
-    pos: list[int] = []
-    wr_slots: list[int] = []
-    wr_pos: list[int] = []
-    dec: list[tuple[int, int, int]] = []  # (row, slot, context length), by slot
-    prefills: list[tuple[int, int, int, int]] = []
-    last_row = [0] * len(segments)
-    for i in _row_order(segments):
-        slot, start, toks = segments[i]
-        row, n = len(ids), len(toks)
-        ids.extend(toks)
-        pos.extend(range(start, start + n))
-        if slot >= 0:
-            if tables is None:
-                wr_slots.extend([slot] * n)
-                wr_pos.extend(range(start, start + n))
-            else:
-                table = tables[slot]
-                wr_slots.extend(table[p // block_size] for p in range(start, start + n))
-                wr_pos.extend(p % block_size for p in range(start, start + n))
-        if n == 1 and slot >= 0:
-            dec.append((row, slot, start + 1))
-        else:
-            prefills.append((row, n, slot, start))
-        last_row[i] = row + n - 1
-    logit_rows = [r for r, want in zip(last_row, sample) if want]
-    cost = GROUP_CALL_COST_CUDA if torch.device(device).type == "cuda" else None
-    grouped = group_decodes(dec, cost)
-    if tables is not None:
-        return _paged_step(ids, pos, wr_slots, wr_pos, grouped, prefills, logit_rows, tables, block_size,
-                           device, dtype)
-    ctxs, pick, keep = [], [], []  # every group's key counts, and the rows of one pick / keep tensor
-    for g in grouped:
-        lo, hi, row = g[0][1], g[-1][1] + 1, g[0][0]
-        ctx = [1] * (hi - lo)  # slots in the range that do not decode see one (ignored) key
-        rows = [row] * (hi - lo)
-        for r, slot, c in g:
-            ctx[slot - lo], rows[slot - lo] = c, r
-        ctxs.append(ctx)
-        if len(g) < hi - lo:  # holes
-            pick.extend(rows)
-            keep.extend(slot - lo for _, slot, _ in g)
-    ids_t, pos_t, slots_t, wpos_t, logits_t, pick_t, keep_t, lens_t = _pack(
-        device, ids, pos, wr_slots, wr_pos, logit_rows, pick, keep, [c for ctx in ctxs for c in ctx])
-    groups, p0, k0 = [], 0, 0
-    for g, ctx, mask in zip(grouped, ctxs, _masks(ctxs, lens_t, dtype) if grouped else []):
-        lo, n = g[0][1], len(g)
-        if n < len(ctx):
-            groups.append(DecodeGroup(lo, lo + len(ctx), g[0][0], n, mask, pick_t[p0:p0 + len(ctx)],
-                                      keep_t[k0:k0 + n]))
-            p0, k0 = p0 + len(ctx), k0 + n
-        else:
-            groups.append(DecodeGroup(lo, lo + n, g[0][0], n, mask))
-    return StepInput(ids_t, pos_t, len(wr_slots), slots_t, wpos_t, groups, prefills, logits_t)
-
-
-def _paged_step(ids, pos, wr_slots, wr_pos, grouped, prefills, logit_rows, tables, block_size, device,
-                dtype) -> StepInput:
-    """build_step's paged half: the same decode groups, each a batch of its decodes' keys gathered through their
-    block tables (padded with block 0 and masked), and each prefill's table."""
-    nbs = [blocks_for(max(c for _, _, c in g), block_size) for g in grouped]
-    ctxs = [[c for _, _, c in g] for g in grouped]
-    tabs = [tables[slot][:nb] + [0] * (nb - min(nb, len(tables[slot]))) for g, nb in zip(grouped, nbs)
-            for _, slot, _ in g]
-    ptabs = [tables[slot][:blocks_for(start + n, block_size)] for _, n, slot, start in prefills if slot >= 0]
-    ids_t, pos_t, slots_t, wpos_t, logits_t, lens_t, tabs_t, *ptabs_t = _pack(
-        device, ids, pos, wr_slots, wr_pos, logit_rows, [c for ctx in ctxs for c in ctx],
-        [b for tab in tabs for b in tab], *ptabs)
-    groups, a = [], 0
-    masks = _masks(ctxs, lens_t, dtype, [nb * block_size for nb in nbs]) if grouped else []  # keys of whole blocks
-    for g, nb, mask in zip(grouped, nbs, masks):
-        groups.append(DecodeGroup(0, len(g), g[0][0], len(g), mask,
-                                  tables=tabs_t[a:a + len(g) * nb].view(len(g), nb)))
-        a += len(g) * nb
-    it = iter(ptabs_t)
-    ptabs_all = [None if slot < 0 else next(it) for _, _, slot, _ in prefills]
-    return StepInput(ids_t, pos_t, len(wr_slots), slots_t, wpos_t, groups, prefills, logits_t, ptabs_all)
-
-
-def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """A zeroed tensor; on a CPU through numpy's calloc, so the OS hands out zero pages as they are first touched
-    (torch.zeros writes every byte up front: ~15 ms for each of K and V of a 32-slot run, most never used)."""
-    if torch.device(device).type == "cpu" and dtype in (torch.float32, torch.float64):
-        return torch.from_numpy(np.zeros(shape, dtype=np.float32 if dtype == torch.float32 else np.float64))
-    return torch.zeros(shape, dtype=dtype, device=device)
-
-
-class KVCache:
-    """One slab per slot: K and V for every layer, reserved at max_len positions (Ch. 7's layout). The paged
-    layout's block pool (paged=True) holds num_blocks blocks of block_size positions, heads first."""
-
-    def __init__(self, cfg: GPTConfig, num_slots: int, max_len: int, dtype: torch.dtype, device: torch.device,
-                 paged: bool = False):
-        # paged: heads first, so a gather through block tables reads each head's blocks as one run (gpt.gather)
-        shape = ((cfg.n_layer, cfg.n_head, num_slots, max_len, cfg.head_dim) if paged
-                 else (cfg.n_layer, num_slots, cfg.n_head, max_len, cfg.head_dim))
-        # zeros, not empty: masked-out keys are multiplied by 0, and 0 * NaN from stale memory would be NaN
-        self.k, self.v = _zeros(shape, dtype, device), _zeros(shape, dtype, device)
-        self.num_slots, self.max_len = num_slots, max_len
-        self.bytes_per_token = kv_bytes_per_token(cfg.n_layer, cfg.n_embd, self.k.element_size())
-
-    @property
-    def slab_bytes(self) -> int:
-        """Bytes one slot reserves."""
-        return self.bytes_per_token * self.max_len
 
 
 Segments = list[tuple[int, int, list[int]]]  # (slot, start position, token ids); slot -1 is padding
@@ -271,18 +81,7 @@ class ModelRunner:
             runner.forward(runner.build(segments, [True, True]))
 
 
-@torch.inference_mode()
 def generate(model: TinyGPT, prompt: list[int], max_new_tokens: int, stop_at_eos: bool = True,
              eos: int = EOS) -> list[int]:
-    """Greedy continuation of one prompt through its own KV slab: the 'running alone' reference path."""
-    check_length(len(prompt), max_new_tokens, model.config.n_positions)
-    runner = ModelRunner(model, 1, len(prompt) + max_new_tokens)
-    out: list[int] = []
-    seg = (0, 0, list(prompt))
-    for _ in range(max_new_tokens):
-        tok = runner.forward(runner.build([seg], [True]))[0]
-        out.append(tok)
-        if stop_at_eos and tok == eos:
-            break
-        seg = (0, seg[1] + len(seg[2]), [tok])
-    return out
+    """Greedy continuation of one prompt running alone: TinyGPT.generate, under its old name here."""
+    return model.generate(prompt, max_new_tokens, stop_at_eos, eos)

@@ -234,11 +234,9 @@ def bookkeeping_share(engine: Engine, specs: list[Spec], batch_size: int = CONT_
     """Continuous at batch_size, stepped by hand: how much of the loop is not the forward (incl. build + sampling)."""
     run = engine.start(requests_for(specs), "continuous", batch_size=batch_size, clock="wall")
     t0 = time.perf_counter()
-    steps = 0
-    while not run.done:
-        run.step()
-        steps += 1
+    run.finish(progress=False)
     total = time.perf_counter() - t0
+    steps = len(run.steps)
     return {"batch_size": batch_size, "steps": steps, "wall_s": total, "loop_s": run.loop_s,
             "forward_s": run.forward_s, "bookkeeping_s": run.loop_s - run.forward_s,
             "bookkeeping_share": (run.loop_s - run.forward_s) / run.loop_s if run.loop_s else 0.0,

@@ -4,7 +4,7 @@
 decodes beside a chunk, padded prefills) on the model, times each the way the engine runs them (warm, back to
 back, in a fresh KV cache, over several rounds) and fits the rates and overheads of clock.ModeledClock's cost
 (``fit_cost``), giving a HardwarePreset such as the shipped cpu-tiny. ``tinyserve calibrate`` is the CLI;
-``tinyserve.validation`` checks a fitted preset against the real engine on the chapter workloads.
+``tinyserve.tools.validate`` checks a fitted preset against the real engine on the chapter workloads.
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ _IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
 
 
 BOS_TEXT, EOS_TEXT = "<|bos|>", "<|eos|>"
-# Texts a saved tokenizer must encode exactly as tinyserve.tokenizer does (incl. our special tokens' spelling).
+# Texts a saved tokenizer must encode exactly as tinyserve.core.tokenizer does (incl. our special tokens' spelling).
 _TOKENIZER_PROBES = ("hello", "連續批次", "🚀 ok", "", " \t\n\r\x00\x7f", BOS_TEXT + EOS_TEXT)
 
 
@@ -47,7 +47,7 @@ def _byte_chars() -> dict[int, str]:
 
 
 def byte_tokenizer() -> Any:
-    """tinyserve.tokenizer as a `tokenizers.Tokenizer`: id i is byte i, BOS 256 prepended, EOS 257."""
+    """tinyserve.core.tokenizer as a `tokenizers.Tokenizer`: id i is byte i, BOS 256 prepended, EOS 257."""
     try:
         from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
     except ImportError as e:
@@ -81,7 +81,7 @@ def save_tokenizer(out_dir: str | Path, n_positions: int) -> None:
 
 
 def check_tokenizer(path: str | Path) -> None:
-    """Refuse a folder whose tokenizer is missing or does not encode text as tinyserve.tokenizer does."""
+    """Refuse a folder whose tokenizer is missing or does not encode text as tinyserve.core.tokenizer does."""
     path = Path(path)
     file = path / "tokenizer.json"
     hint = "TinyGPT reads byte-level ids (tinyserve.tokenizer); write the folder with `tinyserve export-hf`"

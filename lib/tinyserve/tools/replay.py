@@ -7,7 +7,7 @@ sent, when each token arrived and when the stream finished. The result is a Trac
 
     tr = replay("http://127.0.0.1:8000", "chapter-7.1-finisher")   # a Trace; tr.metrics() as for `run`
 
-Tokens: with `token_unit="byte"` (our exported model, tinyserve.tokenizer) the streamed text's UTF-8 bytes *are*
+Tokens: with `token_unit="byte"` (our exported model, tinyserve.core.tokenizer) the streamed text's UTF-8 bytes *are*
 the token ids, so the server's tokens can be compared with the engine's exactly. With "event" (any other model,
 e.g. on vLLM) each SSE event carrying text counts as one token, ids unknown (-1). The usage the server reports
 at the end cross-checks the count; the EOS token, which streams no text, is recovered from it.

@@ -27,6 +27,7 @@ from .calibrate import step_timer
 from ..core.config import DEFAULT_BLOCK_SIZE
 from ..cost.clock import HardwarePreset, ModeledClock, get_preset
 from ..lang import t
+from ..loop import StepHook
 
 TABLE_FILE = Path(__file__).parents[1] / "data" / "costmodel-validation.json"
 POLICIES = ("static", "dynamic", "continuous", "chunked")
@@ -48,24 +49,28 @@ def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: Hardware
     """The steps of one real run under the modeled clock, and each step's forward timed by step_timer."""
     from ..core.workloads import get_workload
 
-    run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset, kv_layout=kv_layout)
+    timer = _ForwardTimer(step_timer(engine.model.device)[1])
+    run = engine.start(get_workload(workload, **knobs), policy, clock="modeled", hardware=preset, kv_layout=kv_layout,
+                       hooks=(timer,))
     if run.runner is not None:  # touch every KV page once, as calibrate()'s warm-up does (see below)
         run.runner.kv.k.zero_()
         run.runner.kv.v.zero_()
-    _, clock = step_timer(engine.model.device)
-    timed: list[float] = []
-    execute = run.runner.execute  # the engine's own step (segments, build_step, forward, sampling): timed, not changed
+    run.finish(progress=False)
+    return run.steps, timer.timed
 
-    def timed_execute(works):
-        t0 = clock()
-        out = execute(works)
-        timed.append(clock() - t0)
-        return out
 
-    run.runner.execute = timed_execute
-    while not run.done:
-        run.step()
-    return run.steps, timed
+class _ForwardTimer(StepHook):
+    """Times the engine's own step (segments, build_step, forward, sampling) by a clock of ours: from the plan to
+    the runner's return, nothing else in between (the run is watched, not changed)."""
+
+    def __init__(self, clock):
+        self.clock, self.timed, self._t0 = clock, [], 0.0
+
+    def planned(self, run, plan) -> None:
+        self._t0 = self.clock()
+
+    def executed(self, run, plan) -> None:
+        self.timed.append(self.clock() - self._t0)
 
 
 def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None = None,

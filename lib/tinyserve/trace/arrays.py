@@ -1,18 +1,18 @@
 """What the views draw, as numpy arrays built once per trace: the works table, per-step and per-request arrays,
-the slot grid, request timelines, slot-step shares (Trace's view methods return these, cached)."""
+the slot grid, request timelines, slot-step shares (Trace's view methods return these, cached). They read a trace
+as TraceLike says (record.py, which hands them out, imports this module: not the other way)."""
 from __future__ import annotations
 
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from ..core.request import FINISHED, REJECTED
-
-if TYPE_CHECKING:
-    from .record import Trace
+from ..core.request import FINISHED, REJECTED, Request
+from . import latency
+from .step import StepRecord
 
 PHASES = ("prefill", "decode", "wasted", "padding", "idle")
 # codes of phase_grid(): a slot-step is one of these; a padded prefill counts as padding when padding > tokens
@@ -135,12 +135,45 @@ class RequestTimeline:
     last_step: int | None
 
 
-def _step_column(tr: Trace, name: str, dtype) -> np.ndarray:
+class TraceLike(Protocol):
+    """A run's record as its arrays, metrics and exports read it (record.Trace is the one implementation)."""
+
+    policy: str
+    workload: str
+    clock: str
+    hardware: str | None
+    num_slots: int
+    knobs: dict
+    dry_run: bool
+    steps: list[StepRecord]
+    requests: list[Request]
+    kv_units: str
+    kv_dtype: str | None
+    kv_bytes_per_token: int
+    kv_capacity_bytes: int | None
+    slab_bytes: int
+    slab_tokens: int
+    slab_rule: str
+    kv_tensor_positions: int | None
+    workload_knobs: dict
+    kv_layout: str
+    block_size: int
+    num_blocks: int
+    block_spans: list[tuple]
+
+    def works_table(self) -> WorkTable: ...
+    def step_arrays(self) -> StepArrays: ...
+    def request_arrays(self) -> RequestArrays: ...
+    def slot_steps(self) -> dict[str, float]: ...
+    def slots_held(self) -> np.ndarray: ...
+
+
+def _step_column(tr: TraceLike, name: str, dtype) -> np.ndarray:
     """One StepRecord field of every step as an array (a C loop: long runs have ~10,000 steps)."""
     return np.fromiter(map(operator.attrgetter(name), tr.steps), dtype=dtype, count=len(tr.steps))
 
 
-def _recompute_tokens(tr: Trace, token, ph, step, req, index) -> np.ndarray:
+def _recompute_tokens(tr: TraceLike, token, ph, step, req, index) -> np.ndarray:
     """Tokens of a run with preemptions: only a request's first prefill to end its prompt made a token (a later one
     is a recompute chunk); a recompute's last chunk, ending past the prompt, made one (StepRecord.resumed)."""
     pre = np.flatnonzero(token & (ph == PREFILL))
@@ -153,7 +186,7 @@ def _recompute_tokens(tr: Trace, token, ph, step, req, index) -> np.ndarray:
     return token
 
 
-def _works_table(tr: Trace) -> WorkTable:
+def _works_table(tr: TraceLike) -> WorkTable:
     n = len(tr.steps)
     counts = np.fromiter(map(len, map(operator.attrgetter("works"), tr.steps)), dtype=np.int64, count=n)
     m = int(counts.sum())
@@ -188,7 +221,7 @@ def _works_table(tr: Trace) -> WorkTable:
     return WorkTable(step, slot, req, ph, start, tokens, padding, token, first, gap)
 
 
-def _step_arrays(tr: Trace) -> StepArrays:
+def _step_arrays(tr: TraceLike) -> StepArrays:
     n = len(tr.steps)
     wt = tr.works_table()
     start, dur = _step_column(tr, "start_s", np.float64), _step_column(tr, "duration_s", np.float64)
@@ -217,7 +250,7 @@ def _step_arrays(tr: Trace) -> StepArrays:
         max_itl_s=max_per_step(wt.token & ~wt.first_token), max_ttft_s=max_per_step(wt.first_token))
 
 
-def _block_usage(tr: Trace) -> BlockUsage:
+def _block_usage(tr: TraceLike) -> BlockUsage:
     n, size = len(tr.steps), max(1, tr.block_size)
     index = {r.id: i for i, r in enumerate(tr.requests)}
     m = len(tr.block_spans)
@@ -267,7 +300,7 @@ def _block_usage(tr: Trace) -> BlockUsage:
                       np.bincount(p_step[w], weights=rem[w], minlength=n).astype(np.int64))
 
 
-def _slot_grid(tr: Trace) -> SlotGrid:
+def _slot_grid(tr: TraceLike) -> SlotGrid:
     shape = (tr.num_slots, len(tr.steps))
     wt = tr.works_table()
     phase = np.zeros(shape, dtype=np.int8)
@@ -281,7 +314,7 @@ def _slot_grid(tr: Trace) -> SlotGrid:
     return SlotGrid(phase, *grids)
 
 
-def _request_arrays(tr: Trace) -> RequestArrays:
+def _request_arrays(tr: TraceLike) -> RequestArrays:
     m = len(tr.requests)
     wt = tr.works_table()
 
@@ -295,18 +328,19 @@ def _request_arrays(tr: Trace) -> RequestArrays:
             np.maximum.at(out, wt.request[rows], values[rows])
         return out
 
-    every = np.ones(len(wt.step), dtype=bool)
+    def seconds(values) -> np.ndarray:  # nan where a time is None
+        return np.array([nan if x is None else x for x in values], dtype=np.float64)
+
     nan = float("nan")
-    arr = np.array([r.arrival_s for r in tr.requests], dtype=np.float64)
-    ftok = np.array([nan if r.first_token_s is None else r.first_token_s for r in tr.requests], dtype=np.float64)
-    fin = np.array([nan if r.finish_s is None else r.finish_s for r in tr.requests], dtype=np.float64)
+    every = np.ones(len(wt.step), dtype=bool)
     status = np.array([r.status for r in tr.requests], dtype=object)
     return RequestArrays(
         ids=[r.id for r in tr.requests], status=status,
         prompt_len=np.array([r.prompt_len for r in tr.requests], dtype=np.int64),
         output_len=np.array([r.output_len for r in tr.requests], dtype=np.int64),
-        arrival_s=arr, first_token_s=ftok, finish_s=fin, ttft_s=ftok - arr,
-        e2e_s=np.where(status == FINISHED, fin - arr, nan),
+        arrival_s=seconds(r.arrival_s for r in tr.requests),
+        first_token_s=seconds(r.first_token_s for r in tr.requests), finish_s=seconds(r.finish_s for r in tr.requests),
+        ttft_s=seconds(map(latency.ttft_s, tr.requests)), e2e_s=seconds(map(latency.e2e_s, tr.requests)),
         slot=np.array([r.slot for r in tr.requests], dtype=np.int64),
         first_step=per_request(every, wt.step, np.minimum),
         first_token_step=per_request(wt.first_token, wt.step, np.minimum),
@@ -314,7 +348,7 @@ def _request_arrays(tr: Trace) -> RequestArrays:
         last_step=per_request(every, wt.step, np.maximum))
 
 
-def _request_timelines(tr: Trace) -> list[RequestTimeline]:
+def _request_timelines(tr: TraceLike) -> list[RequestTimeline]:
     wt, ra = tr.works_table(), tr.request_arrays()
     chunks: list[list] = [[] for _ in tr.requests]
     for i in np.flatnonzero(wt.phase == PREFILL):
@@ -332,7 +366,7 @@ def _request_timelines(tr: Trace) -> list[RequestTimeline]:
     return out
 
 
-def _slot_step_shares(tr: Trace) -> dict[str, np.ndarray]:
+def _slot_step_shares(tr: TraceLike) -> dict[str, np.ndarray]:
     wt, n = tr.works_table(), len(tr.steps)
     total = (wt.tokens + wt.padding).astype(np.float64)
     wasted = (wt.phase == WASTED).astype(np.float64)
@@ -344,7 +378,7 @@ def _slot_step_shares(tr: Trace) -> dict[str, np.ndarray]:
             "idle": (tr.num_slots - busy).astype(np.float64)}
 
 
-def slot_phases(tr: Trace) -> np.ndarray:
+def slot_phases(tr: TraceLike) -> np.ndarray:
     """(num_slots, num_steps) array of phase names ('idle' where a slot did nothing)."""
     grid = np.full((tr.num_slots, len(tr.steps)), "idle", dtype=object)
     for j, s in enumerate(tr.steps):
@@ -353,7 +387,7 @@ def slot_phases(tr: Trace) -> np.ndarray:
     return grid
 
 
-def slots_held(tr: Trace) -> np.ndarray:
+def slots_held(tr: TraceLike) -> np.ndarray:
     """Per step: slots holding a request (claimed at its first step, held through its last, wasted included)."""
     ra, n = tr.request_arrays(), len(tr.steps)
     ran = ra.first_step >= 0
@@ -363,7 +397,7 @@ def slots_held(tr: Trace) -> np.ndarray:
     return np.cumsum(edges[:n])
 
 
-def request_states(tr: Trace, k: int) -> np.ndarray:
+def request_states(tr: TraceLike, k: int) -> np.ndarray:
     """Each request's state (REQUEST_STATES code) at the end of step k."""
     ra, sa = tr.request_arrays(), tr.step_arrays()
     t_end = sa.end_s[k] if len(sa.end_s) else 0.0

@@ -1,17 +1,17 @@
 """A trace's exports: the contract's JSON (summary, full trace), Perfetto's Chrome-trace JSON, and reading JSON back."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from ..core.request import Request, SlotWork
+from .arrays import TraceLike
 from .metrics import latency_ms, metrics
 from .step import StepRecord
 
-if TYPE_CHECKING:
-    from .record import Trace
+_T = TypeVar("_T", bound=TraceLike)
 
 
-def request_dict(tr: Trace, r: Request, tokens: bool = False) -> dict:
+def request_dict(tr: TraceLike, r: Request, tokens: bool = False) -> dict:
     """One request as the contract's JSON object."""
     d = {
         "id": r.id, "status": r.status, "finish_reason": r.finish_reason,
@@ -30,7 +30,7 @@ def request_dict(tr: Trace, r: Request, tokens: bool = False) -> dict:
     return d
 
 
-def summary(tr: Trace, tokens: bool = False) -> dict:
+def summary(tr: TraceLike, tokens: bool = False) -> dict:
     """The `tinyserve run --json` document."""
     return {"policy": tr.policy, "workload": tr.workload, "workload_knobs": tr.workload_knobs,
             "clock": tr.clock, "hardware": tr.hardware,
@@ -44,7 +44,7 @@ def summary(tr: Trace, tokens: bool = False) -> dict:
             "metrics": metrics(tr), "requests": [request_dict(tr, r, tokens) for r in tr.requests]}
 
 
-def to_dict(tr: Trace) -> dict:
+def to_dict(tr: TraceLike) -> dict:
     """Everything, steps included (`--trace`)."""
     d = summary(tr, tokens=True)
     d["steps"] = [{"index": s.index, "start_s": s.start_s, "duration_s": s.duration_s,
@@ -62,14 +62,14 @@ def to_dict(tr: Trace) -> dict:
 BLOCK_FIELDS = ("blocks_used", "blocks_free", "block_waste", "preempted", "resumed", "recomputed_tokens")
 
 
-def _block_fields(tr: Trace, s: StepRecord) -> dict:
+def _block_fields(tr: TraceLike, s: StepRecord) -> dict:
     """A paged run's per-step block fields, as JSON (none for slabs: their documents stay as they were)."""
     if tr.kv_layout != "paged":
         return {}
     return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(s, k)) for k in BLOCK_FIELDS)}
 
 
-def to_perfetto(tr: Trace) -> dict:
+def to_perfetto(tr: TraceLike) -> dict:
     """Chrome-trace JSON (ui.perfetto.dev, chrome://tracing): a track per slot, a slice per request phase,
     counters for busy slots, tokens per step and KV bytes."""
     us = 1e6
@@ -120,7 +120,7 @@ def to_perfetto(tr: Trace) -> dict:
             "otherData": {"workload": tr.workload, "clock": tr.clock, "hardware": tr.hardware}}
 
 
-def trace_from_dict(cls, d: dict) -> Trace:
+def trace_from_dict(cls: type[_T], d: dict) -> _T:
     """The inverse of to_dict() (summary() documents too: no steps)."""
     reqs = []
     for rd in d["requests"]:

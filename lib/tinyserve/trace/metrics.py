@@ -1,15 +1,11 @@
 """The contract's metrics of a trace (docs/contract.md): computed here, once; Trace.metrics() and the exports read it."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from ..core.request import FINISHED, REJECTED, Request
-from .arrays import _step_column
-
-if TYPE_CHECKING:
-    from .record import Trace
+from .arrays import TraceLike, _step_column
+from .latency import e2e_s, ttft_s
 
 
 def _stats(xs: list[float]) -> dict:
@@ -22,12 +18,11 @@ def _stats(xs: list[float]) -> dict:
 
 def latency_ms(r: Request) -> tuple[float | None, float | None]:
     """(TTFT, end-to-end latency) of one request in ms: None where it never had a first token / never finished."""
-    ttft = (r.first_token_s - r.arrival_s) * 1e3 if r.first_token_s is not None else None
-    e2el = (r.finish_s - r.arrival_s) * 1e3 if r.finish_s is not None and r.status == FINISHED else None
-    return ttft, e2el
+    ttft, e2el = ttft_s(r), e2e_s(r)
+    return (None if ttft is None else ttft * 1e3), (None if e2el is None else e2el * 1e3)
 
 
-def metrics(tr: Trace) -> dict:
+def metrics(tr: TraceLike) -> dict:
     """The contract's metrics (times in this run's clock; vLLM's meanings).
 
     Utilisation two ways (useful = slot-steps that computed a token a request keeps, a padded prefill's
@@ -77,20 +72,20 @@ def metrics(tr: Trace) -> dict:
     }
 
 
-def paged_metrics(tr: Trace) -> dict:
+def paged_metrics(tr: TraceLike) -> dict:
     """The paged layout's: preemptions, prefill tokens computed again after them, the most blocks held at once."""
     return {"preemptions": sum(len(s.preempted) for s in tr.steps),
             "recomputed_tokens": sum(s.recomputed_tokens for s in tr.steps),
             "blocks_used_peak": max((s.blocks_used for s in tr.steps), default=0)}
 
 
-def useful_slot_seconds(tr: Trace) -> float:
+def useful_slot_seconds(tr: TraceLike) -> float:
     """Each step's useful slots (as slot_steps counts them) times its duration, summed."""
     return sum(s.duration_s * sum(w.tokens / (w.tokens + w.padding) for w in s.works if w.phase != "wasted")
                for s in tr.steps)
 
 
-def kv_fit(tr: Trace) -> dict:
+def kv_fit(tr: TraceLike) -> dict:
     """Sequences the KV capacity holds as slabs, and as exact allocation of what sequences really held."""
     cap, slab = tr.kv_capacity_bytes, tr.slab_bytes
     held = tr.slots_held() if tr.steps else np.zeros(0, dtype=np.int64)

@@ -1,11 +1,14 @@
 """The Trace: every step and every request of a run. Its views (trace/arrays.py), metrics (trace/metrics.py) and
-exports (trace/export.py) are computed from it; this module keeps the record and hands out those, cached."""
+exports (trace/export.py) are computed from it; this module keeps the record and hands out those, cached. They
+read it as arrays.TraceLike says, so none of them imports this module."""
 from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -16,6 +19,8 @@ from .arrays import (_WORK_CODE, GRID_PHASES, BlockUsage, PHASES, RequestArrays,
                      StepArrays, WorkTable)
 from .metrics import _stats, metrics  # noqa: F401
 from .step import StepRecord
+
+_V = TypeVar("_V")
 
 
 @dataclass
@@ -72,10 +77,13 @@ class Trace:
 
     def slot_step_shares(self) -> dict[str, np.ndarray]:
         """Per step: slot-steps that were useful / padding / wasted / idle (a padded prefill split by tokens)."""
-        return self._cached("shares", lambda: arrays._slot_step_shares(self))
+        return self.cached("shares", lambda: arrays._slot_step_shares(self))
 
     # ---- arrays for views (computed once per trace; a trace from Run.trace() never changes) ------------------
-    def _cached(self, key: str, build):
+    def cached(self, key: str, build: Callable[[], _V]) -> _V:
+        """The memo of views derived from this trace: build() once, then its result while the trace has as many steps
+        and requests (a growing trace builds again). Keys are shared: the trace's own views use short names
+        (works, steps, reqs, ...), so a caller names its own after what it holds (e.g. "waste_totals")."""
         stamp = (len(self.steps), len(self.requests))
         hit = self._views.get(key)
         if hit is None or hit[0] != stamp:
@@ -85,28 +93,35 @@ class Trace:
 
     def works_table(self) -> WorkTable:
         """Every slot-step's work as columns (one row per SlotWork, in step order)."""
-        return self._cached("works", lambda: arrays._works_table(self))
+        return self.cached("works", lambda: arrays._works_table(self))
 
     def step_arrays(self) -> StepArrays:
         """Per-step numpy arrays: times, tokens by phase, busy slots, queue, KV, inter-token gaps."""
-        return self._cached("steps", lambda: arrays._step_arrays(self))
+        return self.cached("steps", lambda: arrays._step_arrays(self))
 
     def phase_grid(self) -> SlotGrid:
         """Slots x steps as numbers: phase codes (GRID_PHASES, padding shown) and what each cell computed."""
-        return self._cached("grid", lambda: arrays._slot_grid(self))
+        return self.cached("grid", lambda: arrays._slot_grid(self))
 
     def block_usage(self) -> BlockUsage:
         """The paged layout's block spans, each sequence's partly filled last block per step, held and wasted per
         step (empty for a slab run): what a block map draws."""
-        return self._cached("blocks", lambda: arrays._block_usage(self))
+        return self.cached("blocks", lambda: arrays._block_usage(self))
 
     def request_arrays(self) -> RequestArrays:
         """Per-request arrays: arrival, slot, first/first-token/finish/last step, TTFT and end-to-end latency."""
-        return self._cached("reqs", lambda: arrays._request_arrays(self))
+        return self.cached("reqs", lambda: arrays._request_arrays(self))
 
     def request_timelines(self) -> list[RequestTimeline]:
         """Each request's life: arrival, slot claimed, prefill chunks, first token, finish."""
-        return self._cached("timelines", lambda: arrays._request_timelines(self))
+        return self.cached("timelines", lambda: arrays._request_timelines(self))
+
+    def timeline(self, request_id: str) -> RequestTimeline:
+        """One request's life (request_timelines() by id): its first step, prefill chunks, first token, finish."""
+        for tl in self.request_timelines():
+            if tl.id == request_id:
+                return tl
+        raise KeyError(request_id)
 
     def slot_phases(self) -> np.ndarray:
         """(num_slots, num_steps) array of phase names ('idle' where a slot did nothing)."""

@@ -13,8 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..config import (DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, DEFAULT_MAX_WAITING_STEPS,  # noqa: F401 (old names)
-                      DEFAULT_TIMEOUT_S, KNOBS, POLICIES, UNBOUNDED, RunConfig, check_knob, check_token_budget,
-                      waiting_steps_error)
+                      DEFAULT_TIMEOUT_S, KNOBS, POLICIES, UNBOUNDED, RunConfig, waiting_steps)
 from ..blocks import blocks_for
 from ..kv import SlotPool
 from ...errors import TinyserveError
@@ -48,7 +47,6 @@ class Policy:
         if self.pool is not None and left:
             raise TinyserveError(f"policy: this {type(self).__name__} object still holds {left} request(s) of an "
                                  "unfinished run; give each run its own policy object (or pass the policy by name)")
-        check_policy(self)
         self.pool = pool
         self.waiting.clear()
         self.running.clear()
@@ -252,7 +250,7 @@ class ContinuousBatching(Policy):
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, prefill_first: bool | None = None,
                  max_waiting_steps: float | None = None):
         super().__init__(batch_size)
-        self.max_waiting_steps = _waiting_steps(prefill_first, max_waiting_steps)
+        self.max_waiting_steps = waiting_steps(prefill_first, max_waiting_steps)
         self.waited = 0  # decode steps the queue has waited with a slot free for it
 
     @property
@@ -285,16 +283,6 @@ class ContinuousBatching(Policy):
             self.waited += 1  # this decode step runs while a newcomer could have entered
         return Plan(decodes + [Work(r.slot, r, "prefill", r.num_prefilled, r.prefill_len - r.num_prefilled)
                                for r in self.running if r.num_prefilled < r.prefill_len])
-
-
-def _waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:
-    """One bound from the two ways of saying it (prefill_first is the older, coarser knob)."""
-    if max_waiting_steps is None:
-        return DEFAULT_MAX_WAITING_STEPS if prefill_first is False else 0
-    if prefill_first is not None and prefill_first != (max_waiting_steps == 0):
-        raise TinyserveError(f"max_waiting_steps: {max_waiting_steps!r} contradicts prefill_first={prefill_first} "
-                             "(prefill-first is max_waiting_steps=0; give one of the two)")
-    return max_waiting_steps
 
 
 class ChunkedPrefill(ContinuousBatching):
@@ -344,19 +332,3 @@ def policy_for(cfg: RunConfig) -> Policy:
     if cfg.policy == "continuous":
         return ContinuousBatching(b, cfg.prefill_first, cfg.max_waiting_steps)
     return ChunkedPrefill(b, DEFAULT_CHUNK if cfg.chunk_size is None else cfg.chunk_size, cfg.max_batch_tokens)
-
-
-def check_policy(p: Policy) -> Policy:
-    """Check a policy object's knobs by the same rules (for objects built directly, e.g. ChunkedPrefill(2, 0))."""
-    check_knob("batch_size", p.batch_size)
-    if getattr(p, "timeout", None) is not None:
-        check_knob("timeout", p.timeout)
-    for knob in ("chunk_size", "max_batch_tokens"):
-        if hasattr(p, knob):
-            check_knob(knob, getattr(p, knob))
-    if isinstance(p, ChunkedPrefill):
-        check_token_budget(p.batch_size, p.max_batch_tokens)
-    w = getattr(p, "max_waiting_steps", 0)
-    if w != UNBOUNDED and (isinstance(w, bool) or not isinstance(w, int) or w < 0):  # stored: an int or inf
-        raise waiting_steps_error(w)
-    return p

@@ -1,35 +1,52 @@
-"""The one step loop (torch-free). Each step: the policy plans, the runner executes ONE forward over every token
-of the plan and samples greedy tokens, requests advance, slots are freed, the clock moves, the step is recorded.
-A dry run is the same loop without a runner."""
+"""The one step loop (torch-free): above core/ (what a plan needs), cost/ (the clock) and trace/ (the record), below
+the model, which it reaches only through a runner it is handed. Each step: the policy plans, the runner executes
+ONE forward over every token of the plan and samples greedy tokens, requests advance, slots are freed, the clock
+moves, the step is recorded. A dry run is the same loop without a runner. Hooks watch the steps (StepHook)."""
 from __future__ import annotations
 
 import contextlib
 import gc
-import math
-import numbers
+import sys
 import time
 from collections import deque
-from pathlib import Path
+from typing import Callable, Protocol, Sequence
 
-from typing import TYPE_CHECKING, Callable
+from .core.blocks import step_blocks
+from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_object
+from .core.layout import layout_kv
+from .core.policies import Plan, Policy
+from .core.request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork, Work, check_requests
+from .core.tokenizer import EOS
+from .cost.clock import Clock
+from .errors import TinyserveError
+from .lang import t
+from .trace.record import StepRecord, Trace, snapshot_requests
 
-from ..cost import clock as clocks
-from ..errors import TinyserveError
-from ..lang import t
-from ..trace.record import StepRecord, Trace, snapshot_requests
-from .blocks import step_blocks
-from .config import DEFAULT_BLOCK_SIZE, GPTConfig
-from .layout import layout_kv
-from .policies import Policy
-from .request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork
-from .tokenizer import EOS
-from .workloads import get_workload, load_jsonl
-
-if TYPE_CHECKING:
-    from ..model.runner import ModelRunner
-
-Workload = str | Path | list[Request]
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
+
+
+class Runner(Protocol):
+    """What the loop needs of the model's side (model.runner.ModelRunner): execute a step's works, return the
+    sampled tokens (one per work that samples, in order)."""
+
+    def execute(self, works: list[Work]) -> list[int]: ...
+
+
+class StepHook:
+    """Watches a run step by step (validation, the classroom, the explorer); override what you need: each method
+    does nothing here. A hook reads the run; it never assigns to its internals. Raising stops the run."""
+
+    def before_plan(self, run: Run) -> None:
+        """Arrivals are queued (run.policy.waiting) and the policy is about to plan."""
+
+    def planned(self, run: Run, plan: Plan) -> None:
+        """The plan of a step with works, before the runner executes them."""
+
+    def executed(self, run: Run, plan: Plan) -> None:
+        """Right after the runner returned (nothing else ran in between); never on a dry run."""
+
+    def recorded(self, run: Run, plan: Plan, record: StepRecord) -> None:
+        """The step is recorded and the requests it finished have left their slots."""
 
 
 @contextlib.contextmanager
@@ -59,75 +76,19 @@ def _promote_young() -> None:
         gc.unfreeze()
 
 
-def resolve_workload(workload: Workload, seed: int = 0, workload_knobs: dict | None = None
-                     ) -> tuple[str, list[Request]]:
-    """(name, fresh requests) from a workload name (with its knobs, e.g. n, rate), a JSONL path or a list of requests;
-    seed drives a named workload and a JSONL file's synthetic (prompt_len) prompts."""
-    knobs = dict(workload_knobs or {})
-    if knobs and (isinstance(workload, (list, tuple, Path)) or str(workload).endswith(".jsonl")):
-        what = t("engine.workload.a_list" if isinstance(workload, (list, tuple)) else "engine.workload.a_jsonl")
-        raise TinyserveError(t("engine.knob.workload_knobs_named", what=what, knobs=", ".join(map(str, knobs))))
-    if isinstance(workload, (list, tuple)):
-        return "custom", [r.fresh() for r in workload]
-    if isinstance(workload, Path) or str(workload).endswith(".jsonl"):
-        return str(workload), load_jsonl(workload, seed=seed)
-    return str(workload), get_workload(str(workload), seed=seed, **knobs)
-
-
-def _valid_ids(ids: list, vocab: int) -> bool:
-    """Token ids are integers (not bools) in 0..vocab-1; plain ints first (in C: a dry run checks ~100,000 ids on
-    every knob change), the slow ABC check only if needed."""
-    if set(map(type, ids)) == {int}:
-        return 0 <= min(ids) and max(ids) < vocab
-    return all(isinstance(t, numbers.Integral) and not isinstance(t, bool) and 0 <= t < vocab for t in ids)
-
-
-make_clock = clocks.make_clock  # the old engine.make_clock (RunConfig checks --clock and --hardware together)
-
-
-def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: str, dry_run: bool) -> None:
-    """Raise on malformed requests; mark those that can never fit as rejected (the others still run)."""
-    ids = set()
-    for r in requests:
-        if r.id in ids:
-            raise TinyserveError(t("engine.request.duplicate", id=r.id))
-        ids.add(r.id)
-        if not (isinstance(r.arrival_s, (int, float)) and math.isfinite(r.arrival_s) and r.arrival_s >= 0):
-            raise TinyserveError(t("engine.request.arrival", id=r.id, value=r.arrival_s))
-        if not _valid_ids(r.prompt, vocab):
-            raise TinyserveError(t("engine.request.token_ids", id=r.id, top=vocab - 1))
-        if isinstance(r.max_new_tokens, bool) or not isinstance(r.max_new_tokens, numbers.Integral):
-            raise TinyserveError(t("engine.request.max_new_tokens", id=r.id, value=r.max_new_tokens))
-        hint = r.output_len_hint
-        if hint is not None and (isinstance(hint, bool) or not isinstance(hint, numbers.Integral)):
-            raise TinyserveError(t("engine.request.hint", id=r.id, value=hint))
-        reason = None
-        if r.prompt_len < 1:
-            reason = t("engine.reject.empty")
-        elif r.max_new_tokens < 1:
-            reason = t("engine.reject.max_new_tokens", value=r.max_new_tokens)
-        elif r.prompt_len + r.max_new_tokens > limit:
-            key = "max_model_len" if limit_name == "max_model_len" else "context"  # limit_name: the one or 'the context'
-            reason = t(f"engine.reject.too_long.{key}", prompt=r.prompt_len, new=r.max_new_tokens, limit=limit)
-        elif hint is not None and not 1 <= hint <= r.max_new_tokens:  # a replay cannot outrun its own limit
-            reason = t("engine.reject.hint", hint=hint, max_new=r.max_new_tokens)
-        if reason:
-            r.status, r.finish_reason = REJECTED, reason
-        elif dry_run and r.known_output_len() is None:
-            raise TinyserveError(t("engine.request.dry_run_length", id=r.id))
-
-
 class Run:
-    """One workload under one policy, advanced a step at a time (Engine.run loops over it)."""
+    """One workload under one policy, advanced a step at a time (step()), or to its end (finish())."""
 
-    def __init__(self, make_runner: Callable[..., ModelRunner] | None, cfg: GPTConfig,
-                 requests: list[Request], policy: Policy, clock, workload_name: str, dtype, kv_budget: int | None,
-                 max_model_len: int | None, dry_run: bool, slab: str = "max_model_len", kv_layout: str = "slab",
-                 block_size: int = DEFAULT_BLOCK_SIZE):
-        """make_runner(num_slots, slab_positions[, block_size]): the model's runner with its KV slabs, or its block
-        pool of slab_positions // block_size blocks (None for a dry run); dtype: the model's (a torch dtype or its
-        name) for the KV bytes under the wall clock; kv_layout "slab" or "paged" (core/blocks.py)."""
-        self.policy, self.clock, self.dry_run = policy, clock, dry_run
+    def __init__(self, config: RunConfig, requests: list[Request], policy: Policy, clock: Clock, *,
+                 model: GPTConfig, dtype, make_runner: Callable[..., Runner] | None = None,
+                 workload_name: str = "custom", hooks: Sequence[StepHook] = ()):
+        """config: the run's checked knobs; model: the model's shape (GPTConfig; a dry run needs no torch); dtype:
+        the model's (a torch dtype or its name) for the KV bytes under the wall clock; make_runner(num_slots,
+        slab_positions[, block_size]): the model's runner with its KV slabs, or its block pool of
+        slab_positions // block_size blocks (unused on a dry run)."""
+        self.config = config
+        self.policy, self.clock, self.dry_run = policy, clock, config.dry_run
+        self.hooks = tuple(hooks)
         self.requests = requests
         self.now = 0.0
         self.num_done = 0  # finished by the engine (aborts not counted)
@@ -136,26 +97,26 @@ class Run:
         self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
         self.preempted_once = False  # paged: a request has been preempted (so some prefills are recomputes)
-        limit = cfg.n_positions
-        if max_model_len is not None:
-            if isinstance(max_model_len, bool) or not isinstance(max_model_len, int) or not 1 <= max_model_len <= limit:
-                raise TinyserveError(t("engine.knob.max_model_len", limit=limit, value=max_model_len))
-            limit = max_model_len
-        check_requests(requests, cfg.vocab_size, limit, 'max_model_len' if max_model_len else 'the context', dry_run)
-        self.paged = kv_layout == "paged"
+        limit = config.context_limit(model.n_positions)
+        check_requests(requests, model.vocab_size, limit,
+                       'max_model_len' if config.max_model_len else 'the context', self.dry_run)
+        if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
+            check_policy_object(policy)
+        self.paged = config.kv_layout == "paged"
+        block_size = config.block_size
         if self.paged and hasattr(clock, "for_layout"):  # a modeled clock prices what the paged engine computes
             self.clock = clock.for_layout(block_size)
-        kv = layout_kv(getattr(clock, "hardware", None), cfg, requests, policy.batch_size, dtype, kv_budget,
-                       max_model_len, slab, self.paged, block_size)
+        kv = layout_kv(getattr(clock, "hardware", None), model, requests, policy.batch_size, dtype, config.kv_budget,
+                       config.max_model_len, config.slab, self.paged, block_size)
         self.pool, accepted, plan = kv.pool, kv.accepted, kv.plan
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
-        self.kv_tensor_positions = None if dry_run or not accepted else kv.tensor_positions
+        self.kv_tensor_positions = None if self.dry_run or not accepted else kv.tensor_positions
         self.runner = None if self.kv_tensor_positions is None else (
             make_runner(self.pool.num_slots, self.kv_tensor_positions, block_size) if self.paged
             else make_runner(self.pool.num_slots, self.kv_tensor_positions))
         self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
-        self.workload_knobs: dict = {}  # a named workload's knobs (Engine.start sets them), named in the trace
+        self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
         policy.bind(self.pool)
 
     @property
@@ -176,9 +137,24 @@ class Run:
         self.policy.finished(r)
         self.kv_used_tokens = self._running_context()
 
+    def finish(self, progress: bool | None = None) -> Trace:
+        """Step to the end and return the trace (the one loop every caller uses); progress: a bar in a terminal or
+        a notebook kernel for runs over PROGRESS_DELAY_S (None: auto); a dry run pauses the garbage collector."""
+        from tqdm import tqdm
+
+        show = (sys.stderr.isatty() or "ipykernel" in sys.modules) if progress is None else progress
+        accepted = sum(r.status != REJECTED for r in self.requests)
+        with tqdm(total=accepted, unit="req", delay=PROGRESS_DELAY_S, disable=not show, desc=self.policy.name) as bar, \
+                (gc_paused() if self.dry_run else contextlib.nullcontext()):
+            while not self.done:
+                self.step()
+                bar.update(self.num_done - bar.n)
+            return self.trace()  # its copies are made with the collector still paused
+
     def step(self) -> StepRecord | None:
         """Run one step; None when nothing could run now (the clock then jumps to the next event)."""
         t_loop = time.perf_counter()
+        hooks = self.hooks
         while self.pending and self.pending[0].arrival_s <= self.now:
             self.policy.add(self.pending.popleft())
         if self.paged:
@@ -187,6 +163,8 @@ class Run:
             if self.pool.preempted:  # who left took their K/V with them
                 self.kv_used_tokens = self._running_context()
                 self.preempted_once = True
+        for h in hooks:
+            h.before_plan(self)
         plan = self.policy.plan(self.now, more_coming=bool(self.pending))
         works = plan.works
         if not works:
@@ -199,6 +177,8 @@ class Run:
                 raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")
             self.now = min(events)  # idle until the next arrival or timeout: jumped, never slept (either clock)
             return None
+        for h in hooks:
+            h.planned(self, plan)
         sampled: list[int] = []
         measured = None
         if not self.dry_run:
@@ -206,6 +186,8 @@ class Run:
             sampled = self.runner.execute(works)
             measured = time.perf_counter() - t0
             self.forward_s += measured
+            for h in hooks:
+                h.executed(self, plan)
         start = self.now
         self.now += self.clock.step_time(works, measured)
         newly_done = self._advance(works, sampled, start)
@@ -224,6 +206,8 @@ class Run:
             self.kv_used_tokens = self._running_context()
         self.num_done += len(newly_done)
         self.loop_s += time.perf_counter() - t_loop
+        for h in hooks:
+            h.recorded(self, plan, rec)
         return rec
 
     _block_fields: dict = {}  # the paged layout's StepRecord fields of the step being recorded (none for slabs)
