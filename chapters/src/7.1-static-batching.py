@@ -95,13 +95,10 @@ replay = dry.run("chapter-7.1-finisher", "static", batch_size=32, workload_knobs
                  progress=False)  # the same requests, no model
 
 
-def composition(trace):
-    return [[(w.slot, w.request_id, w.phase, w.tokens, w.padding) for w in s.works] for s in trace.steps]
-
 # %%
 # NBVAL_CHECK_OUTPUT
 say("7.1.real_run", long=LONG, steps=len(real.steps), wasted=real.metrics()["wasted_decode_tokens"])
-say("7.1.dry_same", same=composition(real) == composition(replay))
+say("7.1.dry_same", same=ab.schedule(real) == ab.schedule(replay))
 
 # %% [markdown]
 # The replay agrees step for step with the real model, so the chapter-scale numbers below come from dry runs.

@@ -103,17 +103,16 @@ print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 # newcomer's first step.
 
 # %%
-first_chunk = next(s.index for s in ch.steps if any(w.request_id == "long" for w in s.works))
+first_chunk = ch.timeline("long").first_step
 tw.show(ch, k=first_chunk, views=("composition",))  # live, at the newcomer's first chunk
 
 # %%
-arrival = next(s.index for s in pf.steps if any(w.request_id == "long" for w in s.works))
+arrival = pf.timeline("long").first_step
 fig, ax = plt.subplots(3, 2, figsize=(9, 8.4))
 shown = ("prefill-first", "forced-20", "chunked-512")
 for row, name in zip(ax, shown):
     tr = traces[name]
-    first = next(s.index for s in tr.steps if any(w.request_id == "long" for w in s.works))
-    plot_composition(row[0], row[1], tr, first)  # cursor at the newcomer's first computed step
+    plot_composition(row[0], row[1], tr, tr.timeline("long").first_step)  # cursor at the newcomer's first computed step
     for a in row:
         a.set_xlim(max(0, arrival - 5), arrival + 40)
     row[0].set_title(t("7.3.fig.tokens_per_step", name=label[name]), fontsize=9)
@@ -223,8 +222,7 @@ waits = (0, 5, 20, 50, 100, 200, math.inf)
 bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
 say("7.3.chunks.head")
 for c, tr in sweep.items():
-    k = sum(any(w.request_id == "long" and w.phase == "prefill" for w in s.works)
-            for s in tr.steps)
+    k = len(tr.timeline("long").chunks)
     print(f"{c:6d} {k:19d} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
 best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
 say("7.3.chunks.best", best=best)

@@ -235,14 +235,14 @@ fig, ax = plt.subplots(figsize=(9, 3.2), layout="constrained")
 ax.stackplot(steps, used - waste / bs, waste / bs, free, step="post",
              colors=[PALETTE["kv_used"], PALETTE["wasted"], PALETTE["kv_reserved"]],
              labels=[t("7.4.blocks.fig.filled"), t("7.4.blocks.fig.waste"), t("7.4.blocks.fig.free")])
-hit = [s.index for s in long_runs["paged"].steps if s.preempted]
+hit = np.flatnonzero(long_runs["paged"].step_arrays().preempted)
 ax.plot(hit, np.full(len(hit), long_runs["paged"].num_blocks * 1.02), "v", ms=4, color=PALETTE["accent"],
         label=t("7.4.blocks.fig.preempted"))
 ax.set(xlabel=t("7.4.blocks.fig.step"), ylabel=t("7.4.blocks.fig.blocks"), title=t("7.4.blocks.fig.title"))
 ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);
 
 # %%
-tw.show(long_runs["paged"], k=hit[0] if hit else 0, views=("timeline", "blocks"))
+tw.show(long_runs["paged"], k=int(hit[0]) if len(hit) else 0, views=("timeline", "blocks"))
 
 # %% [markdown]
 # Blocks holding tokens fill the pool; the free band shrinks to nothing where the markers sit. The internal

@@ -95,7 +95,7 @@ its = token_iterations(static)
 say("7.5.any.figure")
 say("7.5.any.engine", s3=its["S3"], until=iterations(static, "S3")[-1],
     thrown=iterations(static, "S3", "wasted"), s2_last=its["S2"][-1])
-slot = {w.request_id: w.slot for s in cont.steps for w in s.works}
+slot = dict(zip(cont.request_arrays().ids, cont.request_arrays().slot.tolist()))
 say("7.5.any.engine_cont")
 for r in ("S5", "S6", "S7"):
     was = next(o for o in ("S1", "S2", "S3", "S4") if slot[o] == slot[r])

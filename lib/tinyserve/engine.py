@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import threads
-from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_dtype
+from .core.config import GPTConfig, RunConfig, check_dtype
 from .core.policies import Policy, policy_for
 from .core.request import check_requests  # noqa: F401  (re-exported: the old engine names)
 from .core.workloads import Workload, resolve_workload
 from .cost.clock import make_clock
-from .errors import TinyserveError
 from .loop import PROGRESS_DELAY_S, Run, StepHook, gc_paused  # noqa: F401  (re-exported)
 from .trace.record import Trace
 
@@ -67,15 +66,11 @@ class Engine:
         knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
                  "max_batch_tokens": max_batch_tokens, "prefill_first": prefill_first,
                  "max_waiting_steps": max_waiting_steps}
-        if isinstance(policy, Policy):  # its own fields are its knobs (checked when the run binds it)
-            given = [k for k, v in knobs.items() if v is not None]
-            if given:
-                raise TinyserveError(f"{given[0]}: set it on the {type(policy).__name__} object "
-                                     "(knobs apply to a policy given by name)")
-            knobs = {}
-        rc = RunConfig(POLICY_OBJECT if isinstance(policy, Policy) else policy, **knobs, clock=clock, hardware=hardware,
-                       kv_budget=kv_budget, max_model_len=max_model_len, dry_run=dry_run, seed=seed,
-                       workload_knobs=workload_knobs, slab=slab, kv_layout=kv_layout, block_size=block_size)
+        run_knobs = {"clock": clock, "hardware": hardware, "kv_budget": kv_budget, "max_model_len": max_model_len,
+                     "dry_run": dry_run, "seed": seed, "workload_knobs": workload_knobs, "slab": slab,
+                     "kv_layout": kv_layout, "block_size": block_size}
+        rc = (RunConfig.for_object(type(policy).__name__, knobs, **run_knobs) if isinstance(policy, Policy)
+              else RunConfig(policy, **knobs, **run_knobs))
         return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None, hooks)
 
     def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None,

@@ -40,7 +40,8 @@ class StepHook:
         """Arrivals are queued (run.policy.waiting) and the policy is about to plan."""
 
     def planned(self, run: Run, plan: Plan) -> None:
-        """The plan of a step with works, before the runner executes them."""
+        """Every plan the policy returns, empty ones too, before the loop reads it (so a check can refuse a malformed
+        one in its own words) and before the runner executes its works."""
 
     def executed(self, run: Run, plan: Plan) -> None:
         """Right after the runner returned (nothing else ran in between); never on a dry run."""
@@ -166,6 +167,8 @@ class Run:
         for h in hooks:
             h.before_plan(self)
         plan = self.policy.plan(self.now, more_coming=bool(self.pending))
+        for h in hooks:
+            h.planned(self, plan)
         works = plan.works
         if not works:
             events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s) if t is not None]
@@ -177,8 +180,6 @@ class Run:
                 raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")
             self.now = min(events)  # idle until the next arrival or timeout: jumped, never slept (either clock)
             return None
-        for h in hooks:
-            h.planned(self, plan)
         sampled: list[int] = []
         measured = None
         if not self.dry_run:

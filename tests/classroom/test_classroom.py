@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tinyserve.classroom import checks
+from tinyserve.classroom import checks, harness
 from tinyserve.classroom.check import EXERCISES
 from tinyserve.classroom.generate import GenerateError, exercise_text, make_exercise, stub_source
-from tinyserve.policies import ContinuousBatching, Plan, Policy, decode_work
-from tinyserve.requests import Work
+from tinyserve.core.policies import ContinuousBatching, Plan, Policy, decode_work
+from tinyserve.core.request import Work
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "chapters" / "solutions").glob("*.ipynb"))
@@ -28,7 +28,7 @@ nbformat = pytest.importorskip("nbformat")
 def fixed_seeds(monkeypatch, torch_one_thread):
     """Seeds 1, 2, 3, ... instead of fresh ones, so a test sees the same workloads every time."""
     counter = itertools.count(1)
-    monkeypatch.setattr(checks, "fresh_seed", lambda: next(counter))
+    monkeypatch.setattr(harness, "fresh_seed", lambda: next(counter))
 
 
 def fails(check, answer, *fragments: str) -> str:
@@ -405,8 +405,8 @@ def test_asking_the_engine_for_a_numeric_answer_is_reported():
     import tinyserve
 
     def wrong(lens):
-        from tinyserve.requests import Request
-        from tinyserve.workloads import make_prompt
+        from tinyserve.core.request import Request
+        from tinyserve.core.workloads import make_prompt
         reqs = [Request(f"r{i}", make_prompt(n), 1, ignore_eos=True) for i, n in enumerate(lens)]
         return tinyserve.run(reqs, "static", batch_size=len(lens), progress=False).metrics()["padding_tokens"]
     fails(checks.padding_tokens, wrong, "INTEGRITY", "engine")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import tinyserve
-from tinyserve.classroom import checks
+from tinyserve.classroom import checks, harness
 from tinyserve.classroom.generate import exercise_text
 from tinyserve.classroom.runner import execute
 
@@ -34,7 +34,7 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
 def english_after(monkeypatch, torch_one_thread):
     """Fixed seeds (1, 2, ...), and the language back to English after each test."""
     counter = itertools.count(1)
-    monkeypatch.setattr(checks, "fresh_seed", lambda: next(counter))
+    monkeypatch.setattr(harness, "fresh_seed", lambda: next(counter))
     yield
     tinyserve.set_language("en")
 

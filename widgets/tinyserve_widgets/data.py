@@ -412,8 +412,8 @@ def blocks_at(trace: Trace, k: int) -> dict[str, int]:
         return {"used": 0, "free": trace.num_blocks, "waste": 0, "preempted": 0, "recomputed": 0}
     k = clamp_step(trace, k)
     s = trace.steps[k]
-    counts = trace.cached("preempt_totals", lambda: (
-        np.cumsum([len(x.preempted) for x in trace.steps]), np.cumsum([x.recomputed_tokens for x in trace.steps])))
+    sa = trace.step_arrays()
+    counts = trace.cached("preempt_totals", lambda: (np.cumsum(sa.preempted), np.cumsum(sa.recomputed_tokens)))
     return {"used": s.blocks_used, "free": s.blocks_free, "waste": s.block_waste, "preempted": int(counts[0][k]),
             "recomputed": int(counts[1][k])}
 

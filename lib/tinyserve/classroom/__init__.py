@@ -1,6 +1,7 @@
 """Classroom exercises for Chapter 7: checkers, the exercise generator, the learner's self-check, the grader.
 
     checks.py     what a check cell calls: runs the learner's answer on the real engine beside the reference
+                  (the work by job: integrity.py, plans.py, harness.py, checks_7_1.py ... checks_7_4.py)
     text.py       every word a learner or an instructor reads from these tools, in one table (to translate)
     generate.py   chapters/solutions/*.ipynb -> chapters/exercises/*.ipynb (what nbgrader's generate_assignment makes)
     check.py      python -m tinyserve.classroom.check NOTEBOOK  (correct / wrong / not attempted, per answer)

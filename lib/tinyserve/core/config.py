@@ -178,6 +178,16 @@ class RunConfig:
         if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
             raise TinyserveError(t("engine.knob.workload_knobs", value=self.workload_knobs))
 
+    @classmethod
+    def for_object(cls, class_name: str, policy_knobs: dict, **run_knobs) -> RunConfig:
+        """The config of a run given a policy object (its own fields are its knobs: check_policy_object), refusing
+        policy knobs given beside it."""
+        given = [k for k, v in policy_knobs.items() if v is not None]
+        if given:
+            raise TinyserveError(f"{given[0]}: set it on the {class_name} object "
+                                 "(knobs apply to a policy given by name)")
+        return cls(POLICY_OBJECT, **run_knobs)
+
     def context_limit(self, n_positions: int) -> int:
         """The longest sequence a run admits: max_model_len if given (at most the model's context), else the context."""
         m = self.max_model_len

@@ -62,6 +62,8 @@ class StepArrays:
     prefill_works: np.ndarray  # requests that ran a prefill chunk
     max_itl_s: np.ndarray  # the longest inter-token gap among the decode tokens of this step (nan: none)
     max_ttft_s: np.ndarray  # the longest time-to-first-token among first tokens of this step (nan: none)
+    preempted: np.ndarray  # requests preempted while this step was planned (paged layout; 0 for slabs)
+    recomputed_tokens: np.ndarray  # prefill tokens this step computed again after a preemption
 
 
 @dataclass
@@ -247,7 +249,9 @@ def _step_arrays(tr: TraceLike) -> StepArrays:
         kv_reserved_bytes=_step_column(tr, "kv_reserved_bytes", np.int64),
         kv_used_bytes=_step_column(tr, "kv_used_bytes", np.int64),
         prefill_works=per_step(np.ones(len(wt.step), dtype=np.int64), prefill),
-        max_itl_s=max_per_step(wt.token & ~wt.first_token), max_ttft_s=max_per_step(wt.first_token))
+        max_itl_s=max_per_step(wt.token & ~wt.first_token), max_ttft_s=max_per_step(wt.first_token),
+        preempted=np.fromiter((len(s.preempted) for s in tr.steps), dtype=np.int64, count=n),
+        recomputed_tokens=_step_column(tr, "recomputed_tokens", np.int64))
 
 
 def _block_usage(tr: TraceLike) -> BlockUsage:
