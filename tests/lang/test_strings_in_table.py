@@ -26,7 +26,8 @@ SHOWN_AS = {"label", "title", "name", "text", "xlabel", "ylabel", "description",
 TAGS = re.compile(r"<[^>]*>|%\{[^}]*\}|\{[^}]*\}")  # HTML markup and template fields are not words
 SOURCES = [*sorted((ROOT / "widgets" / "tinyserve_widgets").glob("*.py")),
            ROOT / "lib" / "tinyserve" / "analysis" / "figures.py",
-           ROOT / "lib" / "tinyserve" / "classroom" / "checks.py"]
+           *sorted((ROOT / "lib" / "tinyserve" / "classroom").glob("checks*.py")),
+           *(ROOT / "lib" / "tinyserve" / "classroom" / f"{m}.py" for m in ("harness", "integrity", "plans"))]
 
 
 def code_cells() -> dict[str, str]:
