@@ -1,17 +1,48 @@
-"""The README's one test command (`python -m pytest -q`) runs, in this order: the fast unit tests (tests/),
-the notebooks under nbval in lax mode (chapters/, widgets/demo.ipynb; chapters/exercises/ is left out by
-chapters/conftest.py), then the real-browser tests (tests/browser/, marker `browser`), the slowest."""
+"""The README's full run (`python -m pytest -q -n 2`) runs, in this order: the unit tests (tests/), the notebooks
+under nbval in lax mode (chapters/, widgets/demo.ipynb; chapters/exercises/ is left out by chapters/conftest.py),
+then the real-browser tests (tests/browser/, marker `browser`), the slowest. Without -n the same order, serially."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from xdist.remote import Producer
+    from xdist.scheduler import LoadFileScheduling
+
 collect_ignore = ["tests/browser/placeholder.ipynb"]  # the browser harness's control page, not a lesson
+# each of these tests is one notebook page in JupyterLab: a work unit of its own under xdist (see below)
+BROWSER_PAGES = "tests/browser/test_notebooks_in_browser.py::"
 
 
-def _stage(item) -> int:
+def _stage(item: pytest.Item) -> int:
     if item.get_closest_marker("browser"):
         return 2
     return 1 if item.path.suffix == ".ipynb" else 0
 
 
-def pytest_collection_modifyitems(config, items) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Unit tests first, notebooks next, browser last (a stable sort keeps each notebook's cells in order)."""
     items.sort(key=_stage)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: ignored where it is not installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadFileScheduling | None:
+    """`-n N --dist loadfile`, with the workers taking files in the order above (not largest first).
+
+    A file stays on one worker (a notebook's cells share one kernel; a module's fixtures are built once), but
+    each browser page is a unit of its own: the pages come last, and a single unit of them all would leave
+    one worker running them alone. Each worker starts its own JupyterLab (tests/browser/conftest.py: a
+    session fixture on a free port, its own copy of the notebooks), so two pages never share a server.
+    """
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class PagesApart(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(BROWSER_PAGES) else super()._split_scope(nodeid)
+
+    config.option.loadscopereorder = False  # keep the stage order: unit, notebooks, browser
+    return PagesApart(config, log)
