@@ -89,7 +89,9 @@ def price(t: dict, hw: HardwarePreset) -> Price:
         calls_s += hw.gather_call_s * t["gathers"]
         copy_s = hw.kv_bytes_per_token * t["gathered"] / hw.gather_Bps if hw.gather_Bps else 0.0
         memory_s += copy_s
-    return Price(linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes, lin_flops, copy_s)
+    # tuple.__new__: Price(...) without the namedtuple's Python-level __new__ (a dry run prices every step)
+    return tuple.__new__(Price, (linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes,
+                                 lin_flops, copy_s))
 
 
 def total(parts: Price, hw: HardwarePreset) -> float:
