@@ -2,17 +2,26 @@
 
     OMP_NUM_THREADS=1 python chapters/build.py            # all notebooks: every src/7.*.py
     OMP_NUM_THREADS=1 python chapters/build.py 7.1 7.3    # some
-    python chapters/build.py --no-exec 7.2                # write without running (outputs empty)
+    python chapters/build.py --no-exec 7.2                # write without running (outputs empty, {glue} unfilled)
     OMP_NUM_THREADS=1 python chapters/build.py --lang zh-TW            # the 繁體中文 edition: chapters/zh-TW/
-    python chapters/build.py --lang zh-TW --skeleton 7.2  # start a translation: src/zh-TW/7.2-....py
+    python chapters/build.py --lang zh-TW --update 7.2    # merge 7.2's current English into its catalog
 
-Editions: the English source `src/7.x-NAME.py` is the only place code lives. A translation
-`src/zh-TW/7.x-NAME.py` holds only markdown cells, in the same order as the source's; the edition is the
-source with its markdown cells swapped for those and its one setup line `tinyserve.set_language("en")`
-changed to the edition's language, so the code cells are identical and nbval checks the same numbers. Every
-string a code cell prints or draws comes from tinyserve.lang. The exercises work the same way from
-`solutions/7.x-exercises.ipynb` (markdown cells swapped in order, metadata and cell ids kept, so a grader
-matches check cells across languages) into `zh-TW/solutions/`, and `zh-TW/exercises/` is generated from them.
+Editions: the English source `src/7.x-NAME.py` is the only place code and words live. A translation is a
+gettext catalog per notebook, `locale/zh_TW/7.x-NAME.po` (editions.py): every English markdown block looked up
+there by its text; the edition is the source with each block swapped for its translation and its one setup line
+`tinyserve.set_language("en")` changed to the edition's language, so the code cells are identical and nbval
+checks the same numbers. A block with no entry, or an untranslated or fuzzy one, stops the build naming the
+notebook, the catalog and the block; `--update` merges the current English in for the translator (new blocks
+untranslated, changed ones fuzzy, vanished ones obsolete). Every string a code cell prints or draws comes from
+tinyserve.lang. The exercises work the same way from `solutions/7.x-exercises.ipynb` (metadata and cell ids
+kept, so a grader matches check cells across languages) into `zh-TW/solutions/`, and `zh-TW/exercises/` is
+generated from them.
+
+Glue: prose writes {glue}`name` where a value computed by the notebook's code goes, and the code records it with
+tinyserve.lang.glue.glue(name, value, fmt). The kernel runs with $TINYSERVE_GLUE_FILE set; after the run every
+{glue}`name` of the notebook's markdown is filled from what its code recorded (each edition from its own kernel,
+so a glued word is in the edition's language). A name no cell recorded stops the build naming it. --no-exec
+leaves the roles as they are.
 
 A source is a plain Python file in "percent" format: `# %% [markdown]` starts a markdown cell (its lines are
 comment lines "# ..."), `# %%` starts a code cell. Notebooks are executed with nbclient in the chapters/
@@ -21,9 +30,11 @@ are stripped so the committed files stay small and diff cleanly. The run time of
 """
 from __future__ import annotations
 
+import os
 import re
 import resource
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +42,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+
+import editions
+from tinyserve.lang.glue import ENV as GLUE_ENV, recorded
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
@@ -40,7 +54,7 @@ EDITIONS = ("zh-TW",)
 
 
 class EditionError(Exception):
-    """A translation that does not line up with its source."""
+    """A notebook that cannot be built as asked: its setup line, its catalog, a glue name; the message names it."""
 
 
 def parse(text: str) -> list:
@@ -79,24 +93,29 @@ def clean(nb, keep_ids: bool = False) -> None:
         nb.nbformat, nb.nbformat_minor = 4, 4
 
 
-def translate(cells: list, lang: str, text: str, where: str) -> None:
-    """Swap the markdown cells' text for the translation's (same count, same order) and set the language."""
-    mine = [c for c in parse(text) if c.cell_type == "markdown"]
-    theirs = [c for c in cells if c.cell_type == "markdown"]
-    if len(mine) != len(theirs):
-        raise EditionError(f"{where}: {len(mine)} markdown cells, the source has {len(theirs)}")
-    for c, m in zip(theirs, mine):
-        c.source = m.source
+def translate(cells: list, stem: str, lang: str) -> None:
+    """Swap the markdown for the edition's (from its catalog, block by block) and set the language."""
+    try:
+        editions.render(cells, stem, lang)
+    except editions.CatalogError as e:
+        raise EditionError(str(e)) from None
     setups = [c for c in cells if c.cell_type == "code" and SETUP in c.source.split("\n")]
     if len(setups) != 1:
-        raise EditionError(f"{where}: the source needs exactly one line `{SETUP}`, found {len(setups)}")
+        raise EditionError(f"{stem}: the source needs exactly one line `{SETUP}`, found {len(setups)}")
     setups[0].source = setups[0].source.replace(SETUP, SETUP.replace('"en"', f'"{lang}"'))
 
 
-def skeleton(cells: list) -> str:
-    """A translation file to start from: the source's markdown cells, in order."""
-    return "\n\n".join("# %% [markdown]\n" + "\n".join(("# " + ln).rstrip() for ln in c.source.splitlines())
-                       for c in cells if c.cell_type == "markdown") + "\n"
+def fill_glue(nb, stem: str, values: dict[str, str]) -> None:
+    """Put each recorded value where the markdown says {glue}`name`; EditionError naming a name nobody recorded."""
+    missing = sorted({n for c in nb.cells if c.cell_type == "markdown" for n in editions.glue_names(c.source)}
+                     - values.keys())
+    if missing:
+        raise EditionError(f"{stem}: {{glue}}`{missing[0]}` is in the text but no cell recorded it"
+                           + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
+                           + "; record it with tinyserve.lang.glue.glue(name, value)")
+    for c in nb.cells:
+        if c.cell_type == "markdown":
+            c.source = editions.GLUE.sub(lambda m: values[m.group(1)], c.source)
 
 
 def build(src: Path, execute: bool = True, lang: str = "en") -> float:
@@ -105,7 +124,7 @@ def build(src: Path, execute: bool = True, lang: str = "en") -> float:
     nb.cells = parse(src.read_text(encoding="utf-8"))
     out_dir = HERE
     if lang != "en":
-        translate(nb.cells, lang, (SRC / lang / src.name).read_text(encoding="utf-8"), f"src/{lang}/{src.name}")
+        translate(nb.cells, src.stem, lang)
         out_dir = HERE / lang
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata["language_info"] = {"name": "python"}
@@ -113,10 +132,9 @@ def build(src: Path, execute: bool = True, lang: str = "en") -> float:
 
 
 def build_solution(path: Path, lang: str, execute: bool = True) -> float:
-    """Write chapters/<lang>/solutions/<name>.ipynb from the English solution and src/<lang>/<name>.py."""
+    """Write chapters/<lang>/solutions/<name>.ipynb from the English solution and locale/<lang>/<name>.po."""
     nb = nbformat.read(path, as_version=4)
-    translate(nb.cells, lang, (SRC / lang / f"{path.stem}.py").read_text(encoding="utf-8"),
-              f"src/{lang}/{path.stem}.py")
+    translate(nb.cells, path.stem, lang)
     return run_and_write(nb, path.stem, HERE / lang / "solutions", execute, keep_ids=True)
 
 
@@ -126,11 +144,18 @@ def run_and_write(nb, stem: str, out_dir: Path, execute: bool, keep_ids: bool = 
     t0 = time.perf_counter()
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if execute:
+        fd, glue_file = tempfile.mkstemp(prefix=f"{stem}-glue-", suffix=".json")
+        os.close(fd)
+        os.environ[GLUE_ENV] = glue_file  # the kernel inherits it: its glue() calls record there
         try:
             NotebookClient(nb, timeout=600, kernel_name="python3",
                            resources={"metadata": {"path": str(out_dir)}}).execute()
-        except CellExecutionError as e:  # keep the partial notebook to look at; report and go on
+            fill_glue(nb, stem, recorded(Path(glue_file)))
+        except CellExecutionError as e:  # keep the partial notebook to look at ({glue} unfilled); go on
             print(f"{stem}: FAILED\n{str(e)[-3000:]}", file=sys.stderr)
+        finally:
+            os.environ.pop(GLUE_ENV, None)
+            Path(glue_file).unlink(missing_ok=True)
     took = time.perf_counter() - t0
     slow = []
     for i, c in enumerate(nb.cells):
@@ -154,49 +179,37 @@ def main(argv: list[str]) -> None:
     if {"-h", "--help"} & set(argv):
         print(__doc__)
         return
-    unknown = [a for a in argv if a.startswith("-") and a not in ("--no-exec", "--lang", "--skeleton")]
+    unknown = [a for a in argv if a.startswith("-") and a not in ("--no-exec", "--lang", "--update")]
     if unknown:
-        sys.exit(f"build.py: unknown option {unknown[0]} (options: --no-exec, --lang CODE, --skeleton; -h for help)")
+        sys.exit(f"build.py: unknown option {unknown[0]} (options: --no-exec, --lang CODE, --update; -h for help)")
     execute = "--no-exec" not in argv
     lang = argv[argv.index("--lang") + 1] if "--lang" in argv else "en"
     if lang != "en" and lang not in EDITIONS:
         sys.exit(f"build.py: unknown edition {lang!r}; available: en, {', '.join(EDITIONS)}")
+    if "--update" in argv and lang == "en":
+        sys.exit("build.py: --update merges the English into an edition's catalogs: name it (--lang zh-TW)")
     wanted = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--lang")]
     srcs = sorted(SRC.glob("7.*.py"))
     sols = sorted((HERE / "solutions").glob("7.*.ipynb")) if lang != "en" else []
     if wanted:  # "7.2" names the chapter notebook; "7.2-exercises" (or "exercises") its exercises
         srcs = [s for s in srcs if any(s.stem.startswith(w) for w in wanted if "exercises" not in w)]
         sols = [s for s in sols if any(s.stem.startswith(w) or w == "exercises" for w in wanted if "exercises" in w)]
-    if "--skeleton" in argv:
+    try:
+        if "--update" in argv:
+            for s in [*srcs, *sols]:
+                print(editions.update(s.stem, lang))
+            return
         for s in srcs:
-            cells = parse(s.read_text(encoding="utf-8"))
-            _write_new(SRC / lang / s.name, skeleton(cells))
+            took = build(s, execute, lang)
+            print(f"{lang}/{s.stem}.ipynb  {took:5.1f} s", flush=True)
         for s in sols:
-            _write_new(SRC / lang / f"{s.stem}.py", skeleton(nbformat.read(s, as_version=4).cells))
-        return
-    for s in srcs:
-        took = build(s, execute, lang)
-        print(f"{lang}/{s.stem}.ipynb  {took:5.1f} s", flush=True)
-    built = 0
-    for s in sols:
-        if not (SRC / lang / f"{s.stem}.py").exists():
-            print(f"{lang}/solutions/{s.stem}.ipynb: no translation yet (src/{lang}/{s.stem}.py)", file=sys.stderr)
-            continue
-        took = build_solution(s, lang, execute)
-        built += 1
-        print(f"{lang}/solutions/{s.stem}.ipynb  {took:5.1f} s", flush=True)
-    if built:  # the handed-out notebooks of this edition, as generate makes the English ones
+            took = build_solution(s, lang, execute)
+            print(f"{lang}/solutions/{s.stem}.ipynb  {took:5.1f} s", flush=True)
+    except (EditionError, editions.CatalogError) as e:
+        sys.exit(f"build.py: {e}")
+    if sols:  # the handed-out notebooks of this edition, as generate makes the English ones
         from tinyserve.classroom import generate
         generate.main(["--solutions", str(HERE / lang / "solutions"), "--exercises", str(HERE / lang / "exercises")])
-
-
-def _write_new(path: Path, text: str) -> None:
-    if path.exists():
-        print(f"{path} exists; not overwritten", file=sys.stderr)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

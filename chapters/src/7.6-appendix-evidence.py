@@ -21,6 +21,7 @@ from tinyserve.core.workloads import get_workload
 from tinyserve.cost.presets import get_preset, list_presets
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t, wrap
+from tinyserve.lang.glue import glue
 from tinyserve.tools.validate import format_table, goals_met, load_table
 
 tinyserve.set_language("en")
@@ -76,21 +77,30 @@ saved = load_table()
 ok = goals_met(saved["rows"])
 say("7.6.measured", date=saved["date"], device=saved["device"], threads=saved["threads"], torch=saved["torch"])
 say("7.6.goals", total=ok["total_within_10pct"], step=ok["step_median_within_15pct"], runs=ok["runs"])
+# what the text below says of this table, taken from it: the worst total (which run, by how much, which way)
+# and the worst typical step
+worst = max(saved["rows"], key=lambda r: abs(r["error_pct"]))
+glue("worst_total_workload", worst["workload"], "`{}`")
+glue("worst_total_policy", worst["policy"] + (" (paged)" if worst.get("kv_layout") == "paged" else ""), "`{}`")
+glue("worst_total_pct", abs(worst["error_pct"]), "{:.1f}")
+glue("worst_total_side", t("7.6.worst.low") if worst["error_pct"] < 0 else t("7.6.worst.high"))
+glue("worst_step_pct", max(r["step_median_error_pct"] for r in saved["rows"]), "{:.1f}")
 Markdown(format_table(saved["rows"]))
 
 # %% [markdown]
-# Read it honestly. Every total lands within 10% of what was measured (the worst, 7.3's long prompt under
-# continuous batching, 9.7% low), and the typical step within 15% on every run (the worst 11.7%). The margins
-# are thinnest where a step follows something big: 7.1's padding workload has sixteen steps, most of them the
-# decodes just after a 4,000-token prefill, which find the CPU's caches flushed and run slower than their settled
-# time; no price of a single step can know what ran before it, and an earlier fit on a noisier hour missed those
-# steps by 17-23%. The rows marked (paged) ran with 7.4's paged KV layout. On this CPU the engine first copies
-# each decode group's keys and values out of the block pool, which makes a paged run take up to 1.6 times the
-# slab run here, and the model prices that copy by the bytes it moves (fitted on paged steps). A run's KV memory
-# is written once before its first step, so the operating system's one-time zeroing of it counts in no step.
-# This CPU's speed also drifts by several percent over minutes. That is plenty for this chapter, whose effects
-# are factors (static against continuous batching: several times), not percents. Exact milliseconds for real
-# hardware would need a calibration on it (`tinyserve calibrate` runs on a GPU too).
+# Read it honestly. Every total lands within 10% of what was measured (the worst, {glue}`worst_total_workload`
+# under {glue}`worst_total_policy`, {glue}`worst_total_pct`% {glue}`worst_total_side`), and the typical step within
+# 15% on every run (the worst {glue}`worst_step_pct`%). Steps that follow something big are hard to price: 7.1's
+# padding workload has sixteen steps, most of them the decodes just after a 4,000-token prefill, which find the
+# CPU's caches flushed and run slower than their settled time; no price of a single step can know what ran before
+# it, and an earlier fit on a noisier hour missed those steps by 17-23%. The rows marked (paged) ran with 7.4's
+# paged KV layout. On this CPU the engine first copies each decode group's keys and values out of the block pool,
+# which makes a paged run take up to 1.6 times the slab run here, and the model prices that copy by the bytes it
+# moves (fitted on paged steps). A run's KV memory is written once before its first step, so the operating system's
+# one-time zeroing of it counts in no step. This CPU's speed also drifts by several percent over minutes. That is
+# plenty for this chapter, whose effects are factors (static against continuous batching: several times), not
+# percents. Exact milliseconds for real hardware would need a calibration on it (`tinyserve calibrate` runs on a
+# GPU too).
 
 # %% [markdown]
 # ## 3. The stall bound of chunked prefill

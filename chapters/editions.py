@@ -1,0 +1,306 @@
+"""The translated editions' words: one gettext catalog per notebook, keyed by the English markdown blocks.
+
+    chapters/locale/zh_TW/<stem>.po    msgid = one English block, msgstr = its 繁體中文 (stem: "7.1-static-batching",
+                                       "7.1-exercises")
+
+A block is what a blank line separates in a markdown cell: a prose paragraph, a heading, a list, a table, a
+code fence. Both sides are stored unwrapped: the hard line breaks inside a paragraph or a list item are joined
+(by a space, or by nothing between two CJK characters, where a break drew as a stray space), while headings,
+list items, table rows and fences keep their lines. The English comes from chapters/src/<stem>.py (the lessons)
+or chapters/solutions/<stem>.ipynb (the exercises), freshly extracted each time, so a changed English block finds
+no entry and the build and the tests stop until its translation is reviewed. Read and written with Babel;
+Babel's parser accepts some broken lines (a string that lost its closing quote vanishes), so every line is
+checked first and an error names the file and the line.
+"""
+from __future__ import annotations
+
+import io
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOCALE = HERE / "locale"
+FOLDERS = {"zh-TW": "zh_TW"}  # an edition -> its catalogs' folder (gettext's locale name)
+GLUE = re.compile(r"\{glue\}`([^`]+)`")  # MyST-NB's role: a value the notebook's code recorded (tinyserve.lang.glue)
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")  # and CJK punctuation
+FENCE = re.compile(r"\s*(```|~~~)")
+# a line that starts a line of its own in an unwrapped block: a heading, a list item, a table row, a fence
+OWN_LINE = re.compile(r"\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||```|~~~)")
+# a line of a .po file: blank, a comment, or an optional keyword and one complete "..." string
+PO_LINE = re.compile(r'\s*(#[^~].*|#)?'
+                     r'|\s*(#~\s*)?(msgctxt|msgid|msgid_plural|msgstr(\[\d+\])?)?\s*"(?:[^"\\]|\\.)*"\s*')
+
+
+NL = b"\n"
+
+
+class CatalogError(Exception):
+    """A catalog that cannot be read or does not cover its notebook; the message names the file (and line)."""
+
+
+# ----------------------------------------------------------------------------------------------- the blocks
+def blocks(markdown: str) -> list[str]:
+    """The blank-line separated blocks of a markdown cell, unwrapped (a code fence is one block, blank lines too)."""
+    out, cur, fenced = [], [], False
+    for line in markdown.split("\n"):
+        if FENCE.match(line):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(line)
+    if cur:
+        out.append(cur)
+    return [unwrap("\n".join(b)) for b in out]
+
+
+def unwrap(block: str) -> str:
+    """A block with its paragraphs' and list items' hard line breaks joined (headings, items, rows, fences kept)."""
+    if FENCE.match(block):
+        return block
+    lines: list[str] = []
+    for line in block.split("\n"):
+        if not lines or OWN_LINE.match(line) or OWN_LINE.match(lines[-1]) and not _item(lines[-1]):
+            lines.append(line.rstrip())
+        else:
+            prev, nxt = lines[-1].rstrip(), line.strip()
+            lines[-1] = prev + ("" if CJK.match(prev[-1:]) and CJK.match(nxt[:1]) else " ") + nxt
+    return "\n".join(lines)
+
+
+def _item(line: str) -> bool:
+    """A list item (its continuation lines join it), as opposed to a heading, row or fence (which stand alone)."""
+    return bool(re.match(r"\s*([-*+]|\d+[.)])\s", line))
+
+
+def glue_names(text: str) -> set[str]:
+    """The names of the {glue}`name` roles in a text."""
+    return set(GLUE.findall(text))
+
+
+# -------------------------------------------------------------------------------------------- the English
+def english_cells(stem: str, root: Path = HERE) -> list[str]:
+    """The markdown cells of an English notebook: src/<stem>.py (a lesson) or solutions/<stem>.ipynb (exercises)."""
+    src = root / "src" / f"{stem}.py"
+    if src.exists():
+        from build import parse
+        cells = parse(src.read_text(encoding="utf-8"))
+    else:
+        import nbformat
+        cells = nbformat.read(root / "solutions" / f"{stem}.ipynb", as_version=4).cells
+    return [c.source for c in cells if c.cell_type == "markdown"]
+
+
+def keys(cells: list[str]) -> list[list[tuple[str, str | None]]]:
+    """Per cell, per block, its catalog key (msgid, msgctxt): the n-th repeat of a block in a notebook may have
+    a translation of its own under msgctxt "n" (looked up there first, then without a context)."""
+    seen: dict[str, int] = {}
+    out = []
+    for cell in cells:
+        row = []
+        for b in blocks(cell):
+            seen[b] = seen.get(b, 0) + 1
+            row.append((b, str(seen[b]) if seen[b] > 1 else None))
+        out.append(row)
+    return out
+
+
+def notebooks(root: Path = HERE) -> list[str]:
+    """The stems of every notebook that has an edition: the lessons and the exercises."""
+    return sorted([p.stem for p in (root / "src").glob("7.*.py")]
+                  + [p.stem for p in (root / "solutions").glob("7.*.ipynb")])
+
+
+# ------------------------------------------------------------------------------------------ the catalogs
+def catalog_path(stem: str, lang: str, root: Path = HERE) -> Path:
+    """chapters/locale/<folder>/<stem>.po."""
+    return root / "locale" / FOLDERS[lang] / f"{stem}.po"
+
+
+def read(path: Path):
+    """The babel Catalog of a .po file; CatalogError("file:line: why") on a malformed one."""
+    from babel.messages.pofile import PoFileError, read_po
+
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CatalogError(f"{path}:{data[:e.start].count(NL) + 1}: not UTF-8") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not PO_LINE.fullmatch(line):
+            raise CatalogError(f"{path}:{n}: not a line of a PO file: {line[:60]!r}")
+    try:
+        catalog = read_po(io.StringIO(text), abort_invalid=True)
+    except PoFileError as e:  # its lineno counts from 0
+        raise CatalogError(f"{path}:{e.lineno + 1}: {str(e).rsplit(' on ', 1)[0]}") from None
+    for m in catalog:
+        _set_flags(m)
+        _take_previous(m)
+    return catalog
+
+
+def write(catalog, path: Path) -> None:
+    """Write a catalog unwrapped (width 0: an editor wraps for display), with fuzzy entries' old English."""
+    from babel.messages.pofile import write_po
+
+    out = io.BytesIO()
+    write_po(out, catalog, width=0, no_location=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_put_previous(out.getvalue().decode("utf-8"), catalog), encoding="utf-8")
+
+
+# Babel 2.19 reads a fuzzy entry's old English ("#| msgid ...", which Poedit shows beside the new) as a comment,
+# and writes it wrapped at 76 columns without quotes, which no reader parses back; so both are done here.
+def _take_previous(message) -> None:
+    """Move the "#| msgid" lines Babel read as comments into message.previous_id."""
+    from babel.messages.pofile import denormalize
+
+    lines = [c[1:].strip() for c in message.user_comments if c.startswith("|")]
+    if lines and lines[0].startswith("msgid "):
+        message.previous_id = [denormalize("\n".join([lines[0][6:], *lines[1:]]))]
+        message.user_comments = [c for c in message.user_comments if not c.startswith("|")]
+
+
+def _put_previous(text: str, catalog) -> str:
+    """Insert each fuzzy entry's old English as "#| msgid" lines above its msgctxt/msgid."""
+    from babel.messages.pofile import normalize
+
+    for m in catalog:
+        if m.id and m.fuzzy and m.previous_id:
+            head = f"msgid {normalize(m.id, width=0)}\n"
+            if m.context:
+                head = f"msgctxt {normalize(m.context, width=0)}\n" + head
+            prev = "".join(f"#| {ln}\n" for ln in f"msgid {normalize(m.previous_id[0], width=0)}".split("\n"))
+            text = text.replace("\n" + head, "\n" + prev + head, 1)
+    return text
+
+
+def new_catalog(stem: str, lang: str):
+    """An empty catalog for one notebook's edition, with a header Poedit and msgfmt read."""
+    from babel.messages.catalog import Catalog
+
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    catalog = Catalog(locale=FOLDERS[lang], domain=stem, project="tinyserve chapter 7", version=stem,
+                      language_team=f"{lang} (chapters/README.md)", fuzzy=False,
+                      creation_date=now, revision_date=now)
+    catalog.header_comment = (f"# {lang} edition of chapters/{stem}: one entry per English markdown block.\n"
+                              "# Keep every {glue}`name` as it is; chapters/README.md says how to edit and rebuild.")
+    return catalog
+
+
+def _set_flags(message) -> None:
+    """Flags set here, not guessed: Babel marks prose such as "within 10% of" python-format and `{"n": 20}`
+    python-brace-format, which markdown is not; a block with {glue} roles is flagged "glue" (keep its names)."""
+    if not message.id:
+        return
+    message.flags -= {"python-format", "python-brace-format"}
+    if glue_names(message.id):
+        message.flags.add("glue")
+    else:
+        message.flags.discard("glue")
+
+
+def template(stem: str, root: Path = HERE):
+    """The catalog of a notebook's English blocks, untranslated (what --update merges in)."""
+    from babel.messages.catalog import Catalog
+
+    catalog = Catalog(fuzzy=False)
+    for row in keys(english_cells(stem, root)):
+        for msgid, ctxt in row:
+            if ctxt is None:  # a repeat has its own entry only where its translation differs (a translator adds it)
+                _set_flags(catalog.add(msgid))
+    return catalog
+
+
+def update(stem: str, lang: str, root: Path = HERE) -> str:
+    """Merge the current English blocks into a notebook's catalog: new ones untranslated, changed ones fuzzy
+    (Babel's fuzzy matching, the old English kept as #| msgid), vanished ones obsolete (#~); a summary line."""
+    path = catalog_path(stem, lang, root)
+    catalog = read(path) if path.exists() else new_catalog(stem, lang)
+    before = {m.id: (m.string, m.fuzzy) for m in catalog if m.id}
+    # a repeat's own translation (msgctxt "n") is kept while the notebook still repeats the block that often
+    own = [m for m in catalog if m.id and m.context]
+    for m in own:
+        catalog.delete(m.id, context=m.context)
+    catalog.update(template(stem, root), update_creation_date=False)
+    wanted = {(b, c) for row in keys(english_cells(stem, root)) for b, c in row}
+    for m in own:
+        if (m.id, m.context) in wanted:
+            catalog[m.id] = m
+        else:
+            catalog.obsolete[(m.id, m.context)] = m
+    for m in catalog:
+        _set_flags(m)
+    after = {m.id: (m.string, m.fuzzy) for m in catalog if m.id}
+    new = sum(1 for k, (s, f) in after.items() if k not in before and not s)
+    fuzzy = sum(1 for k, (s, f) in after.items() if f and before.get(k) != (s, f))
+    if after != before or catalog.obsolete:
+        catalog.revision_date = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    write(catalog, path)
+    return (f"{path.relative_to(root.parent)}: {len(after)} entries, {new} new (untranslated), {fuzzy} fuzzy, "
+            f"{len(catalog.obsolete)} obsolete")
+
+
+def lookup(catalog, msgid: str, ctxt: str | None):
+    """The entry for a block (a repeat's own context first)."""
+    return (ctxt and catalog.get(msgid, ctxt)) or catalog.get(msgid)
+
+
+def render(cells: list, stem: str, lang: str, root: Path = HERE) -> None:
+    """Swap every markdown cell of a notebook for its translation, block by block; CatalogError naming the
+    notebook, the catalog and the block's first words where an entry is missing, untranslated or fuzzy."""
+    path = catalog_path(stem, lang, root)
+    if not path.exists():
+        raise CatalogError(f"{stem}: no catalog {path.relative_to(root.parent)} "
+                           f"(start one: python chapters/build.py --lang {lang} --update {stem})")
+    catalog, where = read(path), path.relative_to(root.parent)
+    md = [c for c in cells if c.cell_type == "markdown"]
+    for cell, row in zip(md, keys([c.source for c in md])):
+        out = []
+        for msgid, ctxt in row:
+            m = lookup(catalog, msgid, ctxt)
+            if m is None:
+                raise CatalogError(f"{stem}: {where}: no entry for {first_words(msgid)!r} (run: python "
+                                   f"chapters/build.py --lang {lang} --update {stem}, then translate it)")
+            if not m.string or m.fuzzy:
+                why, what = (("fuzzy", "review it, then remove the fuzzy mark") if m.string
+                             else ("untranslated", "translate it"))
+                raise CatalogError(f"{stem}: {where}:{m.lineno}: {why}: {first_words(msgid)!r} ({what})")
+            out.append(m.string)
+        cell.source = "\n\n".join(out)
+
+
+def first_words(text: str, n: int = 8) -> str:
+    """The first few words of a block, to name it in a message."""
+    words = text.split()
+    return " ".join(words[:n]) + (" ..." if len(words) > n else "")
+
+
+def problems(stem: str, lang: str, root: Path = HERE) -> list[str]:
+    """What keeps a catalog from rendering its notebook as it is now: an English block with no entry, an entry
+    for English the notebook no longer has, an untranslated or fuzzy entry, a {glue} name dropped or added."""
+    path = catalog_path(stem, lang, root)
+    where = str(path.relative_to(root.parent))
+    if not path.exists():
+        return [f"{where}: missing"]
+    catalog = read(path)
+    wanted = {(b, c) for row in keys(english_cells(stem, root)) for b, c in row}
+    out = [f"{where}: no entry for {first_words(b)!r}" for b in sorted({b for b, c in wanted if c is None})
+           if catalog.get(b) is None]
+    for m in catalog:
+        if not m.id:
+            continue
+        at = f"{where}:{m.lineno}"
+        if (m.id, m.context) not in wanted:
+            out.append(f"{at}: the English is not in {stem} (changed or removed): {first_words(m.id)!r}")
+        elif not m.string:
+            out.append(f"{at}: untranslated: {first_words(m.id)!r}")
+        elif m.fuzzy:
+            out.append(f"{at}: fuzzy (review it, then remove the fuzzy mark): {first_words(m.id)!r}")
+        elif glue_names(m.id) != glue_names(m.string):
+            out.append(f"{at}: {{glue}} names {sorted(glue_names(m.string))} in the translation, "
+                       f"{sorted(glue_names(m.id))} in the English: {first_words(m.id)!r}")
+    return out

@@ -1,0 +1,218 @@
+"""The notebooks' translation catalogs (chapters/locale/zh_TW/<notebook>.po) against the English as it is now.
+
+The English is extracted afresh from chapters/src/ and chapters/solutions/ on every run, so an English block that
+changed has no entry and fails here (and stops chapters/build.py) until a translator reviews its translation.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+CHAPTERS = Path(__file__).resolve().parents[2] / "chapters"
+sys.path.insert(0, str(CHAPTERS))
+try:
+    import build
+    import editions
+finally:
+    sys.path.remove(str(CHAPTERS))
+
+NOTEBOOKS = editions.notebooks()
+LANGS = sorted(editions.FOLDERS)
+STEM = "7.6-appendix-evidence"  # the copies below: a short lesson with {glue} roles
+
+
+def test_every_notebook_has_one_catalog_per_edition_and_every_catalog_a_notebook():
+    assert len(NOTEBOOKS) == 11  # the lessons 7.0-7.6 and the exercises of 7.1-7.4
+    for lang in LANGS:
+        have = sorted(p.stem for p in (CHAPTERS / "locale" / editions.FOLDERS[lang]).glob("*.po"))
+        assert have == NOTEBOOKS, lang
+    assert not (CHAPTERS / "src" / "zh-TW").exists()  # the catalogs replaced the translated sources
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_catalog_parses_and_declares_its_language(lang):
+    for stem in NOTEBOOKS:
+        catalog = editions.read(editions.catalog_path(stem, lang))
+        assert dict(catalog.mime_headers)["Language"] == editions.FOLDERS[lang], stem
+        assert len(catalog) > 5, stem
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_each_catalog_covers_its_notebooks_english_as_it_is_now(stem, lang):
+    """Every English block has a reviewed translation with the same {glue} names, and nothing else is there."""
+    assert editions.problems(stem, lang) == []
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_entries_are_stored_unwrapped_and_flagged_only_for_glue(lang):
+    """No hard line break inside a paragraph (the stray spaces between Chinese characters came from those), no
+    format flag guessed from prose ("10% of", `{"n": 20}`), "glue" exactly where a block has {glue} roles."""
+    stray = re.compile(r"[\u4e00-\u9fff] [\u4e00-\u9fff]")
+    for stem in NOTEBOOKS:
+        text = editions.catalog_path(stem, lang).read_text(encoding="utf-8")
+        assert "python-format" not in text and "python-brace-format" not in text, stem
+        for m in editions.read(editions.catalog_path(stem, lang)):
+            if not m.id:
+                continue
+            at = f"{stem}.po:{m.lineno}"
+            assert editions.blocks(m.id) == [m.id] and editions.blocks(m.string) == [m.string], at
+            assert not stray.search(m.string), at
+            assert ("glue" in m.flags) == bool(editions.glue_names(m.id)), at
+
+
+# ------------------------------------------------------------------------------------------------ blocks
+def test_blocks_are_unwrapped_by_the_rules():
+    md = ("# Title\n\nOne paragraph\nover two lines.\n\n中文的句子\n換行了，再接 `code`\n和英文 word\n中文。\n\n"
+          "* an item\n  that wraps\n* another\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n## Head\ntext right under\n\n"
+          "```python\nx = 1\n\ny = 2\n```")
+    assert editions.blocks(md) == [
+        "# Title", "One paragraph over two lines.", "中文的句子換行了，再接 `code` 和英文 word 中文。",
+        "* an item that wraps\n* another", "| a | b |\n|---|---|\n| 1 | 2 |", "## Head\ntext right under",
+        "```python\nx = 1\n\ny = 2\n```"]
+    assert editions.blocks("1. first\n2. second\n   continued") == ["1. first\n2. second continued"]
+    assert editions.blocks("*emphasis* at the start\nof a line") == ["*emphasis* at the start of a line"]
+
+
+# ------------------------------------------------------------------------ a changed English block, reviewed
+def copy_of(tmp_path: Path, stem: str = STEM, lang: str = "zh-TW") -> Path:
+    """A chapters/ folder holding one notebook's English source and its catalog."""
+    root = tmp_path / "chapters"
+    (root / "src").mkdir(parents=True)
+    shutil.copy(CHAPTERS / "src" / f"{stem}.py", root / "src")
+    po = editions.catalog_path(stem, lang, root)
+    po.parent.mkdir(parents=True)
+    shutil.copy(editions.catalog_path(stem, lang), po)
+    return root
+
+
+def render(root: Path, stem: str = STEM, lang: str = "zh-TW") -> list:
+    cells = build.parse((root / "src" / f"{stem}.py").read_text(encoding="utf-8"))
+    editions.render(cells, stem, lang, root)
+    return cells
+
+
+def test_changing_one_english_paragraph_fails_until_its_translation_is_reviewed(tmp_path):
+    root = copy_of(tmp_path)
+    src = root / "src" / f"{STEM}.py"
+    assert editions.problems(STEM, "zh-TW", root) == [] and render(root)
+    text = src.read_text(encoding="utf-8")
+    src.write_text(text.replace("# The bound is loose here", "# The bound is generous here"), encoding="utf-8")
+    found = editions.problems(STEM, "zh-TW", root)
+    assert len(found) == 2, found
+    assert "no entry for 'The bound is generous here" in found[0]
+    assert re.match(rf"chapters/locale/zh_TW/{STEM}\.po:\d+: the English is not in {STEM}", found[1])
+    with pytest.raises(editions.CatalogError, match=rf"{STEM}: chapters/locale/zh_TW/{STEM}\.po: no entry for "
+                                                    r"'The bound is generous here"):
+        render(root)
+
+    # the translator merges (build.py --update): the old translation comes back fuzzy, with the old English beside it
+    assert "1 fuzzy" in editions.update(STEM, "zh-TW", root)
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    assert '#| msgid "The bound is loose here' in po.read_text(encoding="utf-8")
+    assert "python-format" not in po.read_text(encoding="utf-8")  # Babel guesses it from "within 10% of"
+    found = editions.problems(STEM, "zh-TW", root)
+    assert len(found) == 1 and "fuzzy" in found[0] and "'The bound is generous here" in found[0]
+    with pytest.raises(editions.CatalogError, match=rf"{STEM}\.po:\d+: fuzzy: 'The bound is generous"):
+        render(root)
+
+    # reviewed: the fuzzy mark removed (as Poedit does), and the notebook renders again
+    catalog = editions.read(po)
+    for m in catalog:
+        m.flags.discard("fuzzy")
+    editions.write(catalog, po)
+    assert editions.problems(STEM, "zh-TW", root) == []
+    assert "#|" not in po.read_text(encoding="utf-8") and render(root)
+
+
+def test_update_adds_new_blocks_untranslated_and_keeps_vanished_ones_obsolete(tmp_path):
+    root = copy_of(tmp_path)
+    src = root / "src" / f"{STEM}.py"
+    text = src.read_text(encoding="utf-8")
+    gone = "# ## 3. The stall bound of chunked prefill\n#\n"
+    assert gone in text
+    src.write_text(text.replace(gone, "") + "\n# %% [markdown]\n# A brand new closing remark.\n", encoding="utf-8")
+    assert "1 new (untranslated), 0 fuzzy, 1 obsolete" in editions.update(STEM, "zh-TW", root)
+    po = editions.catalog_path(STEM, "zh-TW", root).read_text(encoding="utf-8")
+    assert 'msgid "A brand new closing remark."\nmsgstr ""' in po
+    assert '#~ msgid "## 3. The stall bound of chunked prefill"' in po
+    line = po[:po.index('msgid "A brand')].count("\n") + 1
+    assert editions.problems(STEM, "zh-TW", root) == [
+        f"chapters/locale/zh_TW/{STEM}.po:{line}: untranslated: 'A brand new closing remark.'"]
+    with pytest.raises(editions.CatalogError, match=r"untranslated: 'A brand new closing remark.' \(translate it\)"):
+        render(root)
+
+
+def test_a_block_repeated_with_another_translation_has_its_own_entry(tmp_path):
+    """The n-th repeat of an English block may be translated differently under msgctxt "n"; --update keeps it."""
+    root = copy_of(tmp_path)
+    src = root / "src" / f"{STEM}.py"
+    src.write_text(src.read_text(encoding="utf-8") + "\n# %% [markdown]\n# Read it honestly.\n\n"
+                   "# %% [markdown]\n# Read it honestly.\n", encoding="utf-8")
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    catalog = editions.read(po)
+    catalog.add("Read it honestly.", "老實地讀。")
+    catalog.add("Read it honestly.", "再老實地讀一次。", context="2")
+    editions.write(catalog, po)
+    assert editions.problems(STEM, "zh-TW", root) == []
+    assert [c.source for c in render(root)[-2:]] == ["老實地讀。", "再老實地讀一次。"]
+    assert "0 new (untranslated), 0 fuzzy, 0 obsolete" in editions.update(STEM, "zh-TW", root)
+    assert [c.source for c in render(root)[-2:]] == ["老實地讀。", "再老實地讀一次。"]
+    src.write_text(src.read_text(encoding="utf-8").rsplit("\n# %% [markdown]", 1)[0] + "\n", encoding="utf-8")
+    assert "1 obsolete" in editions.update(STEM, "zh-TW", root)  # repeated once no longer: its own entry goes
+    assert editions.problems(STEM, "zh-TW", root) == []
+
+
+def test_a_translation_that_drops_or_invents_a_glue_name_is_named_by_file_and_line(tmp_path):
+    root = copy_of(tmp_path)
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    text = po.read_text(encoding="utf-8")
+    assert text.count("（最差 {glue}`worst_step_pct`%）") == 1
+    po.write_text(text.replace("（最差 {glue}`worst_step_pct`%）", "（最差 {glue}`worst_step`%）"), encoding="utf-8")
+    [found] = editions.problems(STEM, "zh-TW", root)
+    text = po.read_text(encoding="utf-8")
+    line = text[:text.index("（最差 {glue}`worst_step`")].count("\n")  # the msgid's line, just above the msgstr
+    assert found.startswith(f"chapters/locale/zh_TW/{STEM}.po:{line}: {{glue}} names "), found
+    assert "'worst_step'" in found and "'worst_step_pct'" in found
+
+
+HEAD_EN, HEAD_ZH = 'msgid "## 1. How the presets were sourced"', 'msgstr "## 1. Preset 的數字從哪裡來"'
+
+
+@pytest.mark.parametrize("old, new, at, why", [
+    (HEAD_ZH, HEAD_ZH[:-1], HEAD_ZH[:-1], "not a line of a PO file"),  # a lost closing quote (Babel drops the entry)
+    (HEAD_EN, HEAD_EN.replace("msgid", "mgsid"), "mgsid", "not a line of a PO file"),
+    (HEAD_ZH + "\n", "", HEAD_EN, "missing msgstr for msgid"),
+])
+def test_a_malformed_catalog_is_named_by_file_and_line(tmp_path, old, new, at, why):
+    root = copy_of(tmp_path)
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    text = po.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    broken = text.replace(old, new)
+    po.write_text(broken, encoding="utf-8")
+    line = broken[:broken.index(at)].count("\n") + 1
+    with pytest.raises(editions.CatalogError, match=rf"^{re.escape(str(po))}:{line}: {why}"):
+        editions.read(po)
+
+
+def test_a_catalog_that_is_not_utf8_is_named_by_file_and_line(tmp_path):
+    root = copy_of(tmp_path)
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    data = po.read_bytes()
+    at = data.index(HEAD_ZH.encode())
+    po.write_bytes(data[:at] + b"\xff" + data[at:])
+    line = data[:at].count(b"\n") + 1
+    with pytest.raises(editions.CatalogError, match=rf"^{re.escape(str(po))}:{line}: not UTF-8"):
+        editions.read(po)
+
+
+def test_a_missing_catalog_stops_the_build_naming_the_notebook(tmp_path):
+    root = copy_of(tmp_path)
+    editions.catalog_path(STEM, "zh-TW", root).unlink()
+    with pytest.raises(editions.CatalogError, match=rf"{STEM}: no catalog chapters/locale/zh_TW/{STEM}\.po"):
+        render(root)
