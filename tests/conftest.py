@@ -8,6 +8,7 @@ silently missing test. Plain helpers live in helpers.py.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from tinyserve.model.gpt import TinyGPT
 
 TESTS = Path(__file__).parent
+# the CLI speaks the user's locale (tools/speak.py): the tests read its English word for word whatever LANG the
+# developer has (tests/tools/test_cli_locale.py sets the locale it checks itself)
+os.environ["TINYSERVE_LANG"] = "en"
 # Marked `slow`, so the quick tier (-m "not slow and not browser", README "Tests") leaves them to the full run:
 # each took over ~5 s (pytest --durations, one process, 2 busy cores) or starts a server, a grader or nbgrader.
 # A key is a file, file::test (every parametrization) or file::fixture (every test that uses it).

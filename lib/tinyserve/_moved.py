@@ -45,7 +45,7 @@ class _Alias(importlib.abc.Loader):
 
     def get_code(self, fullname: str):
         """For `python -m tinyserve.<old name>`: run the new module as __main__, in its own package."""
-        return compile(f"import runpy\nrunpy.run_module({self.new!r}, run_name='__main__', alter_sys=True)",
+        return compile(f"import runpy\nrunpy.run_module({self.new!r}, run_name='__main__', alter_sys=True)",  # words: ok (code)
                        f"<{fullname} is {self.new}>", "exec")
 
 

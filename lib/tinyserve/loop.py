@@ -100,7 +100,7 @@ class Run:
         self.preempted_once = False  # paged: a request has been preempted (so some prefills are recomputes)
         limit = config.context_limit(model.n_positions)
         check_requests(requests, model.vocab_size, limit,
-                       'max_model_len' if config.max_model_len else 'the context', self.dry_run)
+                       'max_model_len' if config.max_model_len else 'the context', self.dry_run)  # words: ok (a name check_requests compares)
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)
         self.paged = config.kv_layout == "paged"
@@ -174,10 +174,10 @@ class Run:
             events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s) if t is not None]
             if not events:
                 if not self.done:
-                    raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # a bug
+                    raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
                 return None
             if min(events) <= self.now:
-                raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")
+                raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")  # words: ok (a bug)
             self.now = min(events)  # idle until the next arrival or timeout: jumped, never slept (either clock)
             return None
         sampled: list[int] = []

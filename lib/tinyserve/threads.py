@@ -61,8 +61,9 @@ def setting() -> int | str:
     if v.isdigit() and int(v) > 0:
         return int(v)
     from .errors import TinyserveError
+    from .lang import t
 
-    raise TinyserveError(f"TINYSERVE_THREADS: must be auto, off (or 0, no, false) or a positive integer, got {raw!r}")
+    raise TinyserveError(t("engine.threads", raw=raw))
 
 
 def enabled() -> bool:

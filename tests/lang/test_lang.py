@@ -70,7 +70,8 @@ def test_the_zh_tw_text_uses_the_books_terms_not_invented_ones():
     root = Path(__file__).resolve().parents[2]
     invented = ["填充", "預填", "解碼", "分段預填", "首字延遲", "分頁"]
     texts = {f"lang:{k}": e.get("zh-TW", "") for k, e in lang.table().items()}
-    for f in [*(root / "chapters" / "src" / "zh-TW").glob("*.py"), root / "chapters" / "README.md", root / "README.md"]:
+    notebooks = sorted((root / "chapters" / "locale" / "zh_TW").glob("*.po"))  # the notebooks' words
+    for f in [*notebooks, root / "chapters" / "README.md", root / "README.md"]:
         texts[str(f.relative_to(root))] = f.read_text(encoding="utf-8")
     found = [(where, w) for where, text in texts.items() for w in invented if w in text]
     assert not found, found
@@ -96,12 +97,13 @@ def test_each_zh_tw_notebook_is_its_english_one_with_only_the_setup_line_changed
 
 
 def test_zh_tw_prose_uses_full_width_punctuation():
-    """In the Chinese markdown, a comma, colon or semicolon between two Chinese characters is full-width."""
+    """In the Chinese markdown (the notebooks' catalogs), a comma, colon or semicolon between two Chinese
+    characters is full-width."""
     import re
     from pathlib import Path
-    root = Path(__file__).resolve().parents[2] / "chapters" / "src" / "zh-TW"
+    root = Path(__file__).resolve().parents[2] / "chapters" / "locale" / "zh_TW"
     bad = []
-    for f in sorted(root.glob("*.py")):
+    for f in sorted(root.glob("*.po")):
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             prose = re.sub(r"`[^`]*`|\$[^$]*\$|\([^)]*\)\]?|https?://\S+", "", line)  # code, math, links
             if re.search(r"[\u4e00-\u9fff][,;:][\u4e00-\u9fff ]|[\u4e00-\u9fff] ?[,;][\u4e00-\u9fff]", prose):

@@ -1,10 +1,19 @@
 """No learner-facing sentence is built outside the language table (tinyserve.lang).
 
-Scans what a learner's screen is made of: the notebooks' code cells (chapters/src, the solutions), the widgets,
-the static figures and the exercises' checkers. A string literal with two words of letters in a row is prose;
-prose belongs in lib/tinyserve/lang/ with both languages; so does any word given to a call that draws or
-prints text (a title, an axis label, a legend entry, a print). Docstrings are not shown to learners. A literal that
-is really not prose (a regular expression, a file name, a plotly template) ends its line with `# words: ok`.
+Scans what a learner's screen is made of: the notebooks' code cells (chapters/src, the solutions) and every
+module of lib/tinyserve and widgets/tinyserve_widgets (the engine's errors, the CLI's output and --help, the
+widgets, the figures, the classroom), but for lang/ itself (the table) and three maintainers' tools, NOT_SHOWN:
+tools/train.py (the log of retraining the shipped checkpoint), tools/bench.py (the benchmark against transformers:
+a measurement record kept beside benchmarks/, compared across versions) and tools/calibrate.py (it writes a
+preset's JSON: data, shown through the table's engine.preset.* keys once a preset ships; the CLI's own line about
+it is in tools/cli.py, scanned).
+A string literal with two words of letters in a row is prose; prose belongs in lib/tinyserve/lang/ with both
+languages; so does any word given to a call that draws or prints text (a title, an axis label, a legend entry, a
+print, an option's help). Docstrings are not shown to learners. A literal that is really not prose (a regular
+expression, a file name, a plotly template, data such as a trace's finish_reason, a bug's message) ends its line
+with `# words: ok` and why. And every error a user can meet is said through t(): the message given to
+TinyserveError, argparse.ArgumentTypeError or a parser's .error() is a t(...) call (or a name bound to one), unless
+its line says `# words: ok (why)`.
 """
 from __future__ import annotations
 
@@ -22,12 +31,14 @@ WORD = re.compile(r"[A-Za-z]{3,}")
 SHOWN_BY = {"print", "set_title", "set_xlabel", "set_ylabel", "suptitle", "xlabel", "ylabel", "title", "text",
             "annotate", "legend", "Label", "HTML", "Button", "Dropdown", "ToggleButtons"}
 SHOWN_AS = {"label", "title", "name", "text", "xlabel", "ylabel", "description", "hovertemplate", "legend_title",
-            "title_text", "tooltip", "placeholder", "question", "caption", "message", "hint"}
+            "title_text", "tooltip", "placeholder", "question", "caption", "message", "hint", "help"}
 TAGS = re.compile(r"<[^>]*>|%\{[^}]*\}|\{[^}]*\}")  # HTML markup and template fields are not words
-SOURCES = [*sorted((ROOT / "widgets" / "tinyserve_widgets").glob("*.py")),
-           ROOT / "lib" / "tinyserve" / "analysis" / "figures.py",
-           *sorted((ROOT / "lib" / "tinyserve" / "classroom").glob("checks*.py")),
-           *(ROOT / "lib" / "tinyserve" / "classroom" / f"{m}.py" for m in ("harness", "integrity", "plans"))]
+PACKAGE = ROOT / "lib" / "tinyserve"
+NOT_SHOWN = {PACKAGE / "tools" / f"{m}.py" for m in ("train", "bench", "calibrate")}  # why: the docstring
+SOURCES = [p for p in (*sorted(PACKAGE.rglob("*.py")), *sorted((ROOT / "widgets" / "tinyserve_widgets").rglob("*.py")))
+           if (PACKAGE / "lang") not in p.parents and p not in NOT_SHOWN]
+RAISES = {"TinyserveError", "ArgumentTypeError"}  # and any `...parser.error(...)`
+REASON = re.compile(r"words: ok \(.+\)")
 
 
 def code_cells() -> dict[str, str]:
@@ -88,14 +99,73 @@ def prose_outside_table(text: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def _is_said(node: ast.AST, said: set[str]) -> bool:
+    """A t(...) call (or lang.t), a name bound to one, or a choice between two such."""
+    if isinstance(node, ast.Call):
+        fn = node.func
+        return (fn.id if isinstance(fn, ast.Name) else getattr(fn, "attr", "")) == "t"
+    if isinstance(node, ast.IfExp):
+        return _is_said(node.body, said) and _is_said(node.orelse, said)
+    return isinstance(node, ast.Name) and node.id in said
+
+
+def errors_outside_table(text: str) -> list[tuple[int, str]]:
+    """(line, message source) of every TinyserveError / ArgumentTypeError / parser.error message not given by t()."""
+    tree = ast.parse(text)
+    reasons = {tok.start[0] for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+               if tok.type == tokenize.COMMENT and REASON.search(tok.string)}
+    said: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _is_said(node.value, set()):
+            said.update(tg.id for tg in node.targets if isinstance(tg, ast.Name))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        fn = node.func
+        name = fn.id if isinstance(fn, ast.Name) else getattr(fn, "attr", "")
+        parser_error = name == "error" and isinstance(fn, ast.Attribute) and ast.unparse(fn.value).endswith("parser")
+        if (name in RAISES or parser_error) and not _is_said(node.args[0], said) and not reasons.intersection(
+                range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+            found.append((node.lineno, ast.unparse(node.args[0])[:70]))
+    return sorted(found)
+
+
 def test_learner_facing_sentences_come_from_the_language_table():
     bad = {name: hits for name, text in code_cells().items() if (hits := prose_outside_table(text))}
     report = "; ".join(f"{name}: " + ", ".join(f"line {ln} {s!r}" for ln, s in hits[:4]) for name, hits in bad.items())
     assert not bad, f"{sum(map(len, bad.values()))} sentences outside tinyserve.lang: {report}"
 
 
+def test_every_error_message_is_said_through_the_table():
+    bad = {str(p.relative_to(ROOT)): hits for p in SOURCES if (hits := errors_outside_table(p.read_text("utf-8")))}
+    report = "; ".join(f"{name}: " + ", ".join(f"line {ln} {s}" for ln, s in hits[:4]) for name, hits in bad.items())
+    assert not bad, f"{sum(map(len, bad.values()))} error messages not given by t(): {report}"
+
+
+def test_the_scan_reads_every_folder_of_the_package():
+    folders = {p.parent.relative_to(PACKAGE).parts[:1] for p in SOURCES if PACKAGE in p.parents}
+    assert {("core",), ("cost",), ("trace",), ("model",), ("tools",), ("analysis",), ("classroom",), ()} <= folders
+    assert not any((PACKAGE / "lang") in p.parents for p in SOURCES)
+
+
 def test_the_scanner_finds_prose_and_skips_what_is_not():
     text = 'def f():\n    """A docstring is fine."""\n    print(f"{n} slots are wasted here")\n' \
            'x = "a b"\ny = "not prose at all"  # words: ok\nz = t("7.0.key", n=1)\n' \
-           'ax.set_xlabel("batch")\nplt.plot(x, y, label=f"B={b}")\nplt.plot(x, y, label="decode")\n'
-    assert prose_outside_table(text) == [(3, " slots are wasted here"), (7, "batch"), (9, "decode")]
+           'ax.set_xlabel("batch")\nplt.plot(x, y, label=f"B={b}")\nplt.plot(x, y, label="decode")\n' \
+           'p.add_argument("--x", help="seconds")\n'
+    assert prose_outside_table(text) == [(3, " slots are wasted here"), (7, "batch"), (9, "decode"), (10, "seconds")]
+
+
+def test_the_error_scan_finds_messages_not_given_by_t():
+    text = ('msg = t("engine.a", n=1)\n'
+            'raise TinyserveError(t("engine.b"))\n'
+            'raise TinyserveError(msg)\n'
+            'raise TinyserveError(t("engine.c") if x else t("engine.d"))\n'
+            'raise TinyserveError(f"policy: unknown {p!r}")\n'
+            'raise argparse.ArgumentTypeError("must be an integer")\n'
+            'self.parser.error(f"{x} is bad")\n'
+            'raise TinyserveError(f"{name}: not a knob")  # words: ok (a bug, not user input)\n'
+            'raise TinyserveError("no reason given")  # words: ok\n'
+            'raise TinyserveError(\n    other)\n')
+    assert [ln for ln, _ in errors_outside_table(text)] == [5, 6, 7, 9, 10]

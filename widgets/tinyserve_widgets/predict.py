@@ -10,7 +10,7 @@ answer beside theirs.
 Only numbers are accepted ("1,980", "2e3", "-4.5"; full-width digits and commas too: "１，９８０", "1，980");
 anything else is refused with the reason, inside the widget. Once revealed, the box locks. Without a kernel (GitHub, nbviewer: widget state stripped) the cell
 shows the question as text, and reveal() returns a plain sentence a checked cell can print.
-Words live in tinyserve's language table (tinyserve/lang/widgets.py), under "predict.*" keys.
+Words live in tinyserve's language table (catalog tinyserve/locale/widgets.pot), under "predict.*" keys.
 """
 from __future__ import annotations
 

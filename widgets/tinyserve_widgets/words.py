@@ -1,5 +1,5 @@
-"""The widgets' words live in tinyserve's one language table (tinyserve/lang/widgets.py); this module re-exports
-its lookup so `from tinyserve_widgets.words import t` keeps working.
+"""The widgets' words live in tinyserve's one language table (catalog tinyserve/locale/widgets.pot); this module
+re-exports its lookup so `from tinyserve_widgets.words import t` keeps working.
 
     import tinyserve
     tinyserve.set_language("zh-TW")        # every view, sentence and figure font drawn after this is in 繁體中文

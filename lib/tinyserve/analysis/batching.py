@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core.blocks import blocks_for
 from ..core.request import FINISHED
+from ..lang import t
 from ..trace.record import DECODE, WASTED, Trace
 
 
@@ -75,7 +76,7 @@ def slot_changes(trace: Trace, k: int) -> list[tuple[int, str | None, str | None
     """(slot, request before, request after) for every slot whose request differs between steps k-1 and k."""
     grid = trace.phase_grid().request
     if not 0 <= k < grid.shape[1]:
-        raise IndexError(f"step {k} is outside the trace's {grid.shape[1]} steps")
+        raise IndexError(t("engine.trace.step_outside", k=k, steps=grid.shape[1]))
     before = grid[:, k - 1] if k > 0 else np.full(grid.shape[0], -1)
     name = [r.id for r in trace.requests]
     return [(int(s), name[before[s]] if before[s] >= 0 else None, name[grid[s, k]] if grid[s, k] >= 0 else None)
@@ -88,7 +89,7 @@ def decode_capacity_tok_s(trace: Trace, batch: int | None = None) -> float:
     from ..cost.clock import ModeledClock
 
     if trace.clock != "modeled" or trace.hardware is None:
-        raise ValueError(f"decode capacity needs a modeled-clock trace, got clock {trace.clock!r}")
+        raise ValueError(t("engine.trace.needs_modeled", clock=trace.clock))
     ra = trace.request_arrays()
     done = ra.status == FINISHED
     context = int(round(float(np.mean(ra.prompt_len[done] + ra.output_len[done] / 2)))) if done.any() else 1

@@ -93,17 +93,17 @@ def capacity_sweep(settings: list[Setting], rates=(1, 2, 3, 4, 6, 8, 10, 12, 16,
                    n: int = 150, seed: int = 0, hardware: str | None = None,
                    max_queue_s: float = MAX_QUEUE_S) -> list[CapacityCurve]:
     """P99 inter-token gap vs request rate for each setting on chapter-7.2-longtail (n requests per rate)."""
-    if not targets_ms or any(not (isinstance(t, (int, float)) and t > 0) for t in targets_ms):
-        raise ValueError(f"targets_ms: give positive numbers of milliseconds, got {targets_ms!r}")
+    if not targets_ms or any(not (isinstance(ms, (int, float)) and ms > 0) for ms in targets_ms):
+        raise ValueError(t("engine.sweep.targets", value=targets_ms))
     loosest = max(targets_ms)
     curves = []
     for s in settings:
         c = CapacityCurve(s.label, [], [], [], top_rate=float(max(rates)))
         for rate in sorted(rates):
-            t = run(get_workload("chapter-7.2-longtail", seed=seed, n=n, rate=float(rate)), s, hardware)
+            tr = run(get_workload("chapter-7.2-longtail", seed=seed, n=n, rate=float(rate)), s, hardware)
             c.rates.append(float(rate))
-            c.p99_gap_ms.append(p99_gap_ms(t))
-            c.queue_s.append(median_queue_s(t))
+            c.p99_gap_ms.append(p99_gap_ms(tr))
+            c.queue_s.append(median_queue_s(tr))
             if c.p99_gap_ms[-1] > loosest or c.queue_s[-1] > max_queue_s:
                 break  # past every target: higher rates cannot count
         curves.append(c)
@@ -187,15 +187,15 @@ def spread_workload(n: int = 200, rate: float = 4.0, spread: float = 1.0, output
     prompt + output stays inside the 4,096-token context. Lengths are fixed (ignore_eos) for dry runs.
     """
     if not (isinstance(spread, (int, float)) and math.isfinite(spread) and spread >= 0):
-        raise ValueError(f"spread: must be a finite number >= 0, got {spread!r}")
+        raise ValueError(t("engine.knob.finite_nonneg", name="spread", value=spread))  # words: ok (the knob's name)
     if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
-        raise ValueError(f"rate: must be a finite number > 0, got {rate!r}")
-    rng, t, out = random.Random(seed), 0.0, []
+        raise ValueError(t("engine.knob.positive_finite", name="rate", value=rate))  # words: ok (the knob's name)
+    rng, at, out = random.Random(seed), 0.0, []
     for i in range(n):
-        t += -math.log(1.0 - rng.random()) / rate
+        at += -math.log(1.0 - rng.random()) / rate
         p = min(1500, max(8, round(rng.lognormvariate(math.log(prompt_median), 0.5))))
         o = min(1000, max(1, round(output_median * math.exp(spread * rng.gauss(0.0, 1.0)))))
-        out.append(Request(f"r{i}", make_prompt(p, seed=seed * 1_000_003 + i), o, round(t, 6), ignore_eos=True))
+        out.append(Request(f"r{i}", make_prompt(p, seed=seed * 1_000_003 + i), o, round(at, 6), ignore_eos=True))
     return out
 
 

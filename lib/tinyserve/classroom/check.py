@@ -16,28 +16,29 @@ import io
 import sys
 from pathlib import Path
 
-from ..lang import normalize, set_language
+from ..lang import normalize, set_language, t
 from .notebooks import OPEN_TAG, check_cells, edition, label_of, points_of, read_notebook, tags
 from .text import exercise_name, say
 
 # every graded answer of a notebook: (exercise, checker in checks.CHECKERS, the name the answer defines, points);
-# the check cells' metadata say the same (tests/classroom/test_classroom.py holds them together)
+# the check cells' metadata say the same (tests/classroom/test_classroom.py holds them together). An exercise's
+# label is a key: exercise_name() shows it in the learner's language (classroom.label.<label>)
 EXERCISES = {
-    "7.1": [("7.1 (a) padding tokens", "padding_tokens", "padding_tokens", 1),
-            ("7.1 (b) wasted fraction", "wasted_fraction", "wasted_fraction", 1),
-            ("7.1 (c) dynamic batching policy", "dynamic_policy", "MyDynamic", 3)],
-    "7.2": [("7.2 (d) continuous batching policy", "continuous_policy", "MyContinuous", 3),
-            ("7.2 (e) decode-first with a bound", "decode_first_policy", "MyDecodeFirst", 3),
-            ("7.2 (f) first step of a request", "first_step", "first_step", 1),
-            ("7.2 (f) tokens a slot wasted", "slot_waste", "slot_waste", 1)],
-    "7.3": [("7.3 (h) token-budget chunker", "plan_chunks", "plan_chunks", 2),
-            ("7.3 (i) chunked prefill policy", "chunked_policy", "MyChunked", 3),
-            ("7.3 (j) choose a chunk length", "pick_chunk", "pick_chunk", 1)],
-    "7.4": [("7.4 (l) slabs that fit", "slabs_that_fit", "slabs_that_fit", 1),
-            ("7.4 (m) KV bytes a sequence holds", "kv_bytes_used", "kv_bytes_used", 1),
-            ("7.4 (n) slab allocator", "slab_allocator", "MySlabs", 3)],
+    "7.1": [("7.1 (a) padding tokens", "padding_tokens", "padding_tokens", 1),  # words: ok (a key)
+            ("7.1 (b) wasted fraction", "wasted_fraction", "wasted_fraction", 1),  # words: ok (a key)
+            ("7.1 (c) dynamic batching policy", "dynamic_policy", "MyDynamic", 3)],  # words: ok (a key)
+    "7.2": [("7.2 (d) continuous batching policy", "continuous_policy", "MyContinuous", 3),  # words: ok (a key)
+            ("7.2 (e) decode-first with a bound", "decode_first_policy", "MyDecodeFirst", 3),  # words: ok (a key)
+            ("7.2 (f) first step of a request", "first_step", "first_step", 1),  # words: ok (a key)
+            ("7.2 (f) tokens a slot wasted", "slot_waste", "slot_waste", 1)],  # words: ok (a key)
+    "7.3": [("7.3 (h) token-budget chunker", "plan_chunks", "plan_chunks", 2),  # words: ok (a key)
+            ("7.3 (i) chunked prefill policy", "chunked_policy", "MyChunked", 3),  # words: ok (a key)
+            ("7.3 (j) choose a chunk length", "pick_chunk", "pick_chunk", 1)],  # words: ok (a key)
+    "7.4": [("7.4 (l) slabs that fit", "slabs_that_fit", "slabs_that_fit", 1),  # words: ok (a key)
+            ("7.4 (m) KV bytes a sequence holds", "kv_bytes_used", "kv_bytes_used", 1),  # words: ok (a key)
+            ("7.4 (n) slab allocator", "slab_allocator", "MySlabs", 3)],  # words: ok (a key)
 }
-OPEN = {"7.2": ["7.2 (g) where continuous batching pays"], "7.3": ["7.3 (k) a chunk length for a service"]}
+OPEN = {"7.2": ["7.2 (g) where continuous batching pays"], "7.3": ["7.3 (k) a chunk length for a service"]}  # words: ok (a key)
 MARK = {"passed": "✓", "failed": "✗", "integrity": "✗", "blank": "·", "manual": "?"}
 
 
@@ -115,10 +116,9 @@ def check_file(path: Path, lang: str | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.check", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.check", description=t("cli.check.description"))
     ap.add_argument("notebooks", nargs="+", type=Path)
-    ap.add_argument("--lang", type=normalize, default=None,
-                    help="language of the report: en or zh-TW (default: each notebook's own)")
+    ap.add_argument("--lang", type=normalize, default=None, help=t("cli.check.lang"))
     args = ap.parse_args(argv)
     return max(check_file(p, args.lang) for p in args.notebooks)
 

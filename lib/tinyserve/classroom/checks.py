@@ -4,8 +4,8 @@ A policy answer runs on the real engine (float64, so tokens compare exactly) bes
 policy, on several workloads seeded freshly at check time, and must match it step for step: the same works in
 every step, the same metrics, the same tokens. The chunker and the slab allocator are checked the same way, at
 every step of a real run. A numeric answer is compared with what the engine's own trace says for inputs
-chosen here. Nothing is compared with a stored number. Every message is in tinyserve.lang.classroom (one
-table, every language). Messages that start with INTEGRITY report an answer that bypassed the exercise.
+chosen here. Nothing is compared with a stored number. Every message is in the classroom catalog (one
+table, every language: lib/tinyserve/locale/classroom.pot). Messages that start with INTEGRITY report an answer that bypassed the exercise.
 
 This module is the path every check cell, notebook and grader imports (`importlib.reload(checks).padding_tokens(
 ...)`, `from tinyserve.classroom.checks import reflect`, check.py's CHECKERS); the work is in modules by job:

@@ -17,10 +17,10 @@ import copy
 import sys
 from pathlib import Path
 
-BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # nbgrader's delimiters: a line containing one is a marker
+BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # words: ok (nbgrader's delimiters: a line containing one is a marker)
 # nbgrader's ClearSolutions.code_stub for python must be this text (chapters/README.md, tests/classroom/test_classroom_nbgrader.py)
-STUB = '# YOUR CODE HERE\nraise NotImplementedError("write your answer here")'
-TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's text_stub: a written (markdown) answer cell becomes this
+STUB = '# YOUR CODE HERE\nraise NotImplementedError("write your answer here")'  # words: ok (nbgrader's code_stub)
+TEXT_STUB = "YOUR ANSWER HERE"  # words: ok (nbgrader's text_stub: a written answer cell becomes this)
 
 
 def text_stub(nb) -> str:
@@ -76,13 +76,13 @@ def make_exercise(nb):
             cell.outputs, cell.execution_count = [], None
         if not is_solution(cell):
             if has_answer(cell.source):
-                raise GenerateError(f"{where}: has {BEGIN} but is not a solution cell (nbgrader would refuse it)")
+                raise GenerateError(f"{where}: has {BEGIN} but is not a solution cell (nbgrader would refuse it)")  # words: ok (for the author)
             continue
         answers += 1
         if has_answer(cell.source):
             cell.source = stub_source(cell.source, where)
         elif cell.cell_type == "code":
-            raise GenerateError(f"{where}: a solution code cell without {BEGIN} (it would be handed out whole)")
+            raise GenerateError(f"{where}: a solution code cell without {BEGIN} (it would be handed out whole)")  # words: ok (for the author)
         else:
             cell.source = stub  # a written answer: the rubric stays in the solutions
     if not answers:
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.generate", description=__doc__.split("\n")[0])
     ap.add_argument("--solutions", type=Path, default=Path("chapters/solutions"))
     ap.add_argument("--exercises", type=Path, default=Path("chapters/exercises"))
-    ap.add_argument("--check", action="store_true", help="only report exercises that are out of date")
+    ap.add_argument("--check", action="store_true", help="only report exercises that are out of date")  # words: ok (the author's tool)
     args = ap.parse_args(argv)
     sols = sorted(args.solutions.glob("*.ipynb"))
     if not sols:

@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..lang import LANGUAGES, normalize, set_language
+from ..lang import LANGUAGES, normalize, set_language, t
 from . import sandbox
 from .notebooks import (CHECK_TAG, OPEN_TAG, SELF_CHECK_TAG, SETUP_LINE, SOLUTION_TAG, check_cells, give_ids,
                         label_of, points_of, read_notebook, tags)
@@ -55,7 +55,7 @@ from .text import say
 
 DETAIL_FIELDS = ("student", "notebook", "exercise", "result", "points", "max_points", "message")
 # anywhere in what the student wrote: disarming the checks (rebinding, swallowing, replacing the checker);
-# the reasons are keys of tinyserve.lang.classroom ("classroom.scan.<reason>")
+# the reasons are keys of the classroom catalog, lib/tinyserve/locale/classroom.pot ("classroom.scan.<reason>")
 DISARM = [
     (re.compile(r"\bAssertionError\s*=(?!=)"), "rebinds"),
     (re.compile(r"\bbuiltins\b|__builtins__"), "builtins"),
@@ -593,19 +593,18 @@ def write_lms(rows: list[Row], refs: dict[str, Reference], out) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.grade", description=__doc__.split("\n")[0])
-    ap.add_argument("submissions", type=Path, help="a folder with one folder of notebooks per student")
-    ap.add_argument("--out", type=Path, default=Path("scores.csv"), help="per-student CSV for an LMS (scores.csv)")
-    ap.add_argument("--details", type=Path, default=None, help="per-answer CSV (default: OUT with -details)")
-    ap.add_argument("--chapters", type=Path, default=Path("chapters"), help="holds solutions/ (the reference)")
-    ap.add_argument("--workers", type=int, default=None, help="notebooks graded at once (default: CPU count)")
-    ap.add_argument("--cpu-seconds", type=float, default=60.0, help="CPU seconds per notebook")
-    ap.add_argument("--cell-cpu-seconds", type=float, default=30.0, help="CPU seconds per cell")
-    ap.add_argument("--memory-gib", type=float, default=3.0, help="memory per notebook (GiB)")
-    ap.add_argument("--max-procs", type=int, default=32, help="processes per notebook")
-    ap.add_argument("--wall-seconds", type=float, default=600.0, help="wall-clock backstop per notebook")
-    ap.add_argument("--lang", type=normalize, default="en",
-                    help="language of the printed lines and the CSV messages: en (default) or zh-TW")
+    ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.grade", description=t("cli.grade.description"))
+    ap.add_argument("submissions", type=Path, help=t("cli.grade.submissions"))
+    ap.add_argument("--out", type=Path, default=Path("scores.csv"), help=t("cli.grade.out"))
+    ap.add_argument("--details", type=Path, default=None, help=t("cli.grade.details"))
+    ap.add_argument("--chapters", type=Path, default=Path("chapters"), help=t("cli.grade.chapters"))
+    ap.add_argument("--workers", type=int, default=None, help=t("cli.grade.workers"))
+    ap.add_argument("--cpu-seconds", type=float, default=60.0, help=t("cli.grade.cpu_seconds"))
+    ap.add_argument("--cell-cpu-seconds", type=float, default=30.0, help=t("cli.grade.cell_cpu_seconds"))
+    ap.add_argument("--memory-gib", type=float, default=3.0, help=t("cli.grade.memory_gib"))
+    ap.add_argument("--max-procs", type=int, default=32, help=t("cli.grade.max_procs"))
+    ap.add_argument("--wall-seconds", type=float, default=600.0, help=t("cli.grade.wall_seconds"))
+    ap.add_argument("--lang", type=normalize, default="en", help=t("cli.grade.lang"))
     args = ap.parse_args(argv)
     set_language(args.lang)
     if not args.submissions.is_dir():

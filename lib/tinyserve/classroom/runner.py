@@ -148,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tinyserve.classroom.runner")
     ap.add_argument("notebook")
     ap.add_argument("--report-fd", type=int, required=True)
-    ap.add_argument("--box", required=True, help="the limits, as JSON (sandbox.Limits)")
-    ap.add_argument("--lang", default=None, help="the language of the checks' messages (default: the notebook's)")
+    ap.add_argument("--box", required=True, help="the limits, as JSON (sandbox.Limits)")  # words: ok (the grader calls it)
+    ap.add_argument("--lang", default=None, help="the language of the checks' messages (default: the notebook's)")  # words: ok (the grader calls it)
     args = ap.parse_args(argv)
     from . import sandbox
 

@@ -1,4 +1,4 @@
-"""The classroom's words, read from the one language table (tinyserve.lang.classroom: translate them there).
+"""The classroom's words, read from the one language table (tinyserve.lang; catalog locale/classroom.pot, .po).
 
 `say(key, **fields)` is the "classroom.<key>" entry in the current language (tinyserve.set_language), filled
 with str.format. Keys are grouped there by who speaks: the checkers (a check cell's message), the self-check and

@@ -56,7 +56,7 @@ def check_knob(name: str, value):
                 float(value).is_integer() and value >= 0):
             raise waiting_steps_error(value)
         return int(value)
-    raise TinyserveError(f"{name}: not a policy knob")  # a bug, not user input
+    raise TinyserveError(f"{name}: not a policy knob")  # words: ok (a bug, not user input)
 
 
 def waiting_steps_error(value) -> TinyserveError:
@@ -69,8 +69,7 @@ def waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -
     if max_waiting_steps is None:
         return DEFAULT_MAX_WAITING_STEPS if prefill_first is False else 0
     if prefill_first is not None and prefill_first != (max_waiting_steps == 0):
-        raise TinyserveError(f"max_waiting_steps: {max_waiting_steps!r} contradicts prefill_first={prefill_first} "
-                             "(prefill-first is max_waiting_steps=0; give one of the two)")
+        raise TinyserveError(t("engine.knob.waiting_contradicts", value=max_waiting_steps, prefill_first=prefill_first))
     return max_waiting_steps
 
 
@@ -92,7 +91,7 @@ def check_policy_object(p) -> None:
 def check_dtype(dtype: str) -> str:
     """The model's dtype by name (an engine setting, checked before anything loads)."""
     if dtype not in DTYPE_BYTES:
-        raise TinyserveError(f"dtype: unknown {dtype!r} (choose {', '.join(DTYPE_BYTES)})")
+        raise TinyserveError(t("engine.knob.dtype", dtype=dtype, choices=", ".join(DTYPE_BYTES)))
     return dtype
 
 
@@ -184,8 +183,7 @@ class RunConfig:
         policy knobs given beside it."""
         given = [k for k, v in policy_knobs.items() if v is not None]
         if given:
-            raise TinyserveError(f"{given[0]}: set it on the {class_name} object "
-                                 "(knobs apply to a policy given by name)")
+            raise TinyserveError(t("engine.knob.on_object", knob=given[0], cls=class_name))
         return cls(POLICY_OBJECT, **run_knobs)
 
     def context_limit(self, n_positions: int) -> int:
@@ -231,12 +229,12 @@ class GPTConfig:
         for k in ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{k} must be a positive integer, got {v!r}")
+                raise ValueError(t("engine.model.positive", name=k, value=v))
         if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}")
+            raise ValueError(t("engine.model.heads", n_embd=self.n_embd, n_head=self.n_head))
         eps = self.layer_norm_eps
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
-            raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")
+            raise ValueError(t("engine.model.eps", value=eps))
 
     @property
     def head_dim(self) -> int:

@@ -121,13 +121,13 @@ class SlotPool:
     def claim(self) -> int:
         """Take the lowest free slot."""
         if not self._free:
-            raise RuntimeError("no free slot")  # a policy bug, never user input
+            raise RuntimeError("no free slot")  # words: ok (a policy bug, never user input)
         return heapq.heappop(self._free)
 
     def release(self, slot: int) -> None:
         """Give a slot back; its slab is reused as is (stale K/V past a request's length is never attended)."""
         if slot in self._free:
-            raise RuntimeError(f"slot {slot} released twice")
+            raise RuntimeError(f"slot {slot} released twice")  # words: ok (a policy bug)
         heapq.heappush(self._free, slot)
 
     def reserved_bytes(self) -> int:

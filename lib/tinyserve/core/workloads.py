@@ -60,14 +60,14 @@ def _prompt(n_tokens: int, rng: random.Random) -> list[int]:
 def make_prompt(n_tokens: int, seed: int = 0) -> list[int]:
     """Exactly n_tokens ids: BOS then n_tokens-1 bytes of real text from a seeded offset of prompts.txt."""
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
-        raise TinyserveError(f"prompt length: must be an integer >= 1, got {n_tokens!r}")
+        raise TinyserveError(t("engine.workload.prompt_length", value=n_tokens))
     return _prompt(n_tokens, random.Random(seed))
 
 
 # ------------------------------------------------------------------------------------------ named workloads
 def _padding(rng: random.Random, short_prompt: int, long_prompt: int, max_new_tokens: int) -> list[Request]:
     if max(short_prompt, long_prompt) + max_new_tokens > CONTEXT:
-        raise TinyserveError(f"workload chapter-7.1-padding: the longer prompt + max_new_tokens must be <= {CONTEXT}")
+        raise TinyserveError(t("engine.workload.padding_too_long", context=CONTEXT))
     return [Request(f"r{i}", _prompt(p, rng), max_new_tokens, 0.0, ignore_eos=True)
             for i, p in enumerate((short_prompt, long_prompt))]
 
@@ -97,30 +97,30 @@ def _long_prompt(rng: random.Random, n: int, arrival_s: float, long_prompt: int)
     return reqs + [Request("long", _prompt(long_prompt, rng), 32, float(arrival_s), ignore_eos=True)]
 
 
-# name -> (description, builder, {knob: (default, kind, lo, hi)}); kind "int" (lo..hi), "float>" or "float>="
+# name -> (its description's key in tinyserve.lang, builder, {knob: (default, kind, lo, hi)}); kind "int" (lo..hi),
+# "float>" or "float>="
 WORKLOADS: dict[str, tuple[str, Callable[..., list[Request]], dict[str, tuple[Any, str, float, float | None]]]] = {
     "chapter-7.1-padding": (
-        "a 50- and a 4,000-token prompt together, 16 output tokens each (F2: padding)", _padding,
+        "engine.workload.about.chapter-7.1-padding", _padding,
         {"short_prompt": (50, "int", 1, CONTEXT - 1), "long_prompt": (4000, "int", 1, CONTEXT - 1),
          "max_new_tokens": (16, "int", 1, CONTEXT - 1)}),
     "chapter-7.1-finisher": (
-        "63 requests at once: one 2,000-token output (r0), 62 of 20; 32 slots, so 31 queue (F3, F4, F6)", _finisher,
+        "engine.workload.about.chapter-7.1-finisher", _finisher,
         {"n": (63, "int", 1, 100_000), "long_output": (2000, "int", 1, CONTEXT - 32),
          "short_output": (20, "int", 1, CONTEXT - 32)}),
     "chapter-7.2-longtail": (
-        "80% short chat turns + 20% long RAG completions, long-tailed outputs, Poisson arrivals (F6, F7)", _longtail,
+        "engine.workload.about.chapter-7.2-longtail", _longtail,
         {"n": (300, "int", 1, 100_000), "rate": (8.0, "float>", 0.0, None)}),
     "chapter-7.3-long-prompt": (
-        "30 requests (32-token prompts, 300-token outputs) decoding when a 4,000-token prompt 'long' arrives (F8)",
-        _long_prompt,
+        "engine.workload.about.chapter-7.3-long-prompt", _long_prompt,
         {"n": (30, "int", 1, 100_000), "arrival_s": (0.5, "float>=", 0.0, None),
          "long_prompt": (4000, "int", 1, CONTEXT - 32)}),
 }
 
 
 def list_workloads() -> list[tuple[str, str]]:
-    """(name, one-line description) of every named workload."""
-    return [(name, spec[0]) for name, spec in WORKLOADS.items()]
+    """(name, one-line description in the current language) of every named workload."""
+    return [(name, t(spec[0])) for name, spec in WORKLOADS.items()]
 
 
 def _check_knob(workload: str, knob: str, value: Any, kind: str, lo: float, hi: float | None) -> int | float:
@@ -188,44 +188,44 @@ def _unicode(s: str) -> bool:
 
 def _parse_line(obj: Any, where: str, lineno: int, seed: int) -> Request:
     if not isinstance(obj, dict):
-        raise TinyserveError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        raise TinyserveError(t("engine.jsonl.not_object", where=where, type=type(obj).__name__))
     unknown = [k for k in obj if k not in FIELDS]
     if unknown:
-        raise TinyserveError(f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(FIELDS)})")
+        raise TinyserveError(t("engine.jsonl.unknown_field", where=where, field=unknown[0], fields=", ".join(FIELDS)))
     rid = obj.get("id", str(lineno))
     if not isinstance(rid, str) or not rid or not _unicode(rid):
-        raise TinyserveError(f"{where}: field 'id' must be a non-empty string of valid Unicode, got {_show(rid)}")
+        raise TinyserveError(t("engine.jsonl.id", where=where, value=_show(rid)))
     if ("prompt" in obj) == ("prompt_len" in obj):
-        raise TinyserveError(f"{where}: give exactly one of the fields 'prompt' (text) and 'prompt_len' (int)")
+        raise TinyserveError(t("engine.jsonl.one_prompt", where=where))
     if "prompt" in obj:
         text = obj["prompt"]
         if not isinstance(text, str):
-            raise TinyserveError(f"{where}: field 'prompt' must be a string, got {type(text).__name__}")
+            raise TinyserveError(t("engine.jsonl.prompt_type", where=where, type=type(text).__name__))
         if not text:
-            raise TinyserveError(f"{where}: field 'prompt' is empty (needs at least 1 character)")
+            raise TinyserveError(t("engine.jsonl.prompt_empty", where=where))
         if not _unicode(text):
-            raise TinyserveError(f"{where}: field 'prompt' holds a lone surrogate (\\ud800-\\udfff), not valid Unicode")
+            raise TinyserveError(t("engine.jsonl.surrogate", where=where))
         prompt = encode(text)
     else:
         n = obj["prompt_len"]
         if not _is_int(n) or not 1 <= n <= MAX_PROMPT_LEN:
-            raise TinyserveError(f"{where}: field 'prompt_len' must be an integer in 1..{MAX_PROMPT_LEN}, got {_show(n)}")
+            raise TinyserveError(t("engine.jsonl.prompt_len", where=where, top=MAX_PROMPT_LEN, value=_show(n)))
         prompt = _prompt(n, random.Random(seed * 1_000_003 + lineno))  # per line: editing one line moves no other
     if "max_new_tokens" not in obj:
-        raise TinyserveError(f"{where}: missing field 'max_new_tokens'")
+        raise TinyserveError(t("engine.jsonl.no_max_new_tokens", where=where))
     m = obj["max_new_tokens"]
     if not _is_int(m) or m < 1:
-        raise TinyserveError(f"{where}: field 'max_new_tokens' must be an integer >= 1, got {_show(m)}")
+        raise TinyserveError(t("engine.jsonl.max_new_tokens", where=where, value=_show(m)))
     a = obj.get("arrival_s", 0.0)
     try:
         ok = isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(float(a)) and a >= 0
     except OverflowError:  # an integer too big for a float
         ok = False
     if not ok:
-        raise TinyserveError(f"{where}: field 'arrival_s' must be a finite number >= 0, got {_show(a)}")
+        raise TinyserveError(t("engine.jsonl.arrival", where=where, value=_show(a)))
     eos = obj.get("ignore_eos", False)
     if not isinstance(eos, bool):
-        raise TinyserveError(f"{where}: field 'ignore_eos' must be true or false, got {_show(eos)}")
+        raise TinyserveError(t("engine.jsonl.ignore_eos", where=where, value=_show(eos)))
     return Request(rid, prompt, m, float(a), ignore_eos=eos)
 
 
@@ -240,33 +240,33 @@ def load_jsonl(path: str | Path, seed: int = 0) -> list[Request]:
     """
     path = Path(path)
     if not path.is_file():
-        raise TinyserveError(f"workload {path}: no such file" + (" (a directory)" if path.is_dir() else ""))
+        raise TinyserveError(t("engine.jsonl.a_directory" if path.is_dir() else "engine.jsonl.no_file", path=path))
     try:
         data = path.read_bytes().decode("utf-8-sig")  # tolerate a BOM, nothing else
     except UnicodeDecodeError as e:
         line = e.object[:e.start].count(b"\n") + 1
-        raise TinyserveError(f"workload {path}, line {line}: not UTF-8 text (byte {e.object[e.start]:#04x})") from None
+        raise TinyserveError(t("engine.jsonl.not_utf8", path=path, line=line, byte=e.object[e.start])) from None
     except OSError as e:
-        raise TinyserveError(f"workload {path}: cannot read ({e.strerror})") from None
+        raise TinyserveError(t("engine.jsonl.cannot_read", path=path, reason=e.strerror)) from None
     reqs: list[Request] = []
     first_line: dict[str, int] = {}
     for lineno, line in enumerate(data.split("\n"), start=1):  # not splitlines(): JSON may hold U+2028 raw
         if not line.strip(" \t\r"):
             continue
-        where = f"workload {path}, line {lineno}"
+        where = t("engine.jsonl.where", path=path, line=lineno)
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise TinyserveError(f"{where}: malformed JSON ({e.msg} at column {e.colno})") from None
+            raise TinyserveError(t("engine.jsonl.malformed", where=where, msg=e.msg, column=e.colno)) from None
         except (ValueError, RecursionError) as e:  # e.g. an integer with too many digits, absurd nesting
-            raise TinyserveError(f"{where}: malformed JSON ({type(e).__name__})") from None
+            raise TinyserveError(t("engine.jsonl.malformed_kind", where=where, kind=type(e).__name__)) from None
         req = _parse_line(obj, where, lineno, seed)
         if req.id in first_line:
-            raise TinyserveError(f"{where}: duplicate id {req.id!r} (first on line {first_line[req.id]})")
+            raise TinyserveError(t("engine.jsonl.duplicate", where=where, id=req.id, first=first_line[req.id]))
         first_line[req.id] = lineno
         reqs.append(req)
     if not reqs:
-        raise TinyserveError(f"workload {path}: no requests (the file is empty)")
+        raise TinyserveError(t("engine.jsonl.empty", path=path))
     return sorted(reqs, key=lambda r: r.arrival_s)
 
 

@@ -75,6 +75,7 @@ from typing import Protocol
 
 from ..core.request import Work, decode_works
 from ..errors import TinyserveError
+from ..lang import t
 from .groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from .pricing import kv_hit_fraction, price, total  # noqa: F401  kv_hit_fraction: old name
 from .presets import (ATTENTION, DEFAULT_HARDWARE, PRESET_DIR, HardwarePreset, get_preset,  # noqa: F401  (old names)
@@ -95,7 +96,7 @@ class WallClock:
     def step_time(self, works: list[Work], measured_s: float | None) -> float:
         """Return measured_s; the engine must measure when this clock is used."""
         if measured_s is None:
-            raise ValueError("WallClock.step_time needs measured_s")
+            raise ValueError("WallClock.step_time needs measured_s")  # words: ok (a bug: the loop measures)
         return float(measured_s)
 
 
@@ -231,4 +232,4 @@ def make_clock(kind: str = "modeled", hardware: str | HardwarePreset | None = No
         return WallClock()
     if kind == "modeled":
         return ModeledClock(hardware if hardware is not None else DEFAULT_HARDWARE)
-    raise TinyserveError(f"clock: unknown {kind!r} (choose modeled, wall)")
+    raise TinyserveError(t("engine.knob.clock", clock=kind))

@@ -10,7 +10,7 @@ from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import TinyserveError
-from ..lang import t, table
+from ..lang import english, t
 
 PRESET_DIR = Path(__file__).parents[1] / "presets"
 DEFAULT_HARDWARE = "h200-70b-fp8"
@@ -69,7 +69,7 @@ class HardwarePreset:
 
     def _says(self, what: str, own: str) -> str:
         key = f"engine.preset.{self.name}.{what}"
-        return t(key) if table().get(key, {}).get("en") == own else own
+        return t(key) if english(key) == own else own
 
 
 _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "weight_bytes": float,
@@ -98,15 +98,15 @@ def load_preset(path: str | Path) -> HardwarePreset:
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise TinyserveError(f"hardware: cannot read {path} ({e})") from None
+        raise TinyserveError(t("engine.hardware.cannot_read", path=path, error=e)) from None
     if not isinstance(d, dict):
-        raise TinyserveError(f"hardware: {path} must hold a JSON object")
+        raise TinyserveError(t("engine.hardware.not_object", path=path))
     allowed = {f for f in HardwarePreset.__dataclass_fields__}
     optional = {f for f, fd in HardwarePreset.__dataclass_fields__.items() if fd.default is not MISSING
                 or fd.default_factory is not MISSING}
     if set(d) - allowed or allowed - optional - set(d):
-        raise TinyserveError(f"hardware: {path} fields must be {', '.join(sorted(allowed))} "
-                             f"(unknown: {sorted(set(d) - allowed)}, missing: {sorted(allowed - optional - set(d))})")
+        raise TinyserveError(t("engine.hardware.fields", path=path, fields=", ".join(sorted(allowed)),
+                               unknown=sorted(set(d) - allowed), missing=sorted(allowed - optional - set(d))))
     for k, typ in _NUMBERS.items():
         if k not in d:
             continue
@@ -114,28 +114,28 @@ def load_preset(path: str | Path) -> HardwarePreset:
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)
         ok = ok and (v >= 0 if k in _MAY_BE_ZERO else v > 0) and (typ is float or float(v).is_integer())
         if not ok:
-            raise TinyserveError(f"hardware: {path}: {k} must be a finite number "
-                                 f"{'>= 0' if k in _MAY_BE_ZERO else '> 0'}, got {v!r}")
+            raise TinyserveError(t("engine.hardware.number", path=path, field=k,
+                                   op=">= 0" if k in _MAY_BE_ZERO else "> 0", value=v))
         d[k] = typ(v)
     d["attention"] = OLD_ATTENTION.get(d.get("attention", "exact"), d.get("attention", "exact"))  # old files load
     if d["attention"] not in ATTENTION:
-        raise TinyserveError(f"hardware: {path}: attention must be one of {', '.join(ATTENTION)}, got {d['attention']!r}")
+        raise TinyserveError(t("engine.hardware.attention", path=path, choices=", ".join(ATTENTION), value=d["attention"]))
     if d.get("kv_cache_bytes", 0) > 0 and not d.get("kv_cache_bandwidth_Bps", 0) > 0:
-        raise TinyserveError(f"hardware: {path}: kv_cache_bytes > 0 needs kv_cache_bandwidth_Bps > 0")
+        raise TinyserveError(t("engine.hardware.kv_cache", path=path))
     if d.get("kv_cache_ramp", 2.0) <= 1:
-        raise TinyserveError(f"hardware: {path}: kv_cache_ramp must be > 1, got {d['kv_cache_ramp']!r}")
+        raise TinyserveError(t("engine.hardware.ramp", path=path, value=d["kv_cache_ramp"]))
     mml = d.get("max_model_len")
     if mml is not None and (isinstance(mml, bool) or not isinstance(mml, int) or mml < 1):
-        raise TinyserveError(f"hardware: {path}: max_model_len must be an integer >= 1 or null, got {mml!r}")
+        raise TinyserveError(t("engine.hardware.max_model_len", path=path, value=mml))
     mem = d.get("kv_memory_bytes")
     if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool) and _finite(mem) and mem > 0):
-        raise TinyserveError(f"hardware: {path}: kv_memory_bytes must be a finite number > 0 or null, got {mem!r}")
+        raise TinyserveError(t("engine.hardware.kv_memory", path=path, value=mem))
     if not isinstance(d.get("kv_dtype", ""), str):
-        raise TinyserveError(f"hardware: {path}: kv_dtype must be a string, got {d['kv_dtype']!r}")
+        raise TinyserveError(t("engine.hardware.kv_dtype", path=path, value=d["kv_dtype"]))
     if not (isinstance(d["name"], str) and isinstance(d["description"], str)
             and isinstance(d["sources"], list) and all(isinstance(s, str) for s in d["sources"])
             and isinstance(d.get("details", {}), dict)):
-        raise TinyserveError(f"hardware: {path}: name/description must be strings, sources a list of strings")
+        raise TinyserveError(t("engine.hardware.texts", path=path))
     return HardwarePreset(**d)
 
 

@@ -1,44 +1,76 @@
-"""Every word a learner reads, in one table, each entry in every language side by side.
+"""Every word a learner reads, in gettext catalogs: English as the template, each translation beside it.
 
     import tinyserve
     tinyserve.set_language("zh-TW")            # or "en" (the default); one call for everything
     from tinyserve.lang import t
     t("waste.sentence.wasted", wasted=31, slots=32)
 
-The table is split by who speaks (`widgets`, `classroom`, `figures`, one module per notebook, ...); each
-module holds `WORDS = {key: {"en": ..., "zh-TW": ...}}` and every key is unique across modules. Torch-free and
-free of widget libraries: the engine's messages, the checkers, the static figures and the widgets all read it.
-A test fails when a key lacks a language, so a learner never sees a raw key or a half-translated view.
+The words are split by who speaks, one gettext domain per area (AREAS: `widgets`, `classroom`, `figures`, one
+per notebook, ...): lib/tinyserve/locale/<area>.pot holds the English (msgctxt = the key t() takes, msgid = the
+English: developers edit it), lib/tinyserve/locale/zh_TW/LC_MESSAGES/<area>.po the 繁體中文 (msgctxt = the key,
+msgid = the English it translates, msgstr = the translation: translators edit it, chapters/README.md says how).
+Every key is unique across areas. The English is read once, on the first t() (catalogs.py, with Babel: about
+50 ms), a translation's catalogs on the first t() in that language; after that a t() is a dict lookup. Torch-free
+and free of widget libraries: the engine's messages, the CLI, the checkers, the figures and the widgets read it.
+A translation that is missing, fuzzy, empty, made from English the .pot no longer has, or fills other {fields}
+is not used: t() falls back to English, and tests/lang/test_catalogs.py fails on it.
+
+Plurals: no entry has a plural form (msgid_plural). 繁體中文 has one form (Plural-Forms: nplurals=1), so a
+plural entry would only ever serve English. Where a count can be 1 the English says "(s)" ("{n} file(s) not
+gradable"); where the sentence would read badly that way, the code picks between two keys (one for 1, one for
+more). catalogs.read_templates() rejects a msgid_plural in a .pot; tests/lang/test_catalogs.py checks both files.
 """
 from __future__ import annotations
 
-import importlib
 import unicodedata
 
 LANGUAGES: dict[str, str] = {"en": "English", "zh-TW": "繁體中文 (Traditional Chinese, Taiwan)"}
 ALIASES = {"zh-tw": "zh-TW", "zh_tw": "zh-TW", "zh-hant": "zh-TW", "zh-hant-tw": "zh-TW", "zh": "zh-TW",
            "en-us": "en", "en-gb": "en", "en_us": "en"}
-AREAS = ("widgets", "classroom", "exercises", "figures", "engine", "ch7_0", "ch7_1", "ch7_2", "ch7_3", "ch7_4",
-         "ch7_5", "ch7_6")
+AREAS = ("widgets", "classroom", "exercises", "figures", "engine", "cli", "ch7_0", "ch7_1", "ch7_2", "ch7_3",
+         "ch7_4", "ch7_5", "ch7_6")
 
 _state = {"lang": "en"}
+_domains: dict[str, dict[str, str]] = {}  # {area: {key: English}}, read on the first t()
+_english: dict[str, str] | None = None  # {key: English}, all areas
+_translated: dict[str, dict[str, str]] = {}  # {code: {key: translation}}, each read on its first use
 _table: dict[str, dict[str, str]] | None = None
 _listeners: list = []
 
 
+def _source() -> dict[str, str]:
+    """{key: English} of every area (the templates, read once)."""
+    global _english
+    if _english is None:
+        from .catalogs import read_templates
+        _domains.update(read_templates(AREAS))
+        _english = {key: text for words in _domains.values() for key, text in words.items()}
+    return _english
+
+
+def _translations(code: str) -> dict[str, str]:
+    """{key: translation} of a language (its catalogs, read on its first use; English kernels never read them)."""
+    if code not in _translated:
+        from .catalogs import FOLDERS, read_translations
+        _source()
+        _translated[code] = read_translations(code, _domains) if code in FOLDERS else {}
+    return _translated[code]
+
+
 def table() -> dict[str, dict[str, str]]:
-    """The merged table of every area (built once); a key defined by two areas is an error."""
+    """{key: {"en": ..., "zh-TW": ...}} of every area and language (a translation that cannot be used is absent);
+    a key in two areas, or a malformed catalog, is a CatalogError naming the file and line."""
     global _table
     if _table is None:
-        merged: dict[str, dict[str, str]] = {}
-        for area in AREAS:
-            words = importlib.import_module(f"{__name__}.{area}").WORDS
-            clash = merged.keys() & words.keys()
-            if clash:
-                raise KeyError(f"tinyserve.lang.{area} redefines {sorted(clash)[:5]}")
-            merged.update(words)
-        _table = merged
+        others = {code: _translations(code) for code in LANGUAGES if code != "en"}
+        _table = {key: {"en": en, **{code: tr[key] for code, tr in others.items() if key in tr}}
+                  for key, en in _source().items()}
     return _table
+
+
+def english(key: str) -> str | None:
+    """The English of key as its template has it now (None for no such key); reads no translation."""
+    return _source().get(key)
 
 
 def normalize(code: str) -> str:
@@ -53,14 +85,16 @@ def normalize(code: str) -> str:
                      + ", ".join(f"{k} ({v})" for k, v in LANGUAGES.items()))
 
 
-def set_language(code: str) -> str:
-    """Choose the language of every learner-facing string (and the figures' fonts); returns its code."""
+def set_language(code: str, figures: bool = True) -> str:
+    """Choose the language of every learner-facing string (and the figures' fonts); returns its code.
+    figures=False: no font set-up (a terminal program, such as the CLI, draws no figures)."""
     lang = normalize(code)
     _state["lang"] = lang
     for fn in list(_listeners):
         fn(lang)
-    from . import fonts  # matplotlib's CJK fallback, and one warning when no CJK font is installed
-    fonts.apply(lang)
+    if figures:
+        from . import fonts  # matplotlib's CJK fallback, and one warning when no CJK font is installed
+        fonts.apply(lang)
     return lang
 
 
@@ -76,8 +110,10 @@ def on_change(fn) -> None:
 
 def t(key: str, lang: str | None = None, **fields) -> str:
     """The string for key in the current language (or lang), filled with str.format(**fields)."""
-    entry = table()[key]  # KeyError: a key used but never written (tests/lang catches it)
-    text = entry.get(lang or _state["lang"]) or entry["en"]
+    code = lang or _state["lang"]
+    text = _translations(code).get(key) if code != "en" else None
+    if text is None:
+        text = _source()[key]  # KeyError: a key used but never written (tests/lang catches it)
     return text.format(**fields) if fields else text
 
 

@@ -18,7 +18,7 @@ def __getattr__(name: str):
         mod = importlib.import_module(f".{home}", __name__)
         if hasattr(mod, name):
             return getattr(mod, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")  # words: ok (Python's own message)
 
 
 def __dir__() -> list[str]:

@@ -9,6 +9,7 @@ import torch
 
 from ..core.config import GPTConfig
 from ..errors import TinyserveError
+from ..lang import t
 from .gpt import TinyGPT
 
 CHECKPOINT_DIR = Path(__file__).parents[1] / "checkpoints"
@@ -18,20 +19,20 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.
 def resolve_device(device: str = "auto") -> torch.device:
     """'auto' -> cuda when present, else cpu; 'cuda' without a GPU is an error."""
     if device not in ("auto", "cpu", "cuda"):
-        raise TinyserveError(f"device: unknown {device!r} (choose auto, cpu or cuda)")
+        raise TinyserveError(t("engine.device.unknown", device=device))
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise TinyserveError("device: cuda requested but no CUDA GPU is available (use --device cpu)")
+        raise TinyserveError(t("engine.device.no_cuda"))
     return torch.device(device)
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     """float32 | float64 | bfloat16 (bfloat16 on CUDA only)."""
     if dtype not in DTYPES:
-        raise TinyserveError(f"dtype: unknown {dtype!r} (choose float32, float64 or bfloat16)")
+        raise TinyserveError(t("engine.dtype.unknown", dtype=dtype))
     if dtype == "bfloat16" and device.type != "cuda":
-        raise TinyserveError("dtype: bfloat16 is supported on cuda only (use float32 or float64 on cpu)")
+        raise TinyserveError(t("engine.dtype.bfloat16"))
     return DTYPES[dtype]
 
 
@@ -46,7 +47,7 @@ def load_model(path: str | Path | None = None, device: str = "auto", dtype: str 
     cfg_file, weights = path / "config.json", path / "model.safetensors"
     for f in (cfg_file, weights):
         if not f.is_file():
-            raise TinyserveError(f"checkpoint: missing {f} (retrain with `python -m tinyserve.train`)")
+            raise TinyserveError(t("engine.checkpoint.missing", file=f))
     try:
         cfg = GPTConfig(**json.loads(cfg_file.read_text()))
         state = load_file(str(weights))
@@ -54,7 +55,7 @@ def load_model(path: str | Path | None = None, device: str = "auto", dtype: str 
         model.load_state_dict(state)
     except (ValueError, TypeError, RuntimeError, OSError, SafetensorError) as e:
         first = (str(e).splitlines() or [type(e).__name__])[0][:200]
-        raise TinyserveError(f"checkpoint: {path} is corrupt or does not match the model ({first})")
+        raise TinyserveError(t("engine.checkpoint.corrupt", path=path, first=first))
     return model.to(device=dev, dtype=dt).eval()
 
 

@@ -1,4 +1,8 @@
-"""The `tinyserve` command. Bad input: one line on stderr, exit 2, no traceback."""
+"""The `tinyserve` command. Bad input: one line on stderr, exit 2, no traceback.
+
+It speaks the user's locale (speak.py: TINYSERVE_LANG, else LANGUAGE, LC_ALL, LC_MESSAGES, LANG), argparse's
+own messages and --help included. `--json` prints data, the same in every language (docs/contract.md).
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,11 +12,13 @@ from pathlib import Path
 
 from .. import threads
 from ..errors import TinyserveError
+from ..lang import language, set_language, t
+from .speak import argparse_words, users_language
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, not argparse's usage block
-        raise TinyserveError(f"{self.prog}: {message}")
+        raise TinyserveError(t("cli.parser_error", prog=self.prog, message=message))
 
 
 def _positive_int(name: str):
@@ -20,9 +26,9 @@ def _positive_int(name: str):
         try:
             v = int(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {s!r}")
+            raise argparse.ArgumentTypeError(t("cli.arg.integer", name=name, value=s))
         if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {v}")
+            raise argparse.ArgumentTypeError(t("cli.arg.at_least_one", name=name, value=v))
         return v
     return parse
 
@@ -32,9 +38,9 @@ def _nonneg_float(name: str):
         try:
             v = float(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {s!r}")
+            raise argparse.ArgumentTypeError(t("cli.arg.number", name=name, value=s))
         if not v >= 0 or v == float("inf"):
-            raise argparse.ArgumentTypeError(f"{name} must be a finite number >= 0, got {s}")
+            raise argparse.ArgumentTypeError(t("cli.arg.finite", name=name, value=s))
         return v
     return parse
 
@@ -42,13 +48,13 @@ def _nonneg_float(name: str):
 def _workload_knob(s: str) -> tuple[str, int | float]:
     key, eq, value = s.partition("=")
     if not eq or not key:
-        raise argparse.ArgumentTypeError(f"--workload-knob must be NAME=VALUE (e.g. rate=6), got {s!r}")
+        raise argparse.ArgumentTypeError(t("cli.arg.knob_form", value=s))
     for cast in (int, float):
         try:
             return key.strip(), cast(value)
         except ValueError:
             pass
-    raise argparse.ArgumentTypeError(f"--workload-knob {key}: must be a number, got {value!r}")
+    raise argparse.ArgumentTypeError(t("cli.arg.knob_number", knob=key, value=value))
 
 
 def _waiting_steps(s: str) -> int | float:
@@ -57,9 +63,9 @@ def _waiting_steps(s: str) -> int | float:
     try:
         v = int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--max-waiting-steps must be an integer >= 0 or 'unbounded', got {s!r}")
+        raise argparse.ArgumentTypeError(t("cli.arg.waiting", value=s))
     if v < 0:
-        raise argparse.ArgumentTypeError(f"--max-waiting-steps must be >= 0, got {v}")
+        raise argparse.ArgumentTypeError(t("cli.arg.waiting_negative", value=v))
     return v
 
 
@@ -67,93 +73,89 @@ def _positive_float(name: str):
     def parse(s: str) -> float:
         v = _nonneg_float(name)(s)
         if v == 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {s}")
+            raise argparse.ArgumentTypeError(t("cli.arg.positive", name=name, value=s))
         return v
     return parse
 
 
 def _run_parser(r: argparse.ArgumentParser) -> None:
     """`tinyserve run`'s options."""
-    r.add_argument("--workload", required=True, help="a name from `tinyserve workloads`, or FILE.jsonl")
-    r.add_argument("--policy", required=True, help="static | dynamic | continuous | chunked")
+    r.add_argument("--workload", required=True, help=t("cli.help.workload"))
+    r.add_argument("--policy", required=True, help="static | dynamic | continuous | chunked")  # words: ok (names)
     r.add_argument("--batch-size", type=_positive_int("--batch-size"))
-    r.add_argument("--timeout", type=_nonneg_float("--timeout"), help="seconds (static, dynamic)")
+    r.add_argument("--timeout", type=_nonneg_float("--timeout"), help=t("cli.help.timeout"))
     r.add_argument("--chunk-size", type=_positive_int("--chunk-size"))
     r.add_argument("--max-batch-tokens", type=_positive_int("--max-batch-tokens"))
     order = r.add_mutually_exclusive_group()
     order.add_argument("--prefill-first", dest="prefill_first", action="store_true", default=None)
-    order.add_argument("--decode-first", dest="prefill_first", action="store_false",
-                       help="continuous: newcomers wait while decodes run (for --max-waiting-steps, default 20)")
+    order.add_argument("--decode-first", dest="prefill_first", action="store_false", help=t("cli.help.decode_first"))
     r.add_argument("--max-waiting-steps", type=_waiting_steps, metavar="N|unbounded",
-                   help="continuous: decode steps a newcomer waits before its prefill is forced in (0 = prefill-first)")
-    r.add_argument("--clock", default="modeled", help="modeled (default) | wall")
-    r.add_argument("--hardware", help="cost-model preset for the modeled clock (see --help of calibrate)")
-    r.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help="bytes of KV slabs")
-    r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help="positions per slab")
-    r.add_argument("--slab", choices=("max_model_len", "longest"), default="max_model_len",
-                   help="slab size: the server's maximum length (default) or, as a what-if, the run's longest request")
-    r.add_argument("--kv-layout", default="slab", help="slab (default: one max-length slab per slot) | paged (blocks)")
-    r.add_argument("--block-size", type=_positive_int("--block-size"), help="positions per KV block (paged; default 16)")
-    r.add_argument("--seed", type=int, default=0, help="a named workload's seed, and a JSONL file's synthetic prompts'")
+                   help=t("cli.help.max_waiting_steps"))
+    r.add_argument("--clock", default="modeled", help=t("cli.help.clock"))
+    r.add_argument("--hardware", help=t("cli.help.hardware"))
+    r.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget"))
+    r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
+    r.add_argument("--slab", choices=("max_model_len", "longest"), default="max_model_len", help=t("cli.help.slab"))
+    r.add_argument("--kv-layout", default="slab", help=t("cli.help.kv_layout"))
+    r.add_argument("--block-size", type=_positive_int("--block-size"), help=t("cli.help.block_size"))
+    r.add_argument("--seed", type=int, default=0, help=t("cli.help.seed"))
     r.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
-                   help="a named workload's parameter, e.g. n=100 or rate=6 (repeatable; see `tinyserve workloads`)")
+                   help=t("cli.help.workload_knob"))
     r.add_argument("--dtype", default="float32")
     r.add_argument("--device", default="auto")
-    r.add_argument("--dry-run", action="store_true", help="known output lengths: simulate without the model")
+    r.add_argument("--dry-run", action="store_true", help=t("cli.help.dry_run"))
     r.add_argument("--json", action="store_true")
-    r.add_argument("--tokens", action="store_true", help="include generated tokens in --json")
-    r.add_argument("--trace", type=Path, metavar="OUT.json", help="write the full trace")
-    r.add_argument("--perfetto", type=Path, metavar="OUT.json", help="write a Chrome-trace/Perfetto file")
-    r.add_argument("--progress", action="store_true", default=None, help="show progress even when not a terminal")
+    r.add_argument("--tokens", action="store_true", help=t("cli.help.tokens"))
+    r.add_argument("--trace", type=Path, metavar="OUT.json", help=t("cli.help.trace"))
+    r.add_argument("--perfetto", type=Path, metavar="OUT.json", help=t("cli.help.perfetto"))
+    r.add_argument("--progress", action="store_true", default=None, help=t("cli.help.progress"))
 
 
 def _replay_parser(rp: argparse.ArgumentParser) -> None:
     """`tinyserve replay`'s options."""
-    rp.add_argument("--url", required=True, help="the server, e.g. http://127.0.0.1:8000")
-    rp.add_argument("--workload", required=True, help="a name from `tinyserve workloads`, or FILE.jsonl")
-    rp.add_argument("--model", help="model name on the server (default: the only one it serves)")
-    rp.add_argument("--api", default="auto", help="auto | transformers | vllm: how EOS is switched off")
-    rp.add_argument("--max-model-len", type=_positive_int("--max-model-len"),
-                    help="server context; longer requests are rejected before sending "
-                         "(default: from /v1/models, else 4096 with --token-unit byte)")
+    rp.add_argument("--url", required=True, help=t("cli.help.url"))
+    rp.add_argument("--workload", required=True, help=t("cli.help.workload"))
+    rp.add_argument("--model", help=t("cli.help.model"))
+    rp.add_argument("--api", default="auto", help=t("cli.help.api"))
+    rp.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.server_len"))
     rp.add_argument("--max-concurrency", type=_positive_int("--max-concurrency"), default=256)
-    rp.add_argument("--timeout", type=_positive_float("--timeout"), default=600.0, help="seconds per request")
+    rp.add_argument("--timeout", type=_positive_float("--timeout"), default=600.0, help=t("cli.help.request_timeout"))
     rp.add_argument("--idle-timeout", type=_positive_float("--idle-timeout"), default=60.0,
-                    help="seconds without a byte from the server before a request fails")
-    rp.add_argument("--warmup", type=int, default=1, help="unmeasured requests first (default 1)")
-    rp.add_argument("--token-unit", default="byte", help="byte (our export: bytes are token ids) | event")
+                    help=t("cli.help.idle_timeout"))
+    rp.add_argument("--warmup", type=int, default=1, help=t("cli.help.warmup"))
+    rp.add_argument("--token-unit", default="byte", help=t("cli.help.token_unit"))
     rp.add_argument("--seed", type=int, default=0)
     rp.add_argument("--json", action="store_true")
-    rp.add_argument("--tokens", action="store_true", help="include the streamed tokens in --json")
-    rp.add_argument("--trace", type=Path, metavar="OUT.json", help="write the measured trace")
+    rp.add_argument("--tokens", action="store_true", help=t("cli.help.stream_tokens"))
+    rp.add_argument("--trace", type=Path, metavar="OUT.json", help=t("cli.help.measured_trace"))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (docs/contract.md)."""
-    p = _Parser(prog="tinyserve", description="A small but real LLM batching engine on a tiny GPT.")
+    """The whole command line (docs/contract.md), its help in the current language."""
+    p = _Parser(prog="tinyserve", description=t("cli.description"))
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    g = sub.add_parser("generate", help="greedy continuation of one prompt")
+    g = sub.add_parser("generate", help=t("cli.help.generate"))
     g.add_argument("prompt")
     g.add_argument("--max-new-tokens", type=_positive_int("--max-new-tokens"), default=64)
     g.add_argument("--dtype", default="float32")
     g.add_argument("--device", default="auto")
-    g.add_argument("--json", action="store_true", help="print {prompt_tokens, tokens, text}")
+    g.add_argument("--json", action="store_true", help=t("cli.help.generate_json", keys="{prompt_tokens, tokens, text}"))
 
-    _run_parser(sub.add_parser("run", help="run a workload under a batching policy"))
+    _run_parser(sub.add_parser("run", help=t("cli.help.run")))
 
-    sub.add_parser("workloads", help="list workload names")
-    e = sub.add_parser("export-hf", help="write a folder transformers (and `transformers serve`) loads, tokenizer too")
+    sub.add_parser("workloads", help=t("cli.help.workloads"))
+    e = sub.add_parser("export-hf", help=t("cli.help.export_hf"))
     e.add_argument("dir", type=Path)
-    e.add_argument("--dtype", default="float32", help="float32 (default) | float64 (exact greedy parity)")
-    _replay_parser(sub.add_parser("replay", help="replay a workload against an OpenAI-compatible server, measured at the client"))
-    b = sub.add_parser("bench", help="side-by-side benchmark against transformers")
+    e.add_argument("--dtype", default="float32", help=t("cli.help.export_dtype"))
+    _replay_parser(sub.add_parser("replay", help=t("cli.help.replay")))
+    b = sub.add_parser("bench", help=t("cli.help.bench"))
     b.add_argument("--json", action="store_true")
     b.add_argument("--repeats", type=_positive_int("--repeats"), default=3)
-    b.add_argument("--quick", action="store_true", help="a small workload (smoke test)")
-    b.add_argument("--device", default="auto", help="auto (cuda when present) | cpu | cuda")
-    c = sub.add_parser("calibrate", help="fit the cpu cost-model preset to measured step times")
-    c.add_argument("--out", type=Path, help="write the preset JSON here")
+    b.add_argument("--quick", action="store_true", help=t("cli.help.quick"))
+    b.add_argument("--device", default="auto", help=t("cli.help.bench_device"))
+    c = sub.add_parser("calibrate", help=t("cli.help.calibrate"))
+    c.add_argument("--out", type=Path, help=t("cli.help.calibrate_out"))
     c.add_argument("--quick", action="store_true")
     return p
 
@@ -163,7 +165,7 @@ def cmd_generate(a) -> None:
     from ..core.tokenizer import EOS, decode, encode
 
     if not a.prompt:
-        raise TinyserveError("prompt: empty (give at least one character)")
+        raise TinyserveError(t("cli.prompt_empty"))
     model = load_model(device=a.device, dtype=a.dtype)
     ids = encode(a.prompt)
     out = model.generate(ids, a.max_new_tokens, eos=EOS)
@@ -174,36 +176,57 @@ def cmd_generate(a) -> None:
         print(a.prompt + text)
 
 
+def _english_data(json_out: bool, make):
+    """make() with the language English when the output is --json: a run records words as data (a rejected
+    request's finish_reason, the slab rule), and the contract's values never change with the language. A
+    TinyserveError is raised again in the user's language: make() sets a run up, which is deterministic and has
+    run nothing yet, so a second call fails the same way."""
+    lang = language()
+    if not json_out or lang == "en":
+        return make()
+    set_language("en", figures=False)
+    try:
+        return make()
+    except TinyserveError as english:
+        set_language(lang, figures=False)
+        make()
+        raise english  # make() did not fail again in the user's language: the English message then
+    finally:
+        set_language(lang, figures=False)
+
+
 def cmd_run(a) -> None:
     from ..engine import Engine
 
     for path in (a.trace, a.perfetto):
         if path is not None and path.is_dir():
-            raise TinyserveError(f"output: {path} is a directory (give a file name, e.g. {path / 'trace.json'})")
+            raise TinyserveError(t("cli.output.is_dir_hint", path=path, example=path / "trace.json"))
         if path is not None and not path.parent.is_dir():
-            raise TinyserveError(f"output: directory {path.parent} does not exist")
+            raise TinyserveError(t("cli.output.no_dir", path=path.parent))
     if a.tokens and a.dry_run:
-        raise TinyserveError("--tokens: a dry run computes no tokens (drop --dry-run or --tokens)")
+        raise TinyserveError(t("cli.tokens_dry_run"))
     engine = Engine(device=a.device, dtype=a.dtype)
     progress = a.progress if a.progress is not None else (sys.stderr.isatty() and not a.json)
     workload = Path(a.workload) if a.workload.endswith(".jsonl") else a.workload
-    tr = engine.run(workload, a.policy, batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
-                    max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first,
-                    max_waiting_steps=a.max_waiting_steps, clock=a.clock,
-                    hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len, slab=a.slab,
-                    kv_layout=a.kv_layout, block_size=a.block_size, dry_run=a.dry_run, seed=a.seed, workload_knobs=dict(a.workload_knob), progress=progress)
+    run = _english_data(a.json, lambda: engine.start(
+        workload, a.policy, batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
+        max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first, max_waiting_steps=a.max_waiting_steps,
+        clock=a.clock, hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len, slab=a.slab,
+        kv_layout=a.kv_layout, block_size=a.block_size, dry_run=a.dry_run, seed=a.seed,
+        workload_knobs=dict(a.workload_knob)))
+    tr = _english_data(a.json, lambda: run.finish(progress))
     rejected = [r for r in tr.requests if r.status == "rejected"]
     for r in rejected:
-        print(f"tinyserve: rejected request {r.id}: {r.finish_reason}", file=sys.stderr)
+        print(t("cli.rejected", id=r.id, reason=r.finish_reason), file=sys.stderr)
     if rejected and len(rejected) == len(tr.requests):
-        raise TinyserveError("workload: every request was rejected (see the lines above)")
+        raise TinyserveError(t("cli.all_rejected"))
     try:
         if a.trace:
             tr.save(a.trace)
         if a.perfetto:
             tr.save_perfetto(a.perfetto)
     except OSError as e:
-        raise TinyserveError(f"output: cannot write {e.filename} ({e.strerror})") from None
+        raise TinyserveError(t("cli.output.cannot_write", file=e.filename, reason=e.strerror)) from None
     if a.json:
         print(json.dumps(tr.summary(tokens=a.tokens)))
     else:
@@ -217,8 +240,8 @@ def cmd_workloads(a) -> None:
     for name, desc in list_workloads():
         print(f"{name:28s} {desc}")
         knobs = ", ".join(f"{k}={d}" for k, (d, *_) in WORKLOADS[name][2].items())
-        print(f"{'':28s}   knobs (--workload-knob NAME=VALUE): {knobs}")
-    print(f"{'FILE.jsonl':28s} one request a line: see docs/workloads.md")
+        print(f"{'':28s}   " + t("cli.workloads.knobs", knobs=knobs))
+    print(f"{'FILE.jsonl':28s} " + t("cli.workloads.file"))
 
 
 def cmd_export_hf(a) -> None:
@@ -226,29 +249,29 @@ def cmd_export_hf(a) -> None:
     from ..model.checkpoint import load_model
 
     out = export_hf(load_model(device="cpu", dtype=a.dtype), a.dir)
-    print(f"wrote {out} (AutoModelForCausalLM/AutoTokenizer.from_pretrained, or `transformers serve {out}`)")
+    print(t("cli.export.wrote", out=out))
 
 
 def cmd_replay(a) -> None:
     from .replay import format_replay, replay
 
     if a.trace is not None and (a.trace.is_dir() or not a.trace.parent.is_dir()):
-        raise TinyserveError(f"output: {a.trace} is a directory" if a.trace.is_dir()
-                             else f"output: directory {a.trace.parent} does not exist")
+        raise TinyserveError(t("cli.output.is_dir", path=a.trace) if a.trace.is_dir()
+                             else t("cli.output.no_dir", path=a.trace.parent))
     interrupted: list = []
     tr = replay(a.url, a.workload, a.model, api=a.api, max_model_len=a.max_model_len,
                 max_concurrency=a.max_concurrency, timeout_s=a.timeout, idle_timeout_s=a.idle_timeout,
                 warmup=a.warmup, token_unit=a.token_unit, seed=a.seed, on_interrupt=interrupted)
     for r in tr.requests:
         if r.status in ("rejected", "aborted"):
-            print(f"tinyserve: {r.status} request {r.id}: {r.finish_reason}", file=sys.stderr)
+            print(t(f"cli.{r.status}", id=r.id, reason=r.finish_reason), file=sys.stderr)
     if tr.requests and all(r.status == "rejected" for r in tr.requests):
-        raise TinyserveError("workload: every request was rejected (see the lines above)")
+        raise TinyserveError(t("cli.all_rejected"))
     try:
         if a.trace:
             tr.save(a.trace)  # written even after Ctrl-C: what was measured is kept
     except OSError as e:
-        raise TinyserveError(f"output: cannot write {e.filename} ({e.strerror})") from None
+        raise TinyserveError(t("cli.output.cannot_write", file=e.filename, reason=e.strerror)) from None
     if a.json:
         print(json.dumps({**tr.summary(tokens=a.tokens), "measured_on": tr.knobs["url"]}))
     else:
@@ -261,7 +284,7 @@ def cmd_bench(a) -> None:
     try:
         import transformers  # noqa: F401
     except ImportError:
-        raise TinyserveError("bench: needs transformers — pip install 'transformers==5.24.0' psutil")
+        raise TinyserveError(t("cli.bench.needs"))
     from .bench import main as bench_main
 
     bench_main(a)
@@ -272,27 +295,36 @@ def cmd_calibrate(a) -> None:
 
     preset = run_calibration(quick=a.quick, out=a.out)
     n = preset.details["threads"]
-    print(f"tinyserve calibrate: fitted with {n} torch thread{'s' if n != 1 else ''} (held still while timing; "
-          "the shipped cpu-tiny preset was fitted with 1: OMP_NUM_THREADS=1 tinyserve calibrate)", file=sys.stderr)
+    print(t("cli.calibrate.fitted", n=n, threads=t("cli.calibrate.thread" if n == 1 else "cli.calibrate.threads")),
+          file=sys.stderr)
     print(json.dumps(preset.to_dict() if hasattr(preset, "to_dict") else preset.__dict__, indent=2, default=str))
 
 
+COMMANDS = {"generate": cmd_generate, "run": cmd_run, "workloads": cmd_workloads, "export-hf": cmd_export_hf,
+            "replay": cmd_replay, "bench": cmd_bench, "calibrate": cmd_calibrate}
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `tinyserve` console script."""
+    """Entry point of the `tinyserve` console script (in the user's language; the caller's is put back after)."""
+    before = language()
     try:
+        set_language(users_language(), figures=False)  # before parsing: argparse's errors and --help speak it too
         threads.setting()  # a bad TINYSERVE_THREADS: one line, before anything runs
-        a = build_parser().parse_args(argv)
-        {"generate": cmd_generate, "run": cmd_run, "workloads": cmd_workloads, "export-hf": cmd_export_hf,
-         "replay": cmd_replay, "bench": cmd_bench, "calibrate": cmd_calibrate}[a.cmd](a)
+        with argparse_words():
+            a = build_parser().parse_args(argv)
+        COMMANDS[a.cmd](a)
     except TinyserveError as e:
         msg = str(e)
-        print(msg if msg.startswith("tinyserve") else f"tinyserve: error: {msg}", file=sys.stderr)
+        print(msg if msg.startswith("tinyserve") else t("cli.error", message=msg), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("tinyserve: interrupted", file=sys.stderr)
+        print(t("cli.interrupted"), file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if language() != before:
+            set_language(before, figures=False)
     return 0
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..errors import TinyserveError
+from ..lang import t
 from ..core.config import GPTConfig
 from ..model.checkpoint import resolve_device, resolve_dtype
 from ..model.gpt import TinyGPT
@@ -28,7 +29,6 @@ from ..core.tokenizer import BOS, EOS, VOCAB_SIZE, encode
 if TYPE_CHECKING:  # only for type hints: importing tinyserve must not need transformers
     from transformers import GPT2Config, GPT2LMHeadModel
 
-_INSTALL_HINT = "transformers is not installed: pip install 'transformers==5.24.0'"
 _CONV1D = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # HF Conv1D: weight is (in, out)
 # Buffers that older GPT-2 checkpoints carry (the causal mask); they hold no learned weights.
 _IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
@@ -51,7 +51,7 @@ def byte_tokenizer() -> Any:
     try:
         from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
     except ImportError as e:
-        raise TinyserveError(_INSTALL_HINT) from e
+        raise TinyserveError(t("cli.hf.install")) from e
     chars = _byte_chars()
     # A BPE with no merges leaves every byte a token of its own: exactly our byte-level ids.
     tok = Tokenizer(models.BPE(vocab={chars[b]: b for b in range(256)}, merges=[]))
@@ -61,7 +61,7 @@ def byte_tokenizer() -> Any:
     tok.post_processor = processors.TemplateProcessing(
         single=f"{BOS_TEXT} $A", pair=f"{BOS_TEXT} $A $B", special_tokens=[(BOS_TEXT, BOS)])
     if (tok.token_to_id(BOS_TEXT), tok.token_to_id(EOS_TEXT)) != (BOS, EOS):
-        raise TinyserveError("hf: special token ids do not match tinyserve.tokenizer")
+        raise TinyserveError("hf: special token ids do not match tinyserve.tokenizer")  # words: ok (a bug)
     return tok
 
 
@@ -84,20 +84,19 @@ def check_tokenizer(path: str | Path) -> None:
     """Refuse a folder whose tokenizer is missing or does not encode text as tinyserve.core.tokenizer does."""
     path = Path(path)
     file = path / "tokenizer.json"
-    hint = "TinyGPT reads byte-level ids (tinyserve.tokenizer); write the folder with `tinyserve export-hf`"
+    hint = t("cli.hf.tokenizer_hint")
     if not file.is_file():
-        raise TinyserveError(f"load-hf: {path} has no tokenizer.json, so servers could not encode text for it; {hint}")
+        raise TinyserveError(t("cli.hf.no_tokenizer", path=path, hint=hint))
     try:
         raw = json.loads(file.read_text(encoding="utf-8"))
         vocab = raw["model"]["vocab"]
         added = {t["id"]: t["content"] for t in raw.get("added_tokens", [])}
     except (ValueError, OSError, KeyError, TypeError) as e:
-        raise TinyserveError(f"load-hf: {file} is not a tokenizers JSON file ({e})") from e
+        raise TinyserveError(t("cli.hf.not_tokenizer", file=file, error=e)) from e
     chars = _byte_chars()
     if not isinstance(vocab, dict) or len(vocab) + len(added) != VOCAB_SIZE or any(
             vocab.get(chars[b]) != b for b in range(256)) or added != {BOS: BOS_TEXT, EOS: EOS_TEXT}:
-        raise TinyserveError(f"load-hf: {file} is not the byte-level tokenizer (ids 0-255 bytes, 256/257 "
-                             f"BOS/EOS); {hint}")
+        raise TinyserveError(t("cli.hf.not_bytes", file=file, hint=hint))
     try:
         from tokenizers import Tokenizer
     except ImportError:  # the structural check above is all we can do without the library
@@ -110,8 +109,7 @@ def check_tokenizer(path: str | Path) -> None:
         pass  # no usable config: the probes below say whether the tokenizer alone encodes as ours
     for text in _TOKENIZER_PROBES:
         if tok.encode(text).ids != encode(text):
-            raise TinyserveError(f"load-hf: {file} encodes {text!r} as {tok.encode(text).ids[:12]}, not as "
-                                 f"tinyserve.tokenizer does; {hint}")
+            raise TinyserveError(t("cli.hf.encodes", file=file, text=text, ids=tok.encode(text).ids[:12], hint=hint))
 
 
 def _is_conv1d_weight(name: str) -> bool:
@@ -124,7 +122,7 @@ def _transformers() -> Any:
     try:
         import transformers
     except ImportError as e:
-        raise TinyserveError(_INSTALL_HINT) from e
+        raise TinyserveError(t("cli.hf.install")) from e
     return transformers
 
 
@@ -178,13 +176,13 @@ def to_hf_model(model: TinyGPT) -> "GPT2LMHeadModel":
     hf.tie_weights()  # re-point lm_head.weight at the newly assigned wte
     missing = [k for k in missing if k != "lm_head.weight"]
     if missing or unexpected:  # a mapping bug, not a user error: say exactly which names disagree
-        raise TinyserveError(f"hf: weight names do not match GPT-2 (missing {missing}, unexpected {unexpected})")
+        raise TinyserveError(f"hf: weight names do not match GPT-2 (missing {missing}, unexpected {unexpected})")  # words: ok (a bug)
     if hf.lm_head.weight.data_ptr() != hf.transformer.wte.weight.data_ptr():
-        raise TinyserveError("hf: lm_head is not tied to wte after conversion")
+        raise TinyserveError("hf: lm_head is not tied to wte after conversion")  # words: ok (a bug)
     # Every tensor must now live where our model does (a meta tensor left over would mean a missing weight).
-    for name, t in list(hf.named_parameters()) + list(hf.named_buffers()):
-        if t.device != model.device:
-            raise TinyserveError(f"hf: {name} is on {t.device}, expected {model.device}")
+    for name, tensor in list(hf.named_parameters()) + list(hf.named_buffers()):
+        if tensor.device != model.device:
+            raise TinyserveError(f"hf: {name} is on {tensor.device}, expected {model.device}")  # words: ok (a bug)
     hf.config.dtype = model.dtype  # recorded in config.json, so dtype="auto" loads what was written
     hf.generation_config.bos_token_id = BOS
     hf.generation_config.eos_token_id = EOS
@@ -198,7 +196,7 @@ def export_hf(model: TinyGPT, out_dir: str | Path) -> Path:
     generation_config.json, model.safetensors (HF names, the model's own dtype: lossless) and the tokenizer."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise TinyserveError(f"export-hf: {out} exists and is not a directory")
+        raise TinyserveError(t("cli.hf.not_dir", out=out))
     hf = to_hf_model(model)
     hf_logging = _transformers().utils.logging
     bars = hf_logging.is_progress_bar_enabled()
@@ -208,7 +206,7 @@ def export_hf(model: TinyGPT, out_dir: str | Path) -> Path:
         hf.save_pretrained(out)
         save_tokenizer(out, model.config.n_positions)
     except OSError as e:
-        raise TinyserveError(f"export-hf: cannot write {out} ({e})") from e
+        raise TinyserveError(t("cli.hf.cannot_write", out=out, error=e)) from e
     finally:
         if bars:
             hf_logging.enable_progress_bar()
@@ -233,17 +231,17 @@ def serve_command(folder: str | Path, port: int, num_blocks: int = 256, max_batc
 def _check_hf_config(raw: dict[str, Any], path: Path) -> GPTConfig:
     """A GPTConfig from an HF GPT-2 config.json, refusing variants TinyGPT does not compute."""
     def bad(what: str) -> TinyserveError:
-        return TinyserveError(f"load-hf: {path / 'config.json'}: {what}; TinyGPT supports plain GPT-2 only")
+        return TinyserveError(t("cli.hf.not_plain", file=path / "config.json", what=what))
 
     if raw.get("model_type", "gpt2") != "gpt2":
-        raise bad(f"model_type is {raw.get('model_type')!r}, not 'gpt2'")
+        raise bad(t("cli.hf.model_type", value=raw.get("model_type")))
     act = raw.get("activation_function", "gelu_new")
     if act not in ("gelu_new", "gelu_pytorch_tanh"):  # both are GELU(tanh), what MLP.forward computes
-        raise bad(f"activation_function {act!r}")
+        raise bad(t("cli.hf.activation", value=act))
     for key, want in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
                       ("add_cross_attention", False), ("tie_word_embeddings", True)):
         if raw.get(key, want) != want:
-            raise bad(f"{key} is {raw[key]!r}")
+            raise bad(t("cli.hf.flag", field=key, value=raw[key]))
     try:
         n_embd = int(raw.get("n_embd", raw.get("hidden_size")))
         cfg = GPTConfig(
@@ -255,11 +253,11 @@ def _check_hf_config(raw: dict[str, Any], path: Path) -> GPTConfig:
             layer_norm_eps=float(raw.get("layer_norm_epsilon", 1e-5)),
         )
     except (KeyError, TypeError, ValueError) as e:
-        raise bad(f"missing or invalid shape field ({e})") from e
+        raise bad(t("cli.hf.shape_field", error=e)) from e
     if raw.get("n_inner") not in (None, 4 * n_embd):
-        raise bad(f"n_inner is {raw['n_inner']}, not 4 * n_embd")
+        raise bad(t("cli.hf.n_inner", value=raw["n_inner"]))
     if cfg.n_embd % cfg.n_head:
-        raise bad(f"n_embd {cfg.n_embd} is not divisible by n_head {cfg.n_head}")
+        raise bad(t("engine.model.heads", n_embd=cfg.n_embd, n_head=cfg.n_head))
     return cfg
 
 
@@ -272,25 +270,24 @@ def _safetensors_files(path: Path) -> list[Path]:
         try:
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise TinyserveError(f"load-hf: {index} is corrupt ({e})") from e
+            raise TinyserveError(t("cli.hf.corrupt", file=index, error=e)) from e
         return [path / s for s in shards]
     if any((path / n).exists() for n in ("pytorch_model.bin", "model.bin", "tf_model.h5")):
-        raise TinyserveError(f"load-hf: {path} holds only pickled/other weights; re-save it with safetensors "
-                             "(tinyserve never unpickles weight files)")
-    raise TinyserveError(f"load-hf: {path} has no model.safetensors")
+        raise TinyserveError(t("cli.hf.pickled", path=path))
+    raise TinyserveError(t("cli.hf.no_safetensors", path=path))
 
 
 def _read_hf_config(path: Path) -> GPTConfig:
     """config.json of an HF GPT-2 folder, checked."""
     cfg_file = path / "config.json"
     if not cfg_file.is_file():
-        raise TinyserveError(f"load-hf: missing {cfg_file}")
+        raise TinyserveError(t("cli.hf.missing", file=cfg_file))
     try:
         raw = json.loads(cfg_file.read_text())
     except (ValueError, OSError) as e:
-        raise TinyserveError(f"load-hf: {cfg_file} is not valid JSON ({e})") from e
+        raise TinyserveError(t("cli.hf.bad_json", file=cfg_file, error=e)) from e
     if not isinstance(raw, dict):
-        raise TinyserveError(f"load-hf: {cfg_file} is not a JSON object")
+        raise TinyserveError(t("cli.hf.not_object", file=cfg_file))
     return _check_hf_config(raw, path)
 
 
@@ -304,23 +301,23 @@ def _our_weights(path: Path) -> dict[str, torch.Tensor]:
         try:
             state.update(load_file(str(f)))
         except (SafetensorError, OSError, ValueError) as e:
-            raise TinyserveError(f"load-hf: {f} is corrupt ({str(e).strip()[:200] or type(e).__name__})") from e
+            raise TinyserveError(t("cli.hf.corrupt", file=f, error=str(e).strip()[:200] or type(e).__name__)) from e
     ours: dict[str, torch.Tensor] = {}
     head = None
-    for name, t in state.items():
+    for name, tensor in state.items():
         if name.endswith(_IGNORED_SUFFIXES):
             continue
         if name == "lm_head.weight":
-            head = t
+            head = tensor
             continue
         # GPT2LMHeadModel saves "transformer.h.0...", a bare GPT2Model saves "h.0..."
         key = name.removeprefix("transformer.")
         if _is_conv1d_weight(key):
-            t = t.T
-        ours[key] = t.contiguous()
+            tensor = tensor.T
+        ours[key] = tensor.contiguous()
     # Our head is tied to wte; an untied head we would silently drop must be refused instead.
     if head is not None and "wte.weight" in ours and not torch.equal(head, ours["wte.weight"]):
-        raise TinyserveError(f"load-hf: {path}: lm_head.weight differs from wte (untied head); TinyGPT ties them")
+        raise TinyserveError(t("cli.hf.untied", path=path))
     return ours
 
 
@@ -345,12 +342,11 @@ def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
     missing = sorted(set(expected) - set(ours))
     unexpected = sorted(set(ours) - set(expected))
     if missing or unexpected:
-        raise TinyserveError(f"load-hf: {path}: weights do not match GPT-2 of this config "
-                             f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
-    for k, t in ours.items():
-        if tuple(t.shape) != tuple(expected[k].shape):
-            raise TinyserveError(f"load-hf: {path}: {k} has shape {tuple(t.shape)}, config implies "
-                                 f"{tuple(expected[k].shape)}")
+        raise TinyserveError(t("cli.hf.weights", path=path, missing=missing[:5], unexpected=unexpected[:5]))
+    for k, tensor in ours.items():
+        if tuple(tensor.shape) != tuple(expected[k].shape):
+            raise TinyserveError(t("cli.hf.shape", path=path, name=k, shape=tuple(tensor.shape),
+                                   expected=tuple(expected[k].shape)))
     if dtype is not None:
         dt = resolve_dtype(dtype, dev)
     else:

@@ -13,7 +13,7 @@ e.g. on vLLM) each SSE event carrying text counts as one token, ids unknown (-1)
 at the end cross-checks the count; the EOS token, which streams no text, is recovered from it.
 
 Failures are per request (status "aborted", finish_reason says why): refused, HTTP errors, timeouts, a dropped
-connection, a stream of garbage. Problems that make the whole command pointless (unreachable URL, not an
+connection, a stream of garbage. A finish_reason is data (the trace's JSON, `--json`), so it stays English. Problems that make the whole command pointless (unreachable URL, not an
 OpenAI server, unknown model) raise TinyserveError before anything is sent.
 """
 from __future__ import annotations
@@ -27,12 +27,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import TinyserveError
+from ..lang import t
 from ..core.request import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from ..core.tokenizer import BOS, EOS, decode
 from ..trace.record import Trace
-
-_HTTPX_HINT = "replay needs httpx: pip install 'httpx==0.28.1'"
-
+from ..trace.report import latency_lines, throughput_line
 
 # ------------------------------------------------------------------------------------------------------ SSE
 @dataclass
@@ -132,7 +131,7 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as e:
-        raise TinyserveError(_HTTPX_HINT) from e
+        raise TinyserveError(t("cli.replay.httpx")) from e
     return httpx
 
 
@@ -140,7 +139,7 @@ def check_url(url: str) -> str:
     """The server's base URL without a trailing slash or /v1; refuses what is not an http(s) URL."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TinyserveError(f"--url: {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000)")
+        raise TinyserveError(t("cli.replay.url", url=url))
     base = url.rstrip("/")
     return base.removesuffix("/v1")
 
@@ -169,31 +168,31 @@ def preflight(url: str, model: str | None = None, api: str = "auto", max_model_l
     try:
         resp = httpx.get(f"{base}/v1/models", timeout=timeout_s)
     except httpx.ConnectError as e:
-        raise TinyserveError(f"--url: cannot reach {base} ({_why(e)}); is the server running?") from None
+        raise TinyserveError(t("cli.replay.unreachable", base=base, why=_why(e))) from None
     except httpx.TimeoutException:
-        raise TinyserveError(f"--url: {base} did not answer GET /v1/models within {timeout_s:g} s") from None
+        raise TinyserveError(t("cli.replay.no_answer", base=base, seconds=timeout_s)) from None
     except httpx.HTTPError as e:
-        raise TinyserveError(f"--url: {base}: {_why(e)}") from None
+        raise TinyserveError(t("cli.replay.http", base=base, why=_why(e))) from None
     try:
         listing = resp.json() if resp.status_code == 200 else None
         ids = [m["id"] for m in listing["data"]] if isinstance(listing, dict) else None
     except (ValueError, KeyError, TypeError):
         ids = None
     if ids is None:
-        raise TinyserveError(f"--url: {base} is not an OpenAI-compatible server (GET /v1/models gave HTTP "
-                             f"{resp.status_code} {resp.headers.get('content-type', '')!s}, not a model list)")
+        raise TinyserveError(t("cli.replay.not_openai", base=base, status=resp.status_code,
+                               ctype=str(resp.headers.get("content-type", ""))))
     if model is None:
         if len(ids) != 1:
-            raise TinyserveError(f"--model: {base} serves {len(ids)} models ({', '.join(ids) or 'none'}); "
-                                 "choose one with --model")
+            raise TinyserveError(t("cli.replay.many_models", base=base, n=len(ids),
+                                   ids=", ".join(ids) or t("engine.workload.none")))
         model = ids[0]
     elif model not in ids:
-        raise TinyserveError(f"--model: {base} does not serve {model!r} (it serves {', '.join(ids) or 'nothing'})")
+        raise TinyserveError(t("cli.replay.no_model", base=base, model=model, ids=", ".join(ids) or t("cli.replay.nothing")))
     entry = next(m for m in listing["data"] if m["id"] == model)
     if api == "auto":  # vLLM (and SGLang) take "ignore_eos"; transformers serve refuses unknown fields with 422
         api = "vllm" if entry.get("owned_by") in ("vllm", "sglang") or "max_model_len" in entry else "transformers"
     if api not in ("transformers", "vllm"):
-        raise TinyserveError(f"--api: unknown {api!r} (choose auto, transformers, vllm)")
+        raise TinyserveError(t("cli.replay.api", api=api))
     if max_model_len is None and isinstance(entry.get("max_model_len"), int):
         max_model_len = entry["max_model_len"]
     return ServerInfo(base, model, api, max_model_len)
@@ -206,7 +205,7 @@ def wait_ready(url: str, timeout_s: float = 120.0, proc: Any = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise TinyserveError(f"server: exited with code {proc.returncode} before answering")
+            raise TinyserveError(t("cli.replay.exited", code=proc.returncode))
         try:
             code = httpx.get(base + "/health", timeout=2).status_code
             if code == 200 or (code == 404 and httpx.get(base + "/v1/models", timeout=2).status_code == 200):
@@ -214,7 +213,7 @@ def wait_ready(url: str, timeout_s: float = 120.0, proc: Any = None) -> None:
         except httpx.HTTPError:
             pass  # not listening yet
         time.sleep(0.25)
-    raise TinyserveError(f"server: {base} not ready after {timeout_s:g} s")
+    raise TinyserveError(t("cli.replay.not_ready", base=base, seconds=timeout_s))
 
 
 def _why(e: BaseException) -> str:
@@ -222,7 +221,7 @@ def _why(e: BaseException) -> str:
     msg = str(e) or type(e).__name__
     low = msg.lower()
     if "refused" in low:
-        return "connection refused"
+        return "connection refused"  # words: ok (data: the transport's reason, in a finish_reason)
     return msg.splitlines()[0][:200]
 
 
@@ -260,7 +259,7 @@ async def stream_one(client: Any, info: ServerInfo, req: Request, t0: float, out
                 return
             ctype = resp.headers.get("content-type", "")
             if not ctype.startswith("text/event-stream"):
-                out.error = f"not an SSE stream (Content-Type {ctype or 'missing'}): is this an OpenAI-style server?"
+                out.error = f"not an SSE stream (Content-Type {ctype or 'missing'}): is this an OpenAI-style server?"  # words: ok (data)
                 return
             async for chunk in resp.aiter_raw():
                 now = time.perf_counter() - t0
@@ -276,19 +275,19 @@ async def stream_one(client: Any, info: ServerInfo, req: Request, t0: float, out
                 if done:
                     break
     except httpx.TimeoutException as e:
-        out.error = f"timed out: {type(e).__name__} (no data for {idle_timeout_s:g} s)"
+        out.error = f"timed out: {type(e).__name__} (no data for {idle_timeout_s:g} s)"  # words: ok (data)
         return
     except httpx.ConnectError as e:
         out.error = f"refused: {_why(e)}"
         return
     except (httpx.RemoteProtocolError, httpx.ReadError) as e:
-        out.error = f"connection dropped after {len(out.tokens)} tokens ({_why(e)})"
+        out.error = f"connection dropped after {len(out.tokens)} tokens ({_why(e)})"  # words: ok (data)
         return
     except httpx.HTTPError as e:
         out.error = f"{type(e).__name__}: {_why(e)}"
         return
     if out.finish_reason is None:
-        out.error = f"stream ended without a finish_reason after {len(out.tokens)} tokens"
+        out.error = f"stream ended without a finish_reason after {len(out.tokens)} tokens"  # words: ok (data)
         return
     _reconcile(out, req, token_unit)
 
@@ -298,21 +297,21 @@ def _take_event(data: str, out: _Outcome, now: float, token_unit: str) -> str | 
     try:
         obj = json.loads(data)
     except ValueError:
-        return f"garbage in stream: not JSON ({data[:80]!r})"
+        return f"garbage in stream: not JSON ({data[:80]!r})"  # words: ok (data)
     if not isinstance(obj, dict):
-        return f"garbage in stream: {type(obj).__name__}, not an object"
+        return f"garbage in stream: {type(obj).__name__}, not an object"  # words: ok (data)
     if obj.get("error"):
         err = obj["error"]
-        return f"server error in stream: {err.get('message', err) if isinstance(err, dict) else err}"
+        return f"server error in stream: {err.get('message', err) if isinstance(err, dict) else err}"  # words: ok (data)
     if isinstance(obj.get("usage"), dict):
         out.usage = obj["usage"]
     choices = obj.get("choices")
     if not isinstance(choices, list):
-        return f"garbage in stream: no 'choices' list ({data[:80]!r})"
+        return f"garbage in stream: no 'choices' list ({data[:80]!r})"  # words: ok (data)
     for ch in choices:
         text = ch.get("text") if isinstance(ch, dict) else None
         if not isinstance(text, str):
-            return f"garbage in stream: a choice without 'text' ({data[:80]!r})"
+            return f"garbage in stream: a choice without 'text' ({data[:80]!r})"  # words: ok (data)
         if text:
             new = list(text.encode("utf-8")) if token_unit == "byte" else [-1]
             out.tokens += new
@@ -332,12 +331,12 @@ def _reconcile(out: _Outcome, req: Request, token_unit: str) -> None:
         out.token_times.append(out.finished_s)
     prompt_tokens = (out.usage or {}).get("prompt_tokens")
     if token_unit == "byte" and isinstance(prompt_tokens, int) and prompt_tokens != req.prompt_len:
-        out.error = (f"the server counts {prompt_tokens} prompt tokens, we sent {req.prompt_len} byte tokens: "
+        out.error = (f"the server counts {prompt_tokens} prompt tokens, we sent {req.prompt_len} byte tokens: "  # words: ok (data)
                      "its tokenizer is not tinyserve's (use --token-unit event for other models)")
     elif token_unit == "byte" and "\ufffd" in out.text:
-        out.error = "the streamed text holds U+FFFD (invalid UTF-8 from the model): its bytes are not the tokens"
+        out.error = "the streamed text holds U+FFFD (invalid UTF-8 from the model): its bytes are not the tokens"  # words: ok (data)
     elif isinstance(reported, int) and reported != len(out.tokens):
-        out.error = (f"token count mismatch: {len(out.tokens)} counted from the stream, the server reports "
+        out.error = (f"token count mismatch: {len(out.tokens)} counted from the stream, the server reports "  # words: ok (data)
                      f"{reported} (token unit {token_unit!r})")
 
 
@@ -354,13 +353,13 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     from ..core.workloads import CONTEXT, get_workload
 
     if token_unit not in ("byte", "event"):
-        raise TinyserveError(f"--token-unit: unknown {token_unit!r} (choose byte, event)")
+        raise TinyserveError(t("cli.replay.token_unit", unit=token_unit))
     for name, v in (("max_concurrency", max_concurrency), ("warmup", warmup)):
         if isinstance(v, bool) or not isinstance(v, int) or v < (1 if name == "max_concurrency" else 0):
-            raise TinyserveError(f"{name}: must be an integer >= {1 if name == 'max_concurrency' else 0}, got {v!r}")
+            raise TinyserveError(t("engine.knob.integer", name=name, lo=1 if name == "max_concurrency" else 0, value=v))
     for name, v in (("timeout_s", timeout_s), ("idle_timeout_s", idle_timeout_s)):
         if not isinstance(v, (int, float)) or not 0 < v < float("inf"):
-            raise TinyserveError(f"{name}: must be a finite number > 0, got {v!r}")
+            raise TinyserveError(t("engine.knob.positive_finite", name=name, value=v))
     if isinstance(workload, list):
         reqs, label = [r.fresh() for r in workload], "requests"
     else:
@@ -377,7 +376,7 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
         total = r.prompt_len + r.max_new_tokens
         if token_unit == "byte" and total > info.max_model_len:
             r.status, r.finish_reason = REJECTED, (f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "
-                                                  f"= {total} > server context {info.max_model_len}")
+                                                  f"= {total} > server context {info.max_model_len}")  # words: ok (data)
     interrupted = False
     try:
         asyncio.run(_run_all(info, reqs, outcomes, max_concurrency, timeout_s, idle_timeout_s, warmup,
@@ -388,7 +387,7 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
             on_interrupt.append(True)
     knobs = {"url": info.url, "model": info.model, "api": info.api, "max_model_len": info.max_model_len,
              "max_concurrency": max_concurrency, "timeout_s": timeout_s, "idle_timeout_s": idle_timeout_s,
-             "warmup": warmup, "token_unit": token_unit, "measured": "client-side wall clock, over HTTP"}
+             "warmup": warmup, "token_unit": token_unit, "measured": "client-side wall clock, over HTTP"}  # words: ok (data)
     tr = Trace(policy="server", workload=label, clock="server", hardware=info.url, num_slots=0, knobs=knobs,
                dry_run=False, steps=[], requests=reqs)
     for r in reqs:
@@ -409,7 +408,7 @@ def _fill(r: Request, o: _Outcome, interrupted: bool) -> None:
         r.finish_reason = "eos" if r.output and r.output[-1] == EOS and o.finish_reason == "stop" else o.finish_reason
     else:
         r.status = ABORTED
-        r.finish_reason = o.error or ("interrupted (Ctrl-C)" if interrupted else "not sent")
+        r.finish_reason = o.error or ("interrupted (Ctrl-C)" if interrupted else "not sent")  # words: ok (data)
         r.finish_s = o.finished_s
 
 
@@ -425,9 +424,9 @@ async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _O
                 await asyncio.wait_for(stream_one(client, info, w, time.perf_counter(), o, token_unit,
                                                   idle_timeout_s), timeout_s)
             except asyncio.TimeoutError:
-                o.error = f"not finished within {timeout_s:g} s"
+                o.error = f"not finished within {timeout_s:g} s"  # words: ok (data)
             if o.error:  # a server that cannot answer one short request would fail every measured one
-                raise TinyserveError(f"server: the warm-up request failed ({o.error}); nothing was measured")
+                raise TinyserveError(t("cli.replay.warmup_failed", error=o.error))
         gate = asyncio.Semaphore(max_concurrency)
         t0 = time.perf_counter()
 
@@ -439,7 +438,7 @@ async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _O
                 try:
                     await asyncio.wait_for(stream_one(client, info, r, t0, o, token_unit, idle_timeout_s), timeout_s)
                 except asyncio.TimeoutError:
-                    o.error = f"timed out: not finished within {timeout_s:g} s (after {len(o.tokens)} tokens)"
+                    o.error = f"timed out: not finished within {timeout_s:g} s (after {len(o.tokens)} tokens)"  # words: ok (data)
 
         await asyncio.gather(*(one(r) for r in reqs if r.status != REJECTED))
 
@@ -448,13 +447,7 @@ def format_replay(tr: Trace) -> str:
     """A few lines for the terminal: where it was measured, throughput, latency percentiles."""
     m = tr.metrics()
     k = tr.knobs
-    lines = [f"replay of {tr.workload} on {k['url']} (model {k['model']}): measured at the client, wall clock",
-             f"  requests  {m['num_finished']} finished, {m['num_rejected']} rejected, {m['num_aborted']} failed;"
-             f" {m['output_tokens']} tokens in {m['duration_s']:.3f} s",
-             f"  throughput  {m['output_throughput']:.1f} tok/s, {m['request_throughput']:.2f} req/s"]
-    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
-        s = m[key]
-        if s["mean"] is not None:
-            lines.append(f"  {key:8s} mean {s['mean']:9.2f}  p50 {s['p50']:9.2f}  p90 {s['p90']:9.2f}"
-                         f"  p99 {s['p99']:9.2f}  max {s['max']:9.2f}")
-    return "\n".join(lines)
+    return "\n".join([t("cli.replay.head", workload=tr.workload, url=k["url"], model=k["model"]),
+                      t("cli.replay.requests", finished=m["num_finished"], rejected=m["num_rejected"],
+                        failed=m["num_aborted"], tokens=m["output_tokens"], duration=m["duration_s"]),
+                      throughput_line(m), *latency_lines(m)])

@@ -114,7 +114,7 @@ def compare(repeats: list[dict[tuple[str, str, str], dict]], preset: HardwarePre
         clock = ModeledClock(hw, DEFAULT_BLOCK_SIZE if layout == "paged" else 0)  # the runs' blocks: the default
         runs = [m[(wl, pol, layout)] for m in repeats]
         if any(r["works"] != first["works"] or len(r["timed"]) != len(r["works"]) for r in runs):
-            raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")
+            raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")  # words: ok (a bug)
         per_step = np.array([min(ts) for ts in zip(*(r["timed"] for r in runs))])
         modeled = np.array([clock.step_time([Work.of(w) for w in step])
                             for step in first["works"]])

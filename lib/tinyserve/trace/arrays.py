@@ -21,7 +21,7 @@ IDLE, PREFILL, PADDING, DECODE, WASTED = range(5)
 _WORK_CODE = {"prefill": PREFILL, "decode": DECODE, "wasted": WASTED}
 
 
-REQUEST_STATES = ("not arrived", "waiting", "prefill", "decode", "done", "rejected", "aborted")
+REQUEST_STATES = ("not arrived", "waiting", "prefill", "decode", "done", "rejected", "aborted")  # words: ok (names: data)
 NOT_ARRIVED, WAITING_CODE, PREFILLING, DECODING, DONE, REJECTED_CODE, ABORTED_CODE = range(7)
 
 

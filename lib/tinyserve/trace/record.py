@@ -172,12 +172,13 @@ class Trace:
         itself records them; counts, times and metrics are those of the saved run.
         """
         from ..errors import TinyserveError
+        from ..lang import t
 
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))
             return cls.from_dict(d)
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise TinyserveError(f"trace {path}: cannot read ({type(e).__name__}: {e})") from None
+            raise TinyserveError(t("engine.trace.cannot_read", path=path, kind=type(e).__name__, error=e)) from None
 
     @classmethod
     def from_dict(cls, d: dict) -> Trace:

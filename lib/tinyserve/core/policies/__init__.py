@@ -17,6 +17,7 @@ from ..config import (DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, DEFAULT_MAX_WAITING_STE
 from ..blocks import blocks_for
 from ..kv import SlotPool
 from ...errors import TinyserveError
+from ...lang import t
 from ..request import ABORTED, FINISHED, REJECTED, RUNNING, WAITING, Request, SlotWork, Work
 
 DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses
@@ -45,8 +46,7 @@ class Policy:
         """Start a run on these slots with empty queues (refused while an earlier run still has work here)."""
         left = len(self.waiting) + sum(not r.done for r in self.running)
         if self.pool is not None and left:
-            raise TinyserveError(f"policy: this {type(self).__name__} object still holds {left} request(s) of an "
-                                 "unfinished run; give each run its own policy object (or pass the policy by name)")
+            raise TinyserveError(t("engine.policy.busy", cls=type(self).__name__, left=left))
         self.pool = pool
         self.waiting.clear()
         self.running.clear()
@@ -79,7 +79,7 @@ class Policy:
             if req.preemptions:
                 req.status = RUNNING
             if not self.pool.allocate(req, req.prefill_len):
-                raise RuntimeError(f"no blocks for {req.id}'s prefill")  # a policy bug: admission asks fits()
+                raise RuntimeError(f"no blocks for {req.id}'s prefill")  # words: ok (a policy bug: admission asks fits())
 
     def _free(self, req: Request, last_step: int | None = None) -> None:
         self.pool.release(req.slot)
@@ -187,7 +187,7 @@ class StaticBatching(Policy):
         re-runs its last position, whose block it holds after its first wasted decode."""
         for r in self.running:
             if not self.pool.allocate(r, r.num_prefilled + len(r.output)):
-                raise RuntimeError(f"static batch: no block for {r.id}")  # a bug: _fitting reserved its worst case
+                raise RuntimeError(f"static batch: no block for {r.id}")  # words: ok (a bug: _fitting reserved its worst case)
 
     def _next_decodes(self) -> list[Work]:
         """The batch's next decode step: every row, done or not, one position on.
