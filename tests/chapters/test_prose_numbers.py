@@ -84,7 +84,8 @@ SPANS: dict[str, re.Pattern] = {
 ATTRIBUTED = re.compile(r"\bthe (?:book|chapter|paper|post|page|picture|figures?|drawing|frames)(?:'s)?\b", re.I)
 DESCRIBES_SOURCE = re.compile(r"^\*\*What the (?:figures?|frames) shows?\.\*\*")
 
-# VALUES (checked against the code, so a changed parameter fails here until the prose follows it):
+# VALUES (checked against the code, so a changed parameter fails here until the prose follows it; a share or a
+# factor, "99%" or "80×", is a result, never one of these):
 # "parameter": the value of a number literal in the notebook's own code (`batch_size=32`, `rate=0.5`, a list of
 #   chunk lengths), outside plotting calls: a setting the lesson chooses and the text describes;
 # "workload": a value that defines a workload the notebook names: a knob's default in
@@ -150,7 +151,8 @@ def workload_values(nb: Notebook) -> set[float]:
     for name, (about, _builder, knobs) in WORKLOADS.items():
         if name in text:
             out |= {float(default) for default, *_ in knobs.values()}
-            out |= {value(m.group()) for m in DIGITS.finditer(t(about, lang="en"))}
+            out |= {value(m.group()) for m in DIGITS.finditer(t(about, lang="en"))
+                    if not re.match(r"[\w.]", t(about, lang="en")[m.start() - 1:m.start()])}  # not "F4"
     for name in set(re.findall(r"gallery-([a-z-]+)(?:\.jsonl|\b)", text)):
         path = CHAPTERS / "workloads" / f"gallery-{name}.jsonl"
         for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else ():
@@ -206,7 +208,9 @@ def offences(notebooks: dict[str, Notebook] | None = None,
             if DESCRIBES_SOURCE.match(block):
                 continue
             for start, end, text in sorted(numbers(block)):
-                if any(a <= start and end <= b for a, b in spans) or value(text) in known:
+                if any(a <= start and end <= b for a, b in spans):
+                    continue
+                if not SUFFIX.search(text) and value(text) in known:  # a share or a factor is never a setting
                     continue
                 sentence = sentence_at(block, start)
                 if not ATTRIBUTED.search(sentence):
