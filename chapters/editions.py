@@ -19,6 +19,9 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tinyserve.lang import catalogs
+from tinyserve.lang.catalogs import CatalogError  # noqa: F401  (build.py and the tests catch it here)
+
 HERE = Path(__file__).resolve().parent
 LOCALE = HERE / "locale"
 FOLDERS = {"zh-TW": "zh_TW"}  # an edition -> its catalogs' folder (gettext's locale name)
@@ -27,16 +30,6 @@ CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\
 FENCE = re.compile(r"\s*(```|~~~)")
 # a line that starts a line of its own in an unwrapped block: a heading, a list item, a table row, a fence
 OWN_LINE = re.compile(r"\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||```|~~~)")
-# a line of a .po file: blank, a comment, or an optional keyword and one complete "..." string
-PO_LINE = re.compile(r'\s*(#[^~].*|#)?'
-                     r'|\s*(#~\s*)?(msgctxt|msgid|msgid_plural|msgstr(\[\d+\])?)?\s*"(?:[^"\\]|\\.)*"\s*')
-
-
-NL = b"\n"
-
-
-class CatalogError(Exception):
-    """A catalog that cannot be read or does not cover its notebook; the message names the file (and line)."""
 
 
 # ----------------------------------------------------------------------------------------------- the blocks
@@ -121,21 +114,9 @@ def catalog_path(stem: str, lang: str, root: Path = HERE) -> Path:
 
 
 def read(path: Path):
-    """The babel Catalog of a .po file; CatalogError("file:line: why") on a malformed one."""
-    from babel.messages.pofile import PoFileError, read_po
-
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise CatalogError(f"{path}:{data[:e.start].count(NL) + 1}: not UTF-8") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not PO_LINE.fullmatch(line):
-            raise CatalogError(f"{path}:{n}: not a line of a PO file: {line[:60]!r}")
-    try:
-        catalog = read_po(io.StringIO(text), abort_invalid=True)
-    except PoFileError as e:  # its lineno counts from 0
-        raise CatalogError(f"{path}:{e.lineno + 1}: {str(e).rsplit(' on ', 1)[0]}") from None
+    """The babel Catalog of a .po file, its fuzzy entries' old English kept; CatalogError("file:line: why") on a
+    malformed one (every line checked first, as the package's catalogs are: tinyserve.lang.catalogs.read)."""
+    catalog = catalogs.read(path)
     for m in catalog:
         _set_flags(m)
         _take_previous(m)

@@ -42,10 +42,16 @@ def translation(domain: str, lang: str, folder: Path | None = None) -> Path:
 
 
 def read(path: Path):
-    """The babel Catalog of a .pot or .po file; CatalogError("file:line: why") on a malformed one."""
+    """The babel Catalog of a .pot or .po file; CatalogError("file:line: why") on a malformed one (the package's
+    catalogs and the notebooks', chapters/editions.py)."""
     from babel.messages.pofile import PoFileError, read_po  # Babel only when the words are first needed
 
-    text = Path(path).read_text(encoding="utf-8-sig")  # (an editor's byte-order mark is not a line)
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # (an editor's byte-order mark is not a line)
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise CatalogError(f"{path}:{line}: not UTF-8") from None
     seen: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not _LINE.fullmatch(line):
