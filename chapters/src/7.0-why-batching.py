@@ -23,6 +23,8 @@ from tinyserve.core.tokenizer import decode, encode
 from tinyserve.core.workloads import make_prompt
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.lang import say, t, wrap
+from tinyserve.lang.glue import glue
+from tinyserve.tools.validate import GOAL_TOTAL_PCT
 from tinyserve_widgets.predict import Predict
 
 # colours that stay apart for red-green colour-blind readers (Okabe & Ito)
@@ -36,6 +38,7 @@ model = engine.model
 cfg = model.config
 say("7.0.model", params=model.num_params(), layers=cfg.n_layer, width=cfg.n_embd, context=cfg.n_positions,
     vocab=cfg.vocab_size)
+_ = glue("tiny_weights_mb", sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6, "{:.0f}")
 
 # %% [markdown]
 # ## 1. One token per forward pass
@@ -106,8 +109,8 @@ plt.tight_layout()
 # %% [markdown]
 # ## 3. The same question for a 70B model on an H200 — modeled
 #
-# A Llama-3-70B-class model with 8-bit weights on one H200 streams all ~70 GB of weights from memory into
-# the compute units at every step, whatever the batch. The cost model prices a step's parts:
+# A Llama-3-70B-class model with 8-bit weights on one H200 streams all ~{glue}`weights_gb` GB of weights from memory
+# into the compute units at every step, whatever the batch. The cost model prices a step's parts:
 #
 # * **linear layers**: the longer of *streaming the weights once* (bytes ÷ memory bandwidth) and *the
 #   arithmetic* (2 flops per parameter per token ÷ arithmetic rate);
@@ -119,9 +122,9 @@ plt.tight_layout()
 # moving bytes takes longer, the step is *memory-bound* and extra tokens ride along in its shadow; past the
 # **ridge**, where the two are equal, it is *compute-bound* and every extra token adds time.
 #
-# **Why trust modeled numbers?** The rates come from NVIDIA's published datasheet and the model's published
-# shape, with every efficiency assumption stated. The same kind of model, fitted to a CPU like this one
-# (`cpu-tiny`, timed with one thread), predicts the real engine's one-thread total time within 10% on every
+# **Why trust modeled numbers?** The rates come from NVIDIA's published datasheet and the model's published shape,
+# with every efficiency assumption stated. The same kind of model, fitted to a CPU like this one (`cpu-tiny`, timed
+# with one thread), predicts the real engine's one-thread total time within {glue}`total_goal_pct`% on every
 # chapter workload; sources and that check: [7.6 Evidence](7.6-appendix-evidence.ipynb).
 
 # %%
@@ -130,6 +133,8 @@ hw = clock.hardware
 print(hw.description)
 say("7.0.hw_rates", gb=hw.weight_bytes / 1e9, tbs=hw.bandwidth_Bps / 1e12, tflops=hw.peak_flops / 1e12)
 say("7.0.hw_overhead", ms=hw.overhead_s * 1e3)
+glue("weights_gb", hw.weight_bytes / 1e9, "{:.0f}")
+glue("total_goal_pct", GOAL_TOTAL_PCT, "{:.0f}")  # the goal the validation table of 7.6 checks (tools/validate)
 say("7.0.sources")
 for s in hw.sources[:2]:
     print(" - " + "\n   ".join(wrap(s, 89)))  # breaks only at spaces: URLs kept whole
@@ -149,6 +154,7 @@ model_batches = [1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024]
 step_ms = {b: 1e3 * clock.step_time(decode_works([CONTEXT] * b)) for b in model_batches}
 bound = {b: clock.cost(decode_works([CONTEXT] * b))["bound"] for b in model_batches}
 ridge = ridge_tokens(hw)
+_ = glue("ridge", ridge, "{:.0f}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -165,6 +171,8 @@ say("7.0.engine_claim", ratio=step_ms[64] / one, cheaper=one / (step_ms[64] / 64
 say("7.0.ridge", ms=weight_stream_s(hw) * 1e3, tokens=ridge, last=knee - 1, knee=knee)
 doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
 say("7.0.doubled", b=doubled)
+at_ridge = int(ridge)  # the widest step still memory-bound
+glue("per_token_fall", one / (1e3 * clock.decode_step_time(at_ridge, CONTEXT) / at_ridge), "{:.0f}")
 print(p_knee.reveal(doubled))
 
 # %%
@@ -195,11 +203,11 @@ plt.tight_layout()
 # %% [markdown]
 # Left: the step time is flat while the weights dominate. Right, as a roofline: a narrow step reaches a
 # sliver of the GPU's arithmetic because it waits for the weights (the sloped roof); each extra sequence raises
-# the useful rate for free until the ridge, where it meets the flat roof. Per token, the cost falls more than a
-# hundredfold between B = 1 and the ridge: the economic case for batching.
+# the useful rate for free until the ridge, where it meets the flat roof. Per token, the cost falls
+# {glue}`per_token_fall`-fold between B = 1 and the ridge: the economic case for batching.
 #
-# Your CPU's curve rose sooner: the tiny GPT's 5 MB of weights stay in the CPU's caches, so there is little
-# streaming to share, and a CPU has little spare arithmetic.
+# Your CPU's curve rose sooner: the tiny GPT's {glue}`tiny_weights_mb` MB of weights stay in the CPU's caches, so
+# there is little streaming to share, and a CPU has little spare arithmetic.
 
 # %% [markdown]
 # ## 4. Batching gives the same answer
@@ -254,7 +262,7 @@ while not run.done:
 # * A decode step makes one token per sequence and must stream all the weights to do it. On a GPU serving a
 #   big model that streaming dominates, so one step serves many sequences for nearly the price of one.
 # * The roofline: a step is memory-bound until its tokens' arithmetic outlasts the weight stream (the ridge,
-#   ~160 tokens here); below it extra tokens are nearly free, past it each one adds time.
+#   ~{glue}`ridge` tokens here); below it extra tokens are nearly free, past it each one adds time.
 # * Batching never changes the tokens each sequence gets.
 # * Batching is a decision the scheduler can retake before every step.
 #

@@ -22,6 +22,7 @@ from tinyserve.core.workloads import get_workload
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t, width
+from tinyserve.lang.glue import glue
 from tinyserve_widgets.palette import HATCH, PALETTE
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_timeline
@@ -59,6 +60,7 @@ say("7.1.padding_row", prompt=short.prompt_len, computed=short.prefill_computed_
     padding=short.prefill_computed_tokens - short.prompt_len)
 say("7.1.padding_chapter")
 say("7.1.padding_engine", ratio=short.prefill_computed_tokens / short.prompt_len)
+glue("padding_x", short.prefill_computed_tokens / short.prompt_len, "{:.0f}")
 print(p_pad.reveal(short.prefill_computed_tokens))
 alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
 say("7.1.padding_modeled", alone=alone_ms, padded=padded_ms)
@@ -120,6 +122,8 @@ say("7.1.slot7", decodes=n_dec, useful=n_dec - n_wasted, wasted=n_wasted)
 print(p_slot7.reveal(n_wasted))
 wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
 say("7.1.finisher_chapter")
+glue("finisher_slots", len(shorts))
+glue("finisher_waste", min(wasted_shares), "{:.0%}")
 say("7.1.finisher_engine", slots=len(shorts), share=min(wasted_shares))
 
 # %% [markdown]
@@ -189,7 +193,7 @@ ax.set(xscale="log", xlabel=t("7.1.x_own_length"), ylabel=t("7.1.y_e2e"), title=
 # it is full *or* when its oldest request has waited `timeout` seconds; latecomers join the pending group until
 # then. The chapter's timeout may vary with the load; ours is a fixed number of seconds.
 #
-# **Predict.** Full groups throw away about three quarters of the decode work. What share will a 0.5 s
+# **Predict.** Full groups throw away about {glue}`full_waste` of the decode work. What share will a 0.5 s
 # timeout still throw away?
 
 # %%
@@ -228,6 +232,7 @@ full, quick = runs[None], runs[0.5]
 say("7.1.timeout_chapter")
 say("7.1.timeout_engine", full_wait=ab.queue_wait_s(full), quick_wait=ab.queue_wait_s(quick),
     full_waste=ab.wasted_share(full), quick_waste=ab.wasted_share(quick))
+glue("full_waste", ab.wasted_share(full), "{:.0%}")  # the premise of the prediction above
 print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
 
 # %% [markdown]
@@ -271,9 +276,9 @@ tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, pol
 # ## What to remember
 #
 # * Static batching pads every prompt in a group to the longest: a 50-token prompt beside a 4,000-token one pays
-#   for 80× its own prefill.
-# * A group decodes until its slowest member is done: with one 2,000-token answer among 20-token ones, 31 of 32
-#   slots spend 99% of their decode steps on discarded tokens.
+#   for {glue}`padding_x`× its own prefill.
+# * A group decodes until its slowest member is done: with one 2,000-token answer among 20-token ones,
+#   {glue}`finisher_slots` of 32 slots spend {glue}`finisher_waste` of their decode steps on discarded tokens.
 # * Throughput can match the traffic while p99 latency is set by the longest answer that shared the group.
 # * A timeout shortens the wait only when the server is idle; the waste inside a group stays.
 #

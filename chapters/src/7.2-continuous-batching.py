@@ -19,6 +19,7 @@ from tinyserve.analysis import batching as ab
 from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t
+from tinyserve.lang.glue import glue
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_timeline
@@ -35,8 +36,8 @@ dry = Engine()  # dry runs: same scheduler and cost model, no forward passes
 #
 # Same 63 requests as in 7.1 (r0 wants 2,000 tokens, the other 62 want 20), same 32 slots, policy `continuous`.
 #
-# **Predict.** In 7.1 a 20-token request queued behind the first group was done after about 2,020 steps. How
-# many steps will it take now?
+# **Predict.** In 7.1 a 20-token request queued behind the first group was done after about
+# {glue}`static_queued_steps` steps. How many steps will it take now?
 
 # %%
 p_queue = Predict(t("7.2.predict.queue"), unit=t("7.2.unit.steps"), lo=0, hi=1e5)
@@ -55,6 +56,7 @@ first = [i for i, ok in zip(ra.ids, twenty & (ra.first_step == 0)) if ok]
 for name, tr in (("static", stat), ("continuous", cont)):
     say("7.2.finisher.row", name=name, steps=int(np.median(ab.steps_until_done(tr, queued))),
         wasted=tr.metrics()["wasted_decode_tokens"])
+glue("static_queued_steps", int(np.median(ab.steps_until_done(stat, queued))), "{:,}")  # the premise above
 its = sorted(set(ab.iterations_computed(cont, first + queued).tolist()))
 say("7.2.finisher.chapter")
 say("7.2.finisher.engine", its=t("7.2.or").join(map(str, its)))
@@ -81,8 +83,8 @@ for a, tr, title in ((ax[0], stat, t("7.2.fig.static_waits")), (ax[1], cont, t("
 #
 # ## 2. The moment a slot changes hands
 #
-# **Predict.** The first wave's 20-token requests make their last token in step 19. How many slots change hands
-# in step 20?
+# **Predict.** The first wave's 20-token requests make their last token in step {glue}`first_wave_last_step`. How
+# many slots change hands in step 20?
 
 # %%
 p_swap = Predict(t("7.2.predict.swap"), unit=t("7.2.unit.slots"), lo=0, hi=32)
@@ -97,6 +99,7 @@ for k in [k for k, c in changes.items() if c][:4]:
     kinds = [w.phase for w in cont.steps[k].works]
     say("7.2.swap.row", k=k, n=len(changes[k]), moves=moves, prefills=kinds.count("prefill"),
         decodes=kinds.count("decode"))
+glue("first_wave_last_step", max(int(ra.last_step[ra.ids.index(i)]) for i in first))  # the premise above
 print(p_swap.reveal(len(changes[20])))
 
 # %%
@@ -176,6 +179,13 @@ ax[0].legend(fontsize=8, frameon=False);
 # %%
 rates = [0.5, 1, 2, 4, 8, 16]
 sweep = {name: [serve(get_workload("chapter-7.2-longtail", rate=r), kw) for r in rates] for name, kw in policies.items()}
+# what the text under the table says of it: the rates where static scores higher on slot-time utilisation, and
+# the share of decode capacity static stalls at under the heaviest load
+higher = [r for r, s, c in zip(rates, sweep["static"], sweep["continuous"])
+          if s.metrics()["time_utilization"] > c.metrics()["time_utilization"]]
+glue("static_higher_from", min(higher), "{:g}")
+glue("static_higher_to", max(higher), "{:g}")
+_ = glue("static_share_top", ab.capacity_share(sweep["static"][-1]), "{:.0%}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -190,11 +200,12 @@ for i, rate in enumerate(rates):
           f"{step[0]:5.1f} / {step[1]:4.1f}     {p99[0]:6.1f} / {p99[1]:5.1f}")
 
 # %% [markdown]
-# At 0.5–2 requests/s static batching *scores higher* on slot-time utilisation. The measure counts time,
-# not tokens: both policies make the same useful tokens, but static's steps are slower (they also compute
-# wasted decodes and attend over padded lengths: see the mean step), so each useful slot-step lasts longer and
-# adds more "useful slot-seconds". The share of decode capacity counts tokens, so it does not invert: equal at
-# light load, where both just keep up with the traffic, then static stalls near 12% while continuous climbs.
+# At {glue}`static_higher_from`–{glue}`static_higher_to` requests/s static batching *scores higher* on slot-time
+# utilisation. The measure counts time, not tokens: both policies make the same useful tokens, but static's steps
+# are slower (they also compute wasted decodes and attend over padded lengths: see the mean step), so each useful
+# slot-step lasts longer and adds more "useful slot-seconds". The share of decode capacity counts tokens, so it
+# does not invert: equal at light load, where both just keep up with the traffic, then static stalls near
+# {glue}`static_share_top` while continuous climbs.
 
 # %%
 fig, ax = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")

@@ -25,6 +25,7 @@ from tinyserve.core.workloads import get_workload
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t
+from tinyserve.lang.glue import glue
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_composition
 
@@ -89,11 +90,12 @@ pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked-512"
 print()
 say("7.3.gaps.chapter")
 say("7.3.gaps.engine", gap=worst_gap_ms(pf, inflight), ttft=ttft_ms(df, "long") / 1e3)
+glue("chunked_gap_x", worst_gap_ms(ch, inflight) / step_ms, "{:.1f}")  # chunked-512's worst gap, in plain steps
 print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 
 # %% [markdown]
 # Forcing the newcomer in after a bounded wait (TGI's rule) only moves the stall. Chunking keeps both numbers
-# far lower, but its worst gap is still 3.5× a plain step: section 3 says why.
+# far lower, but its worst gap is still {glue}`chunked_gap_x`× a plain step: section 3 says why.
 #
 # ## 2. What the steps look like
 #
@@ -161,6 +163,7 @@ for c, tr in sweep.items():
     extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
     print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
 say("7.3.ridge.plain", ms=step_ms)
+glue("ridge", ridge, "{:.0f}")
 print(p_ridge.reveal(fits))
 
 # %% [markdown]
@@ -307,7 +310,7 @@ for rate in (4, 16):
 # * A newcomer's prefill and the in-flight decodes pull in opposite directions: run it all now and the decodes
 #   stall; wait and the newcomer stalls.
 # * A chunk rides free beside the decodes while the step's arithmetic fits inside the weight stream (the
-#   ridge, ~160 tokens a step here); past it, every chunk token adds time the decodes wait for.
+#   ridge, ~{glue}`ridge` tokens a step here); past it, every chunk token adds time the decodes wait for.
 # * The chunk length walks the trade-off between the in-flight users' gaps and the newcomer's wait.
 # * Under overload the queue for slots dominates: the opening of disaggregated serving.
 #
@@ -316,5 +319,6 @@ for rate in (4, 16):
 # 1. Why is a prefill step compute-bound and a decode step memory-bound?
 # 2. Under prefill-first, who pays for a 4,000-token prompt, and how?
 # 3. Why does bounding decode-first's wait not remove the stall?
-# 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step 3.5× longer?
+# 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step
+#    {glue}`chunked_gap_x`× longer?
 # 5. In one sentence: what does a chunked step share between the prefill and the decodes?

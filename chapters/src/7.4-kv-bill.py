@@ -24,6 +24,7 @@ from tinyserve.cost.kvfit import sequences_that_fit
 from tinyserve.cost.presets import get_preset
 from tinyserve.engine import Engine
 from tinyserve.lang import say, t
+from tinyserve.lang.glue import glue
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.static import plot_slabs_and_pages
@@ -33,6 +34,8 @@ dry = Engine()
 hw = get_preset("h200-70b-fp8")
 print(hw.text("description"))
 say("7.4.kv_left", gb=hw.kv_memory_bytes / 1e9, n=hw.max_model_len)
+glue("weights_gb", hw.weight_bytes / 1e9, "{:.0f}")
+_ = glue("kv_gb", hw.kv_memory_bytes / 1e9, "{:.0f}")
 
 # %% [markdown]
 # ## 1. A sequence's KV grows with it
@@ -90,9 +93,9 @@ ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
 #
 # ## 3. How many sequences fit?
 #
-# The H200 has 141 GB; the FP8 weights take about 70 GB; the KV memory is what is left after activations and
-# runtime buffers. The long-tail traffic's sequences hold their prompt plus their answer: a few hundred tokens
-# on average.
+# The H200 has 141 GB; the FP8 weights take about {glue}`weights_gb` GB; the KV memory is what is left after
+# activations and runtime buffers. The long-tail traffic's sequences hold their prompt plus their answer:
+# {glue}`mean_tokens` tokens on average.
 #
 # **Predict.** How many sequences fit in the KV memory with one 4,096-position slab each?
 
@@ -110,6 +113,8 @@ print(p.reveal(fit.slabs))
 say("7.4.one_slab", n=fit.slab_tokens, gb=fit.slab_tokens * fit.bytes_per_token / 1e9)
 say("7.4.mean_seq", n=fit.mean_tokens, gb=fit.mean_tokens * fit.bytes_per_token / 1e9)
 say("7.4.chapter")
+glue("mean_tokens", fit.mean_tokens, "{:,.0f}")
+glue("fit_slabs", fit.slabs)
 say("7.4.engine", slabs=fit.slabs, exact=fit.exact, gain=fit.gain)
 
 # %%
@@ -123,7 +128,7 @@ ax.set(xlabel=t("7.4.bar.xlabel"), title=t("7.4.bar.title"),
 
 # %% [markdown]
 # 7.0 showed that a decode step serves many sequences for nearly the price of one, up to a few hundred. Slabs
-# cap this GPU at a few dozen, far below that; exact allocation would let the batch grow toward it.
+# cap this GPU at {glue}`fit_slabs`, far below that; exact allocation would let the batch grow toward it.
 #
 # **Try it.** Batch size and slab length (the server's maximum length) with the KV view: each move re-runs
 # the dry run. A shorter slab fits more slots in the same memory but rejects every longer request (the status
@@ -149,15 +154,16 @@ plot_slabs_and_pages(a1, a2, trace, k=len(trace.steps) // 2, block=256);
 # %% [markdown]
 # The engine has this layout too (`kv_layout="paged"`, blocks of 16 positions as in vLLM). A paged run keeps a
 # batch cap (256 rows here, vLLM's default `max_num_seqs`) but reserves nothing per row: a newcomer gets in
-# while the free blocks hold its prompt. Both layouts get the same 51 GB of KV memory.
+# while the free blocks hold its prompt. Both layouts get the same {glue}`kv_gb` GB of KV memory.
 #
 # ## 5. The same traffic, slabs then pages
 #
-# The load matters. At the workload's default 8 requests/s all 38 slabs are busy only about a fifth of the
-# time, so pages have little to add. At 16 requests/s requests queue for a slab. Each row below is a dry run on the modeled
-# clock: the same 300 requests, the same arrivals.
+# The load matters. At the workload's default 8 requests/s all {glue}`slab_slots` slabs are busy only about
+# {glue}`all_busy_share` of the time, so pages have little to add. At 16 requests/s requests queue for a slab. Each
+# row below is a dry run on the modeled clock: the same 300 requests, the same arrivals.
 #
-# **Predict.** At 16 requests/s, slabs run at most 38 sequences at once. With pages, at most how many?
+# **Predict.** At 16 requests/s, slabs run at most {glue}`slab_peak` sequences at once. With pages, at most how
+# many?
 
 # %%
 p_pages = Predict(t("7.4.predict.pages"), unit=t("7.4.unit.sequences"), lo=0, hi=256)
@@ -171,6 +177,12 @@ def serve(layout, rate, n=300, block_size=None):
 
 
 runs = {(rate, layout): serve(layout, rate) for rate in (8.0, 16.0) for layout in ("slab", "paged")}
+# what the text above says of the default load: how many slabs, and for what share of the time all are busy
+slab8 = runs[8.0, "slab"]
+sa8 = slab8.step_arrays()
+glue("slab_slots", slab8.num_slots)
+all_busy = sa8.duration_s[sa8.busy_slots == slab8.num_slots].sum() / sa8.duration_s.sum()  # time-weighted
+_ = glue("all_busy_share", all_busy, "{:.0%}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -179,6 +191,8 @@ for (rate, layout), tr in runs.items():
     say("7.4.cmp.row", rate=rate, layout=layout, **ab.layout_summary(tr))
 slabs, pages = ab.layout_summary(runs[16.0, "slab"]), ab.layout_summary(runs[16.0, "paged"])
 print(p_pages.reveal(pages["peak"]))
+glue("slab_peak", slabs["peak"])  # the premise of the prediction above
+glue("paged_peak_share", runs[16.0, "paged"].metrics()["kv_reserved_bytes_peak"] / hw.kv_memory_bytes, "{:.0%}")
 say("7.4.cmp.engine", slabs=slabs["peak"], pages=pages["peak"], fit=fit.exact,
     gain=pages["tok_s"] / slabs["tok_s"], ttft_s=slabs["ttft_p99"], ttft_p=pages["ttft_p99"])
 
@@ -197,8 +211,8 @@ a1.legend(fontsize=8, frameon=False);
 # Pages let the batch grow to where the traffic needs it, so the queue for a place in the batch is gone and
 # time to first token drops from seconds to under one. The p99 end-to-end latency barely moves: the slowest
 # requests are long RAG answers, and their time is their own decode steps, which get a little slower (not
-# faster) when more sequences share each step. No one was preempted: at the peak the pages held about two
-# thirds of the memory.
+# faster) when more sequences share each step. No one was preempted: at the peak the pages held about
+# {glue}`paged_peak_share` of the memory.
 #
 # The KV view of the paged run: held (blocks in tables) and used now nearly coincide.
 
@@ -264,6 +278,10 @@ by_size = {b: serve("paged", 16.0, block_size=b) for b in (1, 16, 256)}
 
 # %%
 # NBVAL_CHECK_OUTPUT
+b16 = by_size[16]  # what the text below says of vLLM's block size: its waste, its tables, a block's K/V per layer
+glue("waste_16", ab.block_waste_share(b16), "{:.1%}")
+glue("entries_16", ab.table_entries_per_sequence(b16), "{:.0f}")
+glue("block_kb", b16.block_size * b16.kv_bytes_per_token / hw.n_layer / 1024, "{:.0f}")
 say("7.4.bsize.head")
 for b, tr in by_size.items():
     used_b, _, waste_b = ab.block_columns(tr)
@@ -272,11 +290,11 @@ for b, tr in by_size.items():
         seqs=ab.layout_summary(tr)["peak"])
 
 # %% [markdown]
-# At this load the pool never fills, so all three run the same schedule: the waste costs memory, not yet
-# sequences. With 16 the waste stays under 1% and the tables a few dozen entries long; vLLM's default is 16 too.
-# The modeled clock charges the table nothing (one 4-byte block id per 64 KB of K and V read, per layer). The
-# vLLM paper's block-size experiments found that too small a block leaves the GPU's parallelism unused while
-# reading K/V (Kwon et al. 2023, sec. 7.2); this clock does not model that cost.
+# At this load the pool never fills, so all three run the same schedule: the waste costs memory, not yet sequences.
+# With 16 the waste stays at {glue}`waste_16` and the tables {glue}`entries_16` entries long; vLLM's default is 16
+# too. The modeled clock charges the table nothing (one 4-byte block id per {glue}`block_kb` KB of K and V read,
+# per layer). The vLLM paper's block-size experiments found that too small a block leaves the GPU's parallelism
+# unused while reading K/V (Kwon et al. 2023, sec. 7.2); this clock does not model that cost.
 #
 # ## What comes next
 #
@@ -290,8 +308,8 @@ for b, tr in by_size.items():
 # * A sequence's KV cache grows by one position's keys and values per step, in every layer.
 # * A slab server reserves the maximum length for every slot when it starts; with continuous batching, memory,
 #   not the batch size knob, limits how many sequences run at once.
-# * On a 70B model on one H200 slabs fit 38 sequences of this traffic; allocating what each uses fits several
-#   times more.
+# * On a 70B model on one H200 slabs fit {glue}`fit_slabs` sequences of this traffic; allocating what each uses
+#   fits several times more.
 # * Paging hands out small blocks on demand through a page table, so held ≈ used. On the same traffic at
 #   16 requests/s it ran over three times as many sequences at once and cut TTFT p99 from seconds to under one.
 # * When blocks run out, the newest sequence is preempted and recomputed later: extra work, same answer.

@@ -25,6 +25,7 @@ from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
 from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
+from tinyserve.lang.glue import glue
 from tinyserve_widgets import sweep_plots
 from tinyserve_widgets.predict import Predict
 
@@ -100,15 +101,18 @@ say("7.5.any.engine_cont")
 for r in ("S5", "S6", "S7"):
     was = next(o for o in ("S1", "S2", "S3", "S4") if slot[o] == slot[r])
     say("7.5.any.enters", r=r, it=iterations(cont, r)[0], slot=slot[r], was=was)
+    glue(f"any_enters_{r}", iterations(cont, r)[0])
+glue("any_second_from", iterations(static, "S5")[0])  # static's second batch: S5 to S7, to its last iteration
+glue("any_static_last", len(static.steps))
 say("7.5.any.summary", wasted=cont.metrics()["wasted_decode_tokens"], n=len(cont.steps), m=len(static.steps))
 
 # %% [markdown]
 # In the static run, `S3:w` in iterations 3 to 6 is the picture's idle row: the engine really computes a token
-# there and throws it away. (With seven requests and four slots, static batching also runs S5 to S7 as a
-# second batch of three, iterations 7 to 9.) Under continuous batching S5 enters S3's slot at iteration 3, S6
-# takes S4's at 5 and S7 takes S1's at 6. One difference from the drawing: its prompts are drawn as tokens in
-# the same grid, while our iteration 1 computes each whole prompt in one pass, padded to the longest under
-# static batching (`+pad`).
+# there and throws it away. (With seven requests and four slots, static batching also runs S5 to S7 as a second
+# batch of three, iterations {glue}`any_second_from` to {glue}`any_static_last`.) Under continuous batching S5
+# enters S3's slot at iteration {glue}`any_enters_S5`, S6 takes S4's at {glue}`any_enters_S6` and S7 takes S1's at
+# {glue}`any_enters_S7`. One difference from the drawing: its prompts are drawn as tokens in the same grid, while
+# our iteration 1 computes each whole prompt in one pass, padded to the longest under static batching (`+pad`).
 #
 # Step through both runs with the cursor (Play, or drag the step slider; the widgets count steps from 0, so
 # iteration *n* is step *n* − 1). The pictures below them number iterations from 1, as the text does.
@@ -269,6 +273,7 @@ for name, trace in panels.items():
     print(story(trace, first=1, last=7))
     say("7.5.sar.gaps", gap=worst_gap_ms(trace, "A"), ttft=ttft_ms(trace, "C"))
     print()
+glue("sarathi_d_chunk", panels["Sarathi-Serve"].timeline("D").chunks[0][2])  # tokens in D's first chunk
 print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
 
 # %% [markdown]
@@ -277,9 +282,10 @@ print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
 # the FasterTransformer rule keeps A's gaps at one decode step but C waits for the whole of A and B; chunked
 # prefill keeps A's gap to one 514-token step and still starts C within two steps.
 #
-# **Where our rule differs from the picture.** Sarathi-Serve's budget counts every token of the step. Ours
-# does too, and it fills whatever is left with the *next* prompt's first tokens: with a budget of 514 and
-# three decodes, D gets chunks of 511, not 512. (Our FasterTransformer stand-in pads D to C's length: `+pad2`.)
+# **Where our rule differs from the picture.** Sarathi-Serve's budget counts every token of the step. Ours does
+# too, and it fills whatever is left with the *next* prompt's first tokens: with a budget of 514 and three decodes,
+# D gets chunks of {glue}`sarathi_d_chunk`, not 512. (Our FasterTransformer stand-in pads D to C's length:
+# `+pad2`.)
 
 # %%
 tw.show(panels["Sarathi-Serve"], k=2, views=("timeline", "composition"))
@@ -303,8 +309,8 @@ timelines(panels, height=2.4, x="time")
 # **Predict.** Right after iteration 1, what percentage of the reserved KV holds tokens?
 #
 # **Our scenario** (`gallery-vllm-reservation.jsonl`): the figure's two prompts as text; A may grow to 2,048
-# positions, B to 512. Our engine keeps *one slab per slot*, the layout this chapter ends on: every slot
-# reserves the same room from the first step, the server's maximum length (4,096 positions on this preset).
+# positions, B to 512. Our engine keeps *one slab per slot*, the layout this chapter ends on: every slot reserves
+# the same room from the first step, the server's maximum length ({glue}`slab_tokens` positions on this preset).
 
 # %%
 p_kv = Predict(t("7.5.kv.predict"), unit="%", lo=0, hi=100)
@@ -317,13 +323,14 @@ say("7.5.kv.figure")
 for k in (0, 100, 480, 1000):
     s = kv.steps[k]
     say("7.5.kv.step", it=k + 1, n=len(s.works), slab=kv.slab_tokens, used=s.kv_used_bytes / s.kv_reserved_bytes)
+glue("slab_tokens", kv.slab_tokens, "{:,}")
 print(p_kv.reveal(round(100 * kv.steps[0].kv_used_bytes / kv.steps[0].kv_reserved_bytes, 1)))
 
 # %% [markdown]
-# **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all
-# the same size, the server's maximum length, so both slots reserve 4,096: more waste inside each reservation,
-# but no gaps between reservations, since equal slabs always fit back into each other's place. The KV view shows reserved against
-# used at every step; Chapter 8's paging is what closes the gap.
+# **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all the same
+# size, the server's maximum length, so both slots reserve {glue}`slab_tokens`: more waste inside each reservation,
+# but no gaps between reservations, since equal slabs always fit back into each other's place. The KV view shows
+# reserved against used at every step; Chapter 8's paging is what closes the gap.
 
 # %%
 tw.show(kv, k=480, views=("kv", "requests"))
@@ -335,9 +342,9 @@ plt.tight_layout()
 
 # %% [markdown]
 # Figure 2's measurement, on real traffic: over a run of `chapter-7.2-longtail`, what share of the reserved KV
-# holds tokens (averaged over time)? Once with slabs as long as the model's whole context (4,096 positions, the
-# figure's "reserve the maximum" system), once with slabs as long as the longest request of this run, which a
-# real server cannot know in advance.
+# holds tokens (averaged over time)? Once with slabs as long as the model's whole context ({glue}`slab_tokens`
+# positions, the figure's "reserve the maximum" system), once with slabs as long as the longest request of this
+# run, which a real server cannot know in advance.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -361,6 +368,10 @@ for key, knobs in (("7.5.kv.share.context", {}), ("7.5.kv.share.longest", {"slab
 # NBVAL_CHECK_OUTPUT
 targets = (50, 100, 200, 400)
 curves = sweeps.capacity_sweep(sweeps.capacity_settings(), targets_ms=targets, n=100)
+# the slots a slab server gets at the largest batch cap of the line-up (the text below the table says why)
+widest = max(st.knobs["batch_size"] for st in sweeps.capacity_settings() if st.policy == "continuous")
+glue("cap_slots", dry.run("chapter-7.2-longtail", "continuous", batch_size=widest, dry_run=True, progress=False,
+                          workload_knobs={"n": 1}).num_slots)
 print(sweeps.capacity_table(curves, targets))
 
 # %%
@@ -368,13 +379,13 @@ sweep_plots.plot_capacity(curves, targets)
 plt.tight_layout()
 
 # %% [markdown]
-# As in the paper, the batch cap hardly matters to continuous batching under a tight target: its P99 gap is
-# set by the long prompts' prefill steps, not by how many decodes ride along. (Here the three caps give the
-# very same rows for a second reason: with a 4,096-position slab per slot, the H200's KV memory holds only 38
-# slots, so 64 and 128 are capped at 38. Memory, not the batch cap, binds: the debt Chapter 8's paging pays.) A small token budget buys the
-# tight targets; a large one behaves like no budget at all once prompts are shorter than it. Our stand-in for
-# vLLM mixes prefills with decodes (Orca's rule); its stalls are as long as vLLM's, which pauses decodes for
-# the prefill step instead.
+# As in the paper, the batch cap hardly matters to continuous batching under a tight target: its P99 gap is set by
+# the long prompts' prefill steps, not by how many decodes ride along. (Here the three caps give the very same rows
+# for a second reason: with a {glue}`slab_tokens`-position slab per slot, the H200's KV memory holds only
+# {glue}`cap_slots` slots, so 64 and 128 are capped at {glue}`cap_slots`. Memory, not the batch cap, binds: the
+# debt Chapter 8's paging pays.) A small token budget buys the tight targets; a large one behaves like no budget at
+# all once prompts are shorter than it. Our stand-in for vLLM mixes prefills with decodes (Orca's rule); its stalls
+# are as long as vLLM's, which pauses decodes for the prefill step instead.
 #
 # ### Mixing, chunking, or both (Sarathi-Serve, Table 4)
 #
