@@ -6,6 +6,7 @@ own messages and --help included. `--json` prints data, the same in every langua
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -176,23 +177,32 @@ def cmd_generate(a) -> None:
         print(a.prompt + text)
 
 
-def _english_data(json_out: bool, make):
-    """make() with the language English when the output is --json: a run records words as data (a rejected
-    request's finish_reason, the slab rule), and the contract's values never change with the language. A
-    TinyserveError is raised again in the user's language: make() sets a run up, which is deterministic and has
-    run nothing yet, so a second call fails the same way."""
+@contextlib.contextmanager
+def _english_data(json_out: bool):
+    """Within: English when the output is --json (a run records words as data: a rejected request's
+    finish_reason, the slab rule; the contract's values never change with the language)."""
     lang = language()
     if not json_out or lang == "en":
-        return make()
+        yield
+        return
     set_language("en", figures=False)
     try:
-        return make()
-    except TinyserveError as english:
-        set_language(lang, figures=False)
-        make()
-        raise english  # make() did not fail again in the user's language: the English message then
+        yield
     finally:
         set_language(lang, figures=False)
+
+
+def _set_up(json_out: bool, start):
+    """start() (a run's set-up) under _english_data; a TinyserveError is raised again in the user's language:
+    a set-up is deterministic and has run nothing, so a second call fails the same way."""
+    try:
+        with _english_data(json_out):
+            return start()
+    except TinyserveError as english:
+        if not json_out or language() == "en":
+            raise
+        start()
+        raise english from None  # start() did not fail again in the user's language: the English message then
 
 
 def cmd_run(a) -> None:
@@ -208,13 +218,14 @@ def cmd_run(a) -> None:
     engine = Engine(device=a.device, dtype=a.dtype)
     progress = a.progress if a.progress is not None else (sys.stderr.isatty() and not a.json)
     workload = Path(a.workload) if a.workload.endswith(".jsonl") else a.workload
-    run = _english_data(a.json, lambda: engine.start(
+    run = _set_up(a.json, lambda: engine.start(
         workload, a.policy, batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
         max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first, max_waiting_steps=a.max_waiting_steps,
         clock=a.clock, hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len, slab=a.slab,
         kv_layout=a.kv_layout, block_size=a.block_size, dry_run=a.dry_run, seed=a.seed,
         workload_knobs=dict(a.workload_knob)))
-    tr = _english_data(a.json, lambda: run.finish(progress))
+    with _english_data(a.json):
+        tr = run.finish(progress)
     rejected = [r for r in tr.requests if r.status == "rejected"]
     for r in rejected:
         print(t("cli.rejected", id=r.id, reason=r.finish_reason), file=sys.stderr)
