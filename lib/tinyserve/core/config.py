@@ -84,8 +84,9 @@ def check_policy_object(p) -> None:
     if hasattr(p, "chunk_size") and hasattr(p, "max_batch_tokens"):  # chunked prefill's budget
         check_token_budget(p.batch_size, p.max_batch_tokens)
     w = getattr(p, "max_waiting_steps", 0)
-    if w != UNBOUNDED and (isinstance(w, float) or check_knob("max_waiting_steps", w) != w):  # stored: an int or inf
+    if isinstance(w, float) and w != UNBOUNDED:  # a policy stores an int or inf (2.0 from a name became 2)
         raise waiting_steps_error(w)
+    check_knob("max_waiting_steps", w)
 
 
 def check_dtype(dtype: str) -> str:
