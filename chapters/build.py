@@ -44,6 +44,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 import editions
+from tinyserve.lang.drawn import ENV as TEXT_ENV
 from tinyserve.lang.glue import ENV as GLUE_ENV, recorded
 
 HERE = Path(__file__).resolve().parent
@@ -57,9 +58,16 @@ class EditionError(Exception):
     """A notebook that cannot be built as asked: its setup line, its catalog, a glue name; the message names it."""
 
 
+# a code cell's header may ask JupyterLab to show it folded (metadata.jupyter, which JupyterLab honours):
+# `# %% [reveal]` stores the outputs collapsed (a prediction's answer stays hidden until the learner opens it or
+# runs the cell; nbval still compares them), `# %% [hide-code]` folds the source (long plotting code), both may
+# be given: `# %% [reveal, hide-code]`
+FOLDS = {"reveal": "outputs_hidden", "hide-code": "source_hidden"}
+
+
 def parse(text: str) -> list:
     """Cells of a percent-format source."""
-    cells, kind, lines = [], None, []
+    cells, kind, lines, folds = [], None, [], []
 
     def flush():
         if kind is None:
@@ -69,12 +77,24 @@ def parse(text: str) -> list:
             body = "\n".join(re.sub(r"^# ?", "", ln) for ln in body.splitlines())
             cells.append(nbformat.v4.new_markdown_cell(body))
         elif body:
-            cells.append(nbformat.v4.new_code_cell(body))
+            cell = nbformat.v4.new_code_cell(body)
+            if folds:
+                cell.metadata["jupyter"] = {FOLDS[f]: True for f in folds}
+            cells.append(cell)
 
     for ln in text.splitlines():
         if ln.startswith("# %%"):
             flush()
-            kind, lines = ("markdown" if "[markdown]" in ln else "code"), []
+            m = re.match(r"# %%\s*(?:\[([^\]]*)\])?\s*$", ln)
+            if not m:
+                raise EditionError(f"a cell header that build.py does not read: {ln!r}")
+            words = [w.strip() for w in (m.group(1) or "").split(",") if w.strip()]
+            unknown = [w for w in words if w != "markdown" and w not in FOLDS]
+            if unknown or ("markdown" in words and len(words) > 1):
+                raise EditionError(f"a cell header that build.py does not read: {ln!r} (a code cell takes "
+                                   f"{', '.join(FOLDS)}; a markdown cell nothing else)")
+            kind = "markdown" if "markdown" in words else "code"
+            folds, lines = [w for w in words if w in FOLDS], []
         elif kind is not None:
             lines.append(ln)
     flush()
@@ -147,6 +167,7 @@ def run_and_write(nb, stem: str, out_dir: Path, execute: bool, keep_ids: bool = 
         fd, glue_file = tempfile.mkstemp(prefix=f"{stem}-glue-", suffix=".json")
         os.close(fd)
         os.environ[GLUE_ENV] = glue_file  # the kernel inherits it: its glue() calls record there
+        os.environ[TEXT_ENV] = "1"  # and its figures' and widgets' words go into their outputs' metadata (drawn.py)
         try:
             NotebookClient(nb, timeout=600, kernel_name="python3",
                            resources={"metadata": {"path": str(out_dir)}}).execute()
@@ -155,6 +176,7 @@ def run_and_write(nb, stem: str, out_dir: Path, execute: bool, keep_ids: bool = 
             print(f"{stem}: FAILED\n{str(e)[-3000:]}", file=sys.stderr)
         finally:
             os.environ.pop(GLUE_ENV, None)
+            os.environ.pop(TEXT_ENV, None)
             Path(glue_file).unlink(missing_ok=True)
     took = time.perf_counter() - t0
     slow = []

@@ -11,11 +11,22 @@ or chapters/solutions/<stem>.ipynb (the exercises), freshly extracted each time,
 no entry and the build and the tests stop until its translation is reviewed. Read and written with Babel;
 Babel's parser accepts some broken lines (a string that lost its closing quote vanishes), so every line is
 checked first and an error names the file and the line.
+
+The comments of the code cells are entries too (msgctxt "comment", msgid = the English comment's text: a trailing
+`# ...`, or a run of whole-line `# ...` lines at one indentation joined into one text), so every comment of the
+edition is in its language while the code stays one source: the edition swaps only the comment text, every other
+character of a code cell is the English source's (nbval checks the same numbers). Machine markers are not
+translated and have no entry (MARKERS: nbval's NBVAL_CHECK_OUTPUT, NBVAL_IGNORE_OUTPUT, NBVAL_SKIP, ...,
+nbgrader's BEGIN/END SOLUTION and BEGIN/END HIDDEN TESTS, linters' noqa, type: ignore, pragma, fmt:); a
+comment that starts with the words-lint marker `words: ok` (tests/lang/test_strings_in_table.py) keeps it in
+front of its translated reason. A translation is one line; a long one is wrapped (between CJK characters) to
+COMMENT_COLUMNS.
 """
 from __future__ import annotations
 
 import io
 import re
+import tokenize
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,6 +41,12 @@ CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\
 FENCE = re.compile(r"\s*(```|~~~)")
 # a line that starts a line of its own in an unwrapped block: a heading, a list item, a table row, a fence
 OWN_LINE = re.compile(r"\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||```|~~~)")
+COMMENT = "comment"  # the msgctxt of a code comment's entry
+# comments read by machines, never translated (the text after the #s, whole)
+MARKERS = re.compile(r"(NBVAL_[A-Z_]+|(BEGIN|END) (SOLUTION|HIDDEN TESTS)|noqa\b.*|type: ?ignore.*|pragma\b.*"
+                     r"|fmt: ?(on|off|skip)|words: ok|-\*-.*-\*-|%%.*)")
+WORDS_OK = "words: ok"  # a translated reason keeps this marker in front: `# words: ok (why)`
+COMMENT_COLUMNS = 100  # a translated whole-line comment is wrapped to this many display columns
 
 
 # ----------------------------------------------------------------------------------------------- the blocks
@@ -107,6 +124,74 @@ def notebooks(root: Path = HERE) -> list[str]:
                   + [p.stem for p in (root / "solutions").glob("7.*.ipynb")])
 
 
+# ------------------------------------------------------------------------------------- the code comments
+def english_code(stem: str, root: Path = HERE) -> list[str]:
+    """The code cells of an English notebook (a lesson's source or the exercises' solutions)."""
+    src = root / "src" / f"{stem}.py"
+    if src.exists():
+        from build import parse
+        cells = parse(src.read_text(encoding="utf-8"))
+    else:
+        import nbformat
+        cells = nbformat.read(root / "solutions" / f"{stem}.ipynb", as_version=4).cells
+    return [c.source for c in cells if c.cell_type == "code"]
+
+
+def comments(source: str) -> list[tuple[int, int, int, str, bool]]:
+    """The comments of a code cell to translate: (first line, last line, column, text, trailing), lines counted
+    from 0; a run of whole-line comments at one column is one comment (its lines' texts joined by a space);
+    machine markers (MARKERS) are left out, and they end a run."""
+    lines = source.split("\n")
+    # magics and shell lines are not Python: blanked for the tokenizer (their lines keep their numbers)
+    text = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
+    found: list[tuple[int, int, str]] = []  # (line, column, the comment token)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                found.append((tok.start[0] - 1, tok.start[1], tok.string))
+    except (tokenize.TokenError, SyntaxError):  # code that does not tokenize: its whole-line comments
+        found = [(i, len(ln) - len(ln.lstrip()), ln.strip()) for i, ln in enumerate(lines)
+                 if ln.lstrip().startswith("#")]
+    out: list[tuple[int, int, int, str, bool]] = []
+    for line, col, tok in found:
+        body = tok.lstrip("#").strip()
+        if not body or MARKERS.fullmatch(body):
+            out.append((line, line, col, "", False))  # a marker: ends a run, has no entry
+            continue
+        trailing = bool(lines[line][:col].strip())
+        prev = out[-1] if out else None
+        if (not trailing and prev and prev[3] and not prev[4] and prev[1] == line - 1 and prev[2] == col
+                and not prev[3].startswith(WORDS_OK)):
+            out[-1] = (prev[0], line, col, prev[3] + " " + body, False)
+        else:
+            out.append((line, line, col, body, trailing))
+    return [c for c in out if c[3]]
+
+
+def comment_ids(sources: list[str]) -> list[str]:
+    """The msgids of every comment of these code cells, in order, each once."""
+    return list(dict.fromkeys(c[3] for src in sources for c in comments(src)))
+
+
+def swap_comments(source: str, translate) -> str:
+    """A code cell with every comment's text replaced by translate(text) (a one-line string); the code, every
+    marker and every character before a comment's # kept as they are."""
+    lines = source.split("\n")
+    for first, last, col, text, trailing in reversed(comments(source)):
+        new = " ".join(translate(text).split())
+        lead = lines[first][:col]
+        if trailing:
+            lines[first] = lead + "# " + new
+            continue
+        from tinyserve.lang import wrap
+
+        room = max(20, COMMENT_COLUMNS - col - 2)
+        # a `code span` is never broken: its spaces are held as a private-use character while wrapping
+        held = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\ue000"), new)
+        lines[first:last + 1] = [lead + "# " + part.replace("\ue000", " ") for part in wrap(held, room)]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------ the catalogs
 def catalog_path(stem: str, lang: str, root: Path = HERE) -> Path:
     """chapters/locale/<folder>/<stem>.po."""
@@ -116,7 +201,7 @@ def catalog_path(stem: str, lang: str, root: Path = HERE) -> Path:
 def read(path: Path):
     """The babel Catalog of a .po file, its fuzzy entries' old English kept; CatalogError("file:line: why") on a
     malformed one (every line checked first, as the package's catalogs are: tinyserve.lang.catalogs.read)."""
-    catalog = catalogs.read(path)
+    catalog = catalogs.read(path, unique_contexts=False)  # every comment's entry has msgctxt "comment"
     for m in catalog:
         _set_flags(m)
         _take_previous(m)
@@ -193,6 +278,8 @@ def template(stem: str, root: Path = HERE):
         for msgid, ctxt in row:
             if ctxt is None:  # a repeat has its own entry only where its translation differs (a translator adds it)
                 _set_flags(catalog.add(msgid))
+    for msgid in comment_ids(english_code(stem, root)):
+        _set_flags(catalog.add(msgid, context=COMMENT))
     return catalog
 
 
@@ -201,9 +288,9 @@ def update(stem: str, lang: str, root: Path = HERE) -> str:
     (Babel's fuzzy matching, the old English kept as #| msgid), vanished ones obsolete (#~); a summary line."""
     path = catalog_path(stem, lang, root)
     catalog = read(path) if path.exists() else new_catalog(stem, lang)
-    before = {m.id: (m.string, m.fuzzy) for m in catalog if m.id}
+    before = {(m.id, m.context): (m.string, m.fuzzy) for m in catalog if m.id}
     # a repeat's own translation (msgctxt "n") is kept while the notebook still repeats the block that often
-    own = [m for m in catalog if m.id and m.context]
+    own = [m for m in catalog if m.id and m.context and m.context != COMMENT]
     for m in own:
         catalog.delete(m.id, context=m.context)
     catalog.update(template(stem, root), update_creation_date=False)
@@ -214,8 +301,10 @@ def update(stem: str, lang: str, root: Path = HERE) -> str:
         else:
             catalog.obsolete[(m.id, m.context)] = m
     for m in catalog:
+        if m.id and m.context == COMMENT and not m.auto_comments:
+            m.auto_comments = ["a comment in a code cell: one line, no Markdown"]
         _set_flags(m)
-    after = {m.id: (m.string, m.fuzzy) for m in catalog if m.id}
+    after = {(m.id, m.context): (m.string, m.fuzzy) for m in catalog if m.id}
     new = sum(1 for k, (s, f) in after.items() if k not in before and not s)
     fuzzy = sum(1 for k, (s, f) in after.items() if f and before.get(k) != (s, f))
     if after != before or catalog.obsolete:
@@ -252,6 +341,22 @@ def render(cells: list, stem: str, lang: str, root: Path = HERE) -> None:
                 raise CatalogError(f"{stem}: {where}:{m.lineno}: {why}: {first_words(msgid)!r} ({what})")
             out.append(m.string)
         cell.source = "\n\n".join(out)
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.source = swap_comments(cell.source, lambda text: _comment(catalog, text, stem, where, lang))
+
+
+def _comment(catalog, text: str, stem: str, where, lang: str) -> str:
+    """The translation of a code comment; CatalogError as for a block."""
+    m = catalog.get(text, COMMENT)
+    if m is None:
+        raise CatalogError(f"{stem}: {where}: no entry for the comment {first_words(text)!r} (run: python "
+                           f"chapters/build.py --lang {lang} --update {stem}, then translate it)")
+    if not m.string or m.fuzzy:
+        why, what = (("fuzzy", "review it, then remove the fuzzy mark") if m.string
+                     else ("untranslated", "translate it"))
+        raise CatalogError(f"{stem}: {where}:{m.lineno}: {why}: the comment {first_words(text)!r} ({what})")
+    return m.string
 
 
 def first_words(text: str, n: int = 8) -> str:
@@ -271,6 +376,9 @@ def problems(stem: str, lang: str, root: Path = HERE) -> list[str]:
     wanted = {(b, c) for row in keys(english_cells(stem, root)) for b, c in row}
     out = [f"{where}: no entry for {first_words(b)!r}" for b in sorted({b for b, c in wanted if c is None})
            if catalog.get(b) is None]
+    said = comment_ids(english_code(stem, root))
+    wanted |= {(c, COMMENT) for c in said}
+    out += [f"{where}: no entry for the comment {first_words(c)!r}" for c in said if catalog.get(c, COMMENT) is None]
     for m in catalog:
         if not m.id:
             continue
@@ -281,6 +389,12 @@ def problems(stem: str, lang: str, root: Path = HERE) -> list[str]:
             out.append(f"{at}: untranslated: {first_words(m.id)!r}")
         elif m.fuzzy:
             out.append(f"{at}: fuzzy (review it, then remove the fuzzy mark): {first_words(m.id)!r}")
+        elif m.context == COMMENT and "\n" in m.string:
+            out.append(f"{at}: a comment's translation is one line (the build wraps it): {first_words(m.id)!r}")
+        elif m.context == COMMENT and MARKERS.fullmatch(m.string.lstrip("#").strip()):
+            out.append(f"{at}: a comment's translation is only a marker: {first_words(m.id)!r}")
+        elif m.context == COMMENT and m.id.startswith(WORDS_OK) and not m.string.startswith(WORDS_OK):
+            out.append(f"{at}: keep the marker {WORDS_OK!r} in front of the translated reason: {first_words(m.id)!r}")
         elif glue_names(m.id) != glue_names(m.string):
             out.append(f"{at}: {{glue}} names {sorted(glue_names(m.string))} in the translation, "
                        f"{sorted(glue_names(m.id))} in the English: {first_words(m.id)!r}")

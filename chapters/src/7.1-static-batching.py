@@ -1,31 +1,22 @@
 # %% [markdown]
 # # 7.1 Static batching and the fastest finisher
 #
-# **What you will see.** The batching everyone writes first: gather requests into a group, compute their
-# prompts together, then decode until *every* member is done. You will watch it waste work twice — on padding,
-# and on slots whose request has already finished — and see what a timeout does and does not change.
+# **What you will see.** The batching everyone writes first: group requests, compute their prompts together,
+# then decode until *every* member is done. It wastes work twice — on padding, and on slots whose request has
+# finished — and a timeout changes only part of that.
 #
-# Words used below. A **slot** is one place in the batch: one sequence per slot. **Prefill** computes a
-# request's whole prompt in one step; **decode** then makes one new token per step. Counts (tokens, steps) come
-# from the real tiny GPT or its step-for-step replay; times are *modeled* for a 70B-class model on one NVIDIA
-# H200 (notebook 7.0), so every number here is the same on every machine.
+# A **slot** holds one sequence of the batch. **Prefill** computes a request's whole prompt in one step;
+# **decode** then makes one token per step. Counts (tokens, steps) come from the real tiny GPT or its
+# step-for-step replay; times are *modeled* for a 70B-class model on one H200 (notebook 7.0), the same on every
+# machine.
 
 # %%
-import numpy as np
-import matplotlib.pyplot as plt
-
 import tinyserve
 tinyserve.set_language("en")
-import tinyserve_widgets as tw
-from tinyserve.analysis import batching as ab
-from tinyserve.core.workloads import get_workload
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.engine import Engine
-from tinyserve.lang import say, t, width
+from tinyserve.lang import say, t
 from tinyserve.lang.glue import glue
-from tinyserve_widgets.palette import HATCH, PALETTE
-from tinyserve_widgets.predict import Predict
-from tinyserve_widgets.static import plot_timeline
 
 # ▶ CHAPTER_SCALE: False runs the fastest-finisher scenario on the real model with a 400-token long answer
 #   (seconds); True runs the chapter's 2,000 tokens on the real model too (about 4× longer).
@@ -35,18 +26,20 @@ CHAPTER_SCALE = False
 engine = tinyserve.shared_engine()
 dry = Engine()  # dry runs: the same scheduler and cost model, no forward passes (lengths are known)
 clock = ModeledClock()  # the default preset: 70B-class, FP8, one H200
-print(clock.hardware.description)
+print(clock.hardware.text("description"))
 
 # %% [markdown]
 # ## 1. Padding
 #
-# A static group computes its prompts as one rectangle: each prompt is padded to the longest, and the padding
-# runs through every layer like real tokens. `chapter-7.1-padding` sends a 50-token and a 4,000-token prompt
+# A static group computes its prompts as one rectangle: each is padded to the longest, and the padding runs
+# through every layer like real tokens. `chapter-7.1-padding` sends a 50-token and a 4,000-token prompt
 # together.
 #
-# **Predict.** How many prompt tokens will the engine compute on behalf of the 50-token request?
+# **Predict.** How many prompt tokens will the engine compute for the 50-token request?
 
 # %%
+from tinyserve_widgets.predict import Predict
+
 p_pad = Predict(t("7.1.predict.padding"), unit=t("7.1.unit.tokens"), lo=0, hi=1e6)
 p_pad
 
@@ -54,9 +47,9 @@ p_pad
 padded = engine.run("chapter-7.1-padding", "static", batch_size=2, progress=False)  # real model
 short, long_ = sorted(padded.requests, key=lambda r: r.prompt_len)
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
-say("7.1.padding_row", prompt=short.prompt_len, computed=short.prefill_computed_tokens,
+say("7.1.padding_row", own=short.prompt_len, computed=short.prefill_computed_tokens,
     padding=short.prefill_computed_tokens - short.prompt_len)
 say("7.1.padding_chapter")
 say("7.1.padding_engine", ratio=short.prefill_computed_tokens / short.prompt_len)
@@ -65,7 +58,10 @@ print(p_pad.reveal(short.prefill_computed_tokens))
 alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
 say("7.1.padding_modeled", alone=alone_ms, padded=padded_ms)
 
-# %%
+# %% [reveal, hide-code]
+import matplotlib.pyplot as plt
+from tinyserve_widgets.palette import HATCH, PALETTE
+
 fig, ax = plt.subplots(figsize=(8, 1.8), layout="constrained")
 for i, r in enumerate((short, long_)):
     ax.barh(i, r.prompt_len, color=PALETTE["prefill"], label=t("7.1.legend.own_prompt") if i == 0 else None)
@@ -73,15 +69,15 @@ for i, r in enumerate((short, long_)):
             hatch=HATCH["padding"], edgecolor="#8a7d00", lw=0, label=t("7.1.legend.padding") if i == 0 else None)
 ax.set(yticks=[0, 1], yticklabels=[t("7.1.prompt_tick", n=short.prompt_len), t("7.1.prompt_tick", n=long_.prompt_len)],
        xlabel=t("7.1.x_padding"))
-ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)  # words: ok (a location)
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)  # words: ok (a location)
 ax.set_title(t("7.1.title_padding"), fontsize=10);
 
 # %% [markdown]
 # ## 2. The fastest finisher
 #
 # `chapter-7.1-finisher` sends 63 requests at once to 32 slots: one wants a 2,000-token answer, the others 20
-# tokens. The first group of 32 ends only when its *last* member is done. A finished member's slot cannot be
-# handed to anybody, so it keeps computing decode tokens that are thrown away (**wasted**).
+# tokens. The first group of 32 ends only when its *last* member is done; a finished member's slot cannot be
+# handed on, so it keeps computing decode tokens that are thrown away (**wasted**).
 #
 # **Predict.** Slot 7 holds a 20-token request in the first group. How many of its decode steps are wasted?
 
@@ -90,6 +86,8 @@ p_slot7 = Predict(t("7.1.predict.slot7"), unit=t("7.1.unit.steps"), lo=0, hi=1e5
 p_slot7
 
 # %%
+from tinyserve.analysis import batching as ab
+
 LONG = 2000 if CHAPTER_SCALE else 400
 scaled = {"long_output": LONG}
 real = engine.run("chapter-7.1-finisher", "static", batch_size=32, workload_knobs=scaled, progress=False)  # model
@@ -97,15 +95,18 @@ replay = dry.run("chapter-7.1-finisher", "static", batch_size=32, workload_knobs
                  progress=False)  # the same requests, no model
 
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 say("7.1.real_run", long=LONG, steps=len(real.steps), wasted=real.metrics()["wasted_decode_tokens"])
-say("7.1.dry_same", same=ab.schedule(real) == ab.schedule(replay))
+say("7.1.dry_same" if ab.schedule(real) == ab.schedule(replay) else "7.1.dry_differs")
+_ = glue("long", LONG)
 
 # %% [markdown]
 # The replay agrees step for step with the real model, so the chapter-scale numbers below come from dry runs.
 
 # %%
+import numpy as np
+
 static = dry.run("chapter-7.1-finisher", "static", batch_size=32, dry_run=True, progress=False)
 grid = static.slot_phases()
 ra = static.request_arrays()
@@ -113,7 +114,7 @@ group_steps = int(ra.last_step[ra.ids.index("r0")]) + 1  # the first group ends 
 shorts = [r for r in static.requests if r.id != "r0" and 0 <= r.slot and ra.first_step[ra.ids.index(r.id)] == 0]
 slot7 = grid[7, :group_steps]
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 n_dec = int(np.sum(slot7 != "prefill"))
 n_wasted = int(np.sum(slot7 == "wasted"))
@@ -127,26 +128,30 @@ glue("finisher_waste", min(wasted_shares), "{:.0%}")
 say("7.1.finisher_engine", slots=len(shorts), share=min(wasted_shares))
 
 # %% [markdown]
-# Step through the real-model run (long answer of `LONG` tokens) with the cursor: every slot's phase, and the
-# meter of useful, padding, wasted and idle slot-steps so far. Below it, the chapter-scale run as a picture.
+# Step through the real-model run (long answer: {glue}`long` tokens): each slot's phase, and a meter of useful,
+# padding, wasted and idle slot-steps so far. Below it, the chapter-scale run.
 
 # %%
+import tinyserve_widgets as tw
+
 tw.show(real, k=len(real.steps) - 1, views=("timeline", "waste"))
 
 # %%
+from tinyserve_widgets.static import plot_timeline
+
 fig, ax = plt.subplots(figsize=(10, 4.2), layout="constrained")
 plot_timeline(ax, static)
-ax.set_title(t("7.1.title_timeline"), fontsize=10);
+ax.title.set_text(t("7.1.title_timeline"))
 
 # %% [markdown]
-# Vermillion is work thrown away; the thin green stripes at the left are the useful steps of the short requests,
-# the long green line the request everyone waits for. The second group (far right) starts only after it.
+# Vermillion is work thrown away; the thin green stripes at the left are the short requests' useful steps, the
+# long green line the request everyone waits for. The second group (far right) starts only after it.
 #
 # ## 3. Throughput looks fine; the tail does not
 #
-# Two latencies: **TTFT** (time to first token) runs from a request's arrival to its first token; the
-# **end-to-end** latency to its last. Over many requests, **p50** is the median (half finish sooner) and **p99**
-# the value only 1 in 100 exceeds: the tail. A 20-token request of the second group waited for all of r0:
+# A request's **end-to-end** latency runs from its arrival to its last token (**TTFT**, time to first token, to
+# its first). Over many requests, **p50** is the median (half finish sooner) and **p99** the value only 1 in 100
+# exceeds: the tail. A 20-token request of the second group waited for all of r0:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -156,10 +161,12 @@ say("7.1.second_group_done", s=np.median(ab.e2e_s(static, second)))
 
 # %% [markdown]
 # Now realistic traffic: `chapter-7.2-longtail` mixes short chat turns with long retrieval-augmented answers,
-# arriving at random, here 0.5 requests per second. Serve it with groups that start after at most 0.5 s of
-# waiting (the dynamic batching of section 4), and compare the throughput with what the traffic asks for.
+# arriving at random (0.5 requests per second). Served by dynamic batching (section 4) with a 0.5 s timeout, does
+# the throughput match what the traffic asks for?
 
 # %%
+from tinyserve.core.workloads import get_workload
+
 traffic = get_workload("chapter-7.2-longtail", rate=0.5)
 served = dry.run(traffic, "dynamic", batch_size=32, timeout=0.5, dry_run=True, progress=False)
 m = served.metrics()
@@ -177,24 +184,26 @@ say("7.1.e2e", p50=m["e2el_ms"]["p50"] / 1e3, p99=m["e2el_ms"]["p99"] / 1e3)
 say("7.1.tail_chapter")
 say("7.1.tail_engine", with_long=np.median(with_long), without=np.median(without))
 
-# %%
+# %% [hide-code]
 fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
 sc = ax.scatter(rs.output_len, e2e, c=longest, cmap="viridis", s=18)
 fig.colorbar(sc, ax=ax, label=t("7.1.colorbar_longest"))
-ax.set(xscale="log", xlabel=t("7.1.x_own_length"), ylabel=t("7.1.y_e2e"), title=t("7.1.title_scatter"));
+ax.set(xscale="log", xlabel=t("7.1.x_own_length"), ylabel=t("7.1.y_e2e"), title=t("7.1.title_scatter"))
+ax.set_xticks([5, 10, 20, 50, 100, 200, 500], ["5", "10", "20", "50", "100", "200", "500"])
+ax.minorticks_off()
 
 # %% [markdown]
 # Averaged over the run the server keeps up; per request it does not: a 20-token answer's latency is set by the
-# longest answer in its group (yellow dots high on the left).
+# longest answer in its group (yellow dots, top left).
 #
-# ## 4. Dynamic batching: a timeout for waiting, not for waste
+# ## 4. Dynamic batching: shorter waits, the same fastest finisher
 #
-# Waiting for a *full* group of 32 leaves early arrivals waiting. **Dynamic batching** starts the group when
-# it is full *or* when its oldest request has waited `timeout` seconds; latecomers join the pending group until
-# then. The chapter's timeout may vary with the load; ours is a fixed number of seconds.
+# Waiting for a *full* group of 32 keeps early arrivals waiting. **Dynamic batching** starts a group when it is
+# full *or* its oldest request has waited `timeout` seconds (the book's timeout may follow the load; ours is
+# fixed).
 #
 # **Predict.** Full groups throw away about {glue}`full_waste` of the decode work. What share will a 0.5 s
-# timeout still throw away?
+# timeout throw away?
 
 # %%
 p_waste = Predict(t("7.1.predict.waste"), unit="%", lo=0, hi=100)
@@ -213,6 +222,12 @@ def timeout_runs(rate):
     return runs
 
 
+def median_group(tr):
+    """The median number of requests that start together (one static or dynamic group)."""
+    first = tr.request_arrays().first_step
+    return float(np.median(np.unique(first[first >= 0], return_counts=True)[1]))
+
+
 def run_name(timeout):
     """A run's label in the table and the chart."""
     return t("7.1.full_groups") if timeout is None else t("7.1.timeout_name", timeout=timeout)
@@ -220,26 +235,41 @@ def run_name(timeout):
 
 runs = timeout_runs(0.5)
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
+from tinyserve.lang import width
+
 say("7.1.wait_note")
-say("7.1.table_head")
+w = max(16, 1 + max(width(run_name(timeout)) for timeout in runs))
+print(t("7.1.table_policy") + " " * (w - width(t("7.1.table_policy"))) + t("7.1.table_head"))
 for timeout, tr in runs.items():
     name = run_name(timeout)
-    print(f"{name}{' ' * (16 - width(name))} {ab.queue_wait_s(tr):10.2f}s "  # padded by display width
+    print(f"{name}{' ' * (w - width(name))} {ab.queue_wait_s(tr):10.2f}s "
           f"{tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s {ab.wasted_share(tr):18.1%}")
 full, quick = runs[None], runs[0.5]
 say("7.1.timeout_chapter")
 say("7.1.timeout_engine", full_wait=ab.queue_wait_s(full), quick_wait=ab.queue_wait_s(quick),
-    full_waste=ab.wasted_share(full), quick_waste=ab.wasted_share(quick))
+    full_size=median_group(full), quick_size=median_group(quick))
+say("7.1.timeout_waste", full_waste=ab.wasted_share(full), quick_waste=ab.wasted_share(quick))
 glue("full_waste", ab.wasted_share(full), "{:.0%}")  # the premise of the prediction above
+glue("quick_waste", ab.wasted_share(quick), "{:.0%}")
+glue("full_wait", ab.queue_wait_s(full), "{:.1f}")
+glue("quick_wait", ab.queue_wait_s(quick), "{:.1f}")
+waits = [ab.queue_wait_s(runs[timeout]) for timeout in TIMEOUTS]
+glue("wait_lo", min(waits), "{:.1f}")
+glue("wait_hi", max(waits), "{:.1f}")
+rq = quick.request_arrays()
+group_s = [rq.finish_s[rq.first_step == g].max() - quick.steps[g].start_s
+           for g in np.unique(rq.first_step[rq.first_step >= 0])]
+glue("group_s", np.mean(group_s), "{:.1f}")
 print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
 
 # %% [markdown]
-# From 4 s down to 0.1 s, the timeout barely moves the wait. Our server runs **one group at a time**: at this
-# load a group decodes for several seconds (it usually holds a long answer), so a new request mostly waits for
-# *the group ahead to finish*, not for its own timeout. The timeout only matters when the server is idle when
-# requests arrive. At a fifth of the load it is:
+# Starting groups before they are full cut the median wait from {glue}`full_wait` s to {glue}`quick_wait` s.
+# Yet from 4 s down to 0.1 s, the timeout barely moves it (between {glue}`wait_lo` and {glue}`wait_hi` s). Our
+# server runs **one group at a time**, and at this load a group decodes for {glue}`group_s` s on average (until
+# its longest answer is done): a new request mostly waits for *the group ahead*, not its own timeout. The
+# timeout matters only when requests find the server idle. At a fifth of the load they do:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -248,24 +278,27 @@ say("7.1.light_head", timeouts=" / ".join(f"{timeout:g}" for timeout in TIMEOUTS
 for rate, rr in ((0.5, runs), (0.1, light)):
     say("7.1.light_row", rate=rate, waits=" / ".join(f"{ab.queue_wait_s(rr[timeout]):.2f}" for timeout in TIMEOUTS))
 
-# %%
+# %% [reveal, hide-code]
 fig, ax = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
 for rate, rr, color in ((0.5, runs, PALETTE["prefill"]), (0.1, light, PALETTE["accent"])):
     ax[0].plot(TIMEOUTS, [ab.queue_wait_s(rr[timeout]) for timeout in TIMEOUTS], "o-", color=color,
                label=t("7.1.rate", rate=rate))
 ax[0].set(xscale="log", xlabel=t("7.1.x_timeout"), ylabel=t("7.1.y_wait"), title=t("7.1.title_wait"))
-ax[0].legend(fontsize=8, frameon=False)
+ax[0].set_xticks(TIMEOUTS, [f"{timeout:g}" for timeout in TIMEOUTS])
+ax[0].minorticks_off()
+ax[0].legend(fontsize=9, frameon=False)
 ax[1].barh([run_name(k) for k in runs], [100 * ab.wasted_share(tr) for tr in runs.values()],
            color=PALETTE["wasted"], hatch=HATCH["wasted"], edgecolor="white", lw=0)
 ax[1].set(xlabel=t("7.1.x_waste"), title=t("7.1.title_waste"));
 
 # %% [markdown]
-# The timeout decides when a group *starts*. Smaller groups waste a little less, but each still decodes until
-# its slowest member is done and seats nobody new meanwhile. Notebook 7.2 fixes that.
+# The timeout decides when a group *starts*. Smaller groups waste less ({glue}`full_waste` → {glue}`quick_waste`
+# of the decode work): fewer short requests sit beside each long answer. But every group still decodes until
+# its slowest member is done, seating nobody new: once decoding starts, the fastest-finisher problem is the
+# same. Notebook 7.2 fixes that.
 #
-# **Try it.** Static or dynamic, batch size, timeout, arrival rate, on 100 requests of this traffic: each move
-# re-runs the engine's dry run (modeled clock). "Run on the real model" runs 12 of them on the tiny GPT (a few
-# seconds; said so under the button).
+# **Try it.** Policy, batch size, timeout and arrival rate on 100 requests of this traffic: each move re-runs
+# a dry run. "Run on the real model" runs 12 of them on the tiny GPT (a few seconds).
 
 # %%
 tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, policies=("static", "dynamic"),
@@ -275,12 +308,14 @@ tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, pol
 # %% [markdown]
 # ## What to remember
 #
-# * Static batching pads every prompt in a group to the longest: a 50-token prompt beside a 4,000-token one pays
-#   for {glue}`padding_x`× its own prefill.
+# * Static batching pads each prompt to the group's longest: a 50-token prompt beside a 4,000-token one pays
+#   {glue}`padding_x`× its own prefill.
 # * A group decodes until its slowest member is done: with one 2,000-token answer among 20-token ones,
-#   {glue}`finisher_slots` of 32 slots spend {glue}`finisher_waste` of their decode steps on discarded tokens.
-# * Throughput can match the traffic while p99 latency is set by the longest answer that shared the group.
-# * A timeout shortens the wait only when the server is idle; the waste inside a group stays.
+#   {glue}`finisher_slots` of 32 slots waste {glue}`finisher_waste` of their decode steps.
+# * Throughput can match the traffic while p99 latency is set by the longest answer in the group.
+# * Dynamic batching starts groups before they are full: the wait falls ({glue}`full_wait` s → {glue}`quick_wait`
+#   s here; the timeout's value matters only when the server is idle). Smaller groups waste less
+#   ({glue}`full_waste` → {glue}`quick_waste`), yet each still decodes until its slowest member is done.
 #
 # ## Questions
 #
@@ -288,4 +323,4 @@ tw.Explorer("chapter-7.2-longtail", policy="dynamic", timeout=0.5, rate=0.5, pol
 # 2. In the finisher run, what decides when the first group's slots become free?
 # 3. Why can average throughput look acceptable while p99 latency is terrible?
 # 4. At 0.5 requests/s, why does a 0.1 s timeout give about the same wait as a 4 s one?
-# 5. What would a scheduler need to be able to do to avoid the vermillion area in the slot timeline?
+# 5. What would a scheduler need to do to avoid the vermillion area in the slot timeline?

@@ -3,13 +3,14 @@
 #
 # **What you will see**: thirty users receiving tokens when a 4,000-token prompt arrives. Its whole prefill at
 # once stalls the thirty; holding it back stalls the newcomer. Cut into *chunks* riding along with the decodes,
-# it keeps both waits short, and you will see how far a chunk rides for free: up to the *ridge* of the GPU's
-# roofline. Then the chunk length as a knob, and what is left for Chapter 12.
+# it keeps both waits short; a chunk rides for free up to the *ridge* of the GPU's roofline. Then the chunk
+# length as a knob, and what is left for Chapter 12.
 #
 # Times are modeled for a 70B-class model on one H200; the schedule is made by the real engine.
 
-# %%
+# %% [hide-code]
 import math
+import re
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -27,16 +28,18 @@ from tinyserve.engine import Engine
 from tinyserve.lang import say, t
 from tinyserve.lang.glue import glue
 from tinyserve_widgets.predict import Predict
+from tinyserve_widgets.data import composition_sentence
 from tinyserve_widgets.static import plot_composition
+from tinyserve_widgets.views import COMP_SERIES
 
 # colours that stay apart for red-green colour-blind readers (Okabe & Ito)
 BLUE, ORANGE, SKY, GREY = "#0072B2", "#E69F00", "#56B4E9", "#999999"
-
-# ▶ CHAPTER_SCALE: False checks the real model on one policy (seconds); True runs all three policies on it.
-CHAPTER_SCALE = False
-
 engine = tinyserve.shared_engine()
 dry = Engine()
+
+# %%
+# ▶ CHAPTER_SCALE: False checks the real model on one policy (seconds); True runs all three policies on it.
+CHAPTER_SCALE = False
 scenario = get_workload("chapter-7.3-long-prompt")
 newcomer = next(r for r in scenario if r.id == "long")
 inflight = [r.id for r in scenario if r.id != "long"]
@@ -44,9 +47,9 @@ alone = dry.run(scenario[:-1], "continuous", batch_size=32, dry_run=True, progre
 step_ms = 1e3 * alone.steps[10].duration_s
 clock = ModeledClock(alone.hardware)
 hw = clock.hardware
-say("7.3.setup.inflight", n=len(inflight), tokens=scenario[0].max_new_tokens, prompt=newcomer.prompt_len,
+say("7.3.setup.inflight", n=len(inflight), tokens=scenario[0].max_new_tokens, plen=newcomer.prompt_len,
     arrival=newcomer.arrival_s)
-say("7.3.setup.step", ms=step_ms, hw=alone.hardware)
+say("7.3.setup.step", ms=step_ms)
 
 # %% [markdown]
 # ## 1. Two bad choices
@@ -81,7 +84,7 @@ def run(kw, eng=dry, **more):
 
 traces = {name: run(kw) for name, kw in policies.items()}
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 say("7.3.gaps.head")
 for name, tr in traces.items():
@@ -94,39 +97,46 @@ glue("chunked_gap_x", worst_gap_ms(ch, inflight) / step_ms, "{:.1f}")  # chunked
 print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 
 # %% [markdown]
-# Forcing the newcomer in after a bounded wait (TGI's rule) only moves the stall. Chunking keeps both numbers
-# far lower, but its worst gap is still {glue}`chunked_gap_x`× a plain step: section 3 says why.
+# Forcing the newcomer in after a bounded wait (TGI's rule) only moves the stall. Chunking keeps both low: the
+# newcomer waits about as long as under prefill-first, the thirty far less, though still {glue}`chunked_gap_x`× a
+# plain step (section 3 says why).
 #
 # ## 2. What the steps look like
 #
-# Left, each step's tokens and (chunked only) the **token budget**, the most tokens a step may carry: by
-# default the chunk length + 32, a decode for each of the 32 slots plus one full chunk, so no decode is ever
-# skipped. Right, the longest gap (line) and the newcomer's TTFT (diamond). The vertical line: the
-# newcomer's first step.
+# Left, each step's tokens and (chunked only) the **token budget**, the most a step may carry: by default the
+# chunk length + 32, so every slot's decode fits beside a full chunk. Right, the longest gap (line) and the
+# newcomer's TTFT (diamond); the vertical line marks the newcomer's first step.
 
 # %%
 first_chunk = ch.timeline("long").first_step
 tw.show(ch, k=first_chunk, views=("composition",))  # live, at the newcomer's first chunk
 
-# %%
+# %% [hide-code]
 arrival = pf.timeline("long").first_step
 fig, ax = plt.subplots(3, 2, figsize=(9, 8.4))
 shown = ("prefill-first", "forced-20", "chunked-512")
+drawn = set()  # the kinds of token some panel draws: the legend names only those
 for row, name in zip(ax, shown):
     tr = traces[name]
-    plot_composition(row[0], row[1], tr, tr.timeline("long").first_step)  # cursor at the newcomer's first computed step
+    k = tr.timeline("long").first_step  # cursor at the newcomer's first computed step
+    plot_composition(row[0], row[1], tr, k)
+    drawn |= {t(f"comp.{n}") for n, attr, _ in COMP_SERIES if getattr(tr.step_arrays(), attr).any()}
+    # the step's sentence one clause a line: it breaks at punctuation, never inside a word
+    sentence = re.sub(r"([;；]) ?", "\\1\n", composition_sentence(tr, k))
+    row[1].set_xlabel(t("axis.step") + "\n" + sentence, fontsize=8)
     for a in row:
         a.set_xlim(max(0, arrival - 5), arrival + 40)
     row[0].set_title(t("7.3.fig.tokens_per_step", name=label[name]), fontsize=9)
+undrawn = {t(f"comp.{n}") for n, _, _ in COMP_SERIES} - drawn
 legend = {}  # one legend under the figure, not one over each panel's bars
 for a in ax.flat:
     for h, lbl in zip(*a.get_legend_handles_labels()):
-        legend[lbl.rstrip("0123456789 ")] = h  # "token budget 544" -> "token budget"
+        if lbl not in undrawn:
+            legend[lbl.rstrip("0123456789 ")] = h  # "token budget 544" -> "token budget"
     if a.get_legend():
         a.get_legend().remove()
-fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8,
-           frameon=False)
-plt.tight_layout(rect=(0, 0.06, 1, 1))
+fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=8, frameon=False)
+plt.tight_layout(rect=(0, 0.05, 1, 1))
 
 # %% [markdown]
 # ## 3. How far does a chunk ride for free? The ridge
@@ -147,7 +157,7 @@ chunks = [64, 128, 256, 512, 1024, 2048, 4096]
 sweep = {c: run(policies["chunked-512"], chunk_size=c) for c in chunks}
 ridge = ridge_tokens(hw)
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 say("7.3.ridge.stream", gb=hw.weight_bytes / 1e9, tbs=hw.bandwidth_Bps / 1e12, ms=weight_stream_s(hw) * 1e3)
 say("7.3.ridge.arithmetic", params=hw.nonembed_params / 1e9, tflops=hw.peak_flops / 1e12,
@@ -170,7 +180,7 @@ print(p_ridge.reveal(fits))
 # Left, one forward pass each: the weights stream once (top bar) while the decodes' and the chunk's arithmetic
 # runs (bottom bar); the step lasts as long as the longer bar. Right, the roofline as time.
 
-# %%
+# %% [hide-code]
 fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.4), gridspec_kw={"width_ratios": [1.25, 1]})
 stream, per_tok, D = weight_stream_s(hw) * 1e3, compute_s_per_token(hw) * 1e3, len(inflight)
 cases = [(t("7.3.fig.decodes", n=D), 0)] + [(t("7.3.fig.plus_chunk", c=c), c) for c in (128, 512)]
@@ -206,8 +216,8 @@ plt.tight_layout(rect=(0, 0.07, 1, 1))
 
 # %% [markdown]
 # Below the ridge (64, 128) the thirty barely notice the chunk (what remains: its attention, and storing
-# its keys and values); past it the slowdown grows with the chunk. Chunking is nearly free only near the
-# ridge; beyond, it trades the thirty's gaps for the newcomer's wait.
+# its keys and values); past it the slowdown grows with the chunk, trading the thirty's gaps for the
+# newcomer's wait.
 #
 # ## 4. The chunk length is a knob
 #
@@ -219,7 +229,7 @@ plt.tight_layout(rect=(0, 0.07, 1, 1))
 p_chunk = Predict(t("7.3.predict.chunk"), unit=t("7.3.unit.tokens"), lo=1)
 p_chunk
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 waits = (0, 5, 20, 50, 100, 200, math.inf)
 bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
@@ -231,7 +241,7 @@ best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
 say("7.3.chunks.best", best=best)
 print(p_chunk.reveal(best))
 
-# %%
+# %% [hide-code]
 fig, ax = plt.subplots(figsize=(7, 4))
 point = {c: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for c, t in sweep.items()}
 held = {n: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for n, t in bounded.items()}
@@ -253,11 +263,12 @@ ax.legend(fontsize=8, loc="center right", frameon=False);
 
 # %% [markdown]
 # Without chunking (grey), waiting only postpones the stall; never interrupting (∞) makes the newcomer wait
-# seconds. Chunking (blue) opens the lower left. The newcomer is fastest in one big step, as every extra step
-# pays the weight stream again; chunks near the ridge cost it a few hundred ms and the thirty almost nothing.
+# seconds. Chunking (blue) opens the lower left. A newcomer alone is fastest in one big step, as every extra step
+# pays the weight stream again; chunks near the ridge cost it a couple hundred ms and the thirty almost
+# nothing.
 #
 # **Try it.** Move the chunk length and budget, or try `continuous`. *Run on the real model* runs your settings
-# on the tiny GPT here (seconds; wall-clock times of this machine).
+# on the tiny GPT here (seconds, this machine's clock).
 
 # %%
 tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=("composition",),
@@ -276,43 +287,55 @@ real = {name: run(policies[name], eng=engine) for name in check}
 # %%
 # NBVAL_CHECK_OUTPUT
 for name, tr in real.items():
-    say("7.3.real.row", name=label[name], steps=len(tr.steps), same=schedule(tr) == schedule(traces[name]))
+    same = schedule(tr) == schedule(traces[name])
+    say("7.3.real.row", name=label[name], steps=len(tr.steps), same=t("7.3.real.same" if same else "7.3.real.differs"))
 
 # %% [markdown]
 # ## 6. What chunking cannot fix
 #
 # 7.2's long-tail traffic (150 requests, a fifth with 800–2,500-token prompts), chunked, at a moderate and a
-# heavy load. *p50* is the median request, *p99* the one slower than 99% of them; *wait for a slot* is the
-# median time a request queues before one of the 32 slots takes it.
+# heavy load. *p99* is the request slower than 99% of them; *wait for a slot*, the median queueing before one
+# of the 32 slots takes a request.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 say("7.3.load.head")
+p99 = {}  # TTFT p99 in s, by (load, chunk length)
 for rate in (4, 16):
     load = get_workload("chapter-7.2-longtail", rate=rate, n=150)
     for c in (128, 512, 2048):
         tr = dry.run(load, "chunked", batch_size=32, chunk_size=c, dry_run=True, progress=False)
         gap, ttft = tr.metrics()["itl_ms"], tr.metrics()["ttft_ms"]
-        print(f"{rate:5d}/s {c:6d} {gap['p99']:5.0f} ms {ttft['p50'] / 1e3:7.2f} s "
-              f"{ttft['p99'] / 1e3:7.2f} s {median_queue_s(tr):14.2f} s")
+        p99[rate, c] = ttft["p99"] / 1e3
+        say("7.3.load.row", rate=rate, chunk=c, gap=gap["p99"], p50=ttft["p50"] / 1e3, p99=p99[rate, c],
+            wait=median_queue_s(tr))
+glue("p99_4_512", p99[4, 512], "{:.2f}")
+glue("p99_4_2048", p99[4, 2048], "{:.2f}")
+# prompt tokens arriving per second at the heavy load, and how many ride free beside thirty decodes (section 3)
+glue("prompt_tokens_s", rate * np.mean([r.prompt_len for r in load]), "{:,.0f}")
+_ = glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
 
 # %% [markdown]
-# At 4 requests/s nobody waits for a slot and section 4's trade-off holds: small chunks give the smoothest
-# gaps, 512 the quickest long prompts. At 16 requests/s the load is past what 32 slots can serve: almost all
-# of a request's TTFT is queueing for a slot, which no chunk length removes. There the smallest chunks win on
-# every measure: riding free under the ridge, they let the chip finish more work per second, so the queue
-# drains faster. Past that point prefill and decode compete for one chip: Chapter 12 gives them
-# *different* chips (disaggregated serving).
+# At 4 requests/s nobody waits for a slot, yet section 4's ranking fails: TTFT p99 is lowest at 512
+# ({glue}`p99_4_512` s), highest at 2,048 ({glue}`p99_4_2048` s). Prompts now meet: small chunks stretch a long
+# prompt over many steps, big ones make whoever arrives behind it wait through its long steps. At 16
+# requests/s the 32 slots are full and most of a TTFT is the wait for one, which no chunk length removes; the
+# smallest chunks win every column, as short steps free slots sooner.
+#
+# What chunking cannot fix: at 16 requests/s prompts bring about {glue}`prompt_tokens_s` tokens a second,
+# roughly what rides free beside thirty decodes ({glue}`free_tokens_s` a second). Beyond that, bigger chunks
+# slow the decodes and smaller ones leave prompts waiting: prefill and decode contend for one chip. The book
+# (§7.3) leaves this to Chapter 12: disaggregated serving, prefill and decode on separate GPUs.
 
 # %% [markdown]
 # ## What to remember
 #
 # * A newcomer's prefill and the in-flight decodes pull in opposite directions: run it all now and the decodes
 #   stall; wait and the newcomer stalls.
-# * A chunk rides free beside the decodes while the step's arithmetic fits inside the weight stream (the
-#   ridge, ~{glue}`ridge` tokens a step here); past it, every chunk token adds time the decodes wait for.
+# * A chunk rides free beside the decodes up to the ridge (~{glue}`ridge` tokens a step here); past it, every
+#   chunk token lengthens their step.
 # * The chunk length walks the trade-off between the in-flight users' gaps and the newcomer's wait.
-# * Under overload the queue for slots dominates: the opening of disaggregated serving.
+# * Past the free room, prefill and decode contend for one chip again: Chapter 12's disaggregated serving.
 #
 # ## Questions
 #
@@ -321,4 +344,3 @@ for rate in (4, 16):
 # 3. Why does bounding decode-first's wait not remove the stall?
 # 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step
 #    {glue}`chunked_gap_x`× longer?
-# 5. In one sentence: what does a chunked step share between the prefill and the decodes?

@@ -4,16 +4,13 @@
 # **What you will see.** Continuous batching lets sequences enter and leave every step. What then limits how
 # many run at once is memory for their **KV cache**: the key and value vectors every token leaves in every
 # layer, kept so later tokens can attend to it without recomputing. You will see how a simple server lays that
-# memory out — one fixed *slab* per slot — how little of it holds tokens, how many sequences a 70B model on one
-# H200 can serve that way and how many it could. Then the engine runs the same traffic twice, once with slabs
-# and once with Chapter 8's pages, and you compare how many sequences run, how long requests wait, and what
-# happens when the blocks run out; last, the block size as a knob.
+# memory out (one fixed *slab* per slot), how little of it holds tokens and how many sequences fit; then the
+# same traffic with Chapter 8's pages. An appendix runs the blocks out and varies the block size.
 #
-# KV bytes here are those of the modeled 70B-class model (bf16 K and V, 8 KV heads × 128 dimensions × 80
-# layers) in the memory an H200 has left after the weights.
+# KV bytes are the modeled 70B-class model's (bf16 K and V, 8 KV heads × 128 dimensions × 80 layers), in the
+# H200 memory left after the weights.
 
 # %%
-import numpy as np
 import matplotlib.pyplot as plt
 
 import tinyserve
@@ -23,7 +20,7 @@ from tinyserve.core.workloads import get_workload
 from tinyserve.cost.kvfit import sequences_that_fit
 from tinyserve.cost.presets import get_preset
 from tinyserve.engine import Engine
-from tinyserve.lang import say, t
+from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
 from tinyserve_widgets.palette import PALETTE
 from tinyserve_widgets.predict import Predict
@@ -40,7 +37,7 @@ _ = glue("kv_gb", hw.kv_memory_bytes / 1e9, "{:.0f}")
 # %% [markdown]
 # ## 1. A sequence's KV grows with it
 #
-# A sequence holding *n* tokens needs *n* × (bytes per position). The run below tells us this model's bytes:
+# A sequence holding *n* tokens needs *n* × (bytes per position). The run below measures the bytes:
 
 # %%
 traffic = get_workload("chapter-7.2-longtail")
@@ -58,8 +55,7 @@ for n in (100, 1000, 4096):
 #
 # A slab server gives every slot one contiguous slab big enough for the longest sequence it admits — its
 # *maximum length*, 4,096 positions here — and reserves all of them when it starts: nobody knows how long the
-# next sequence will grow. That keeps continuous batching simple (a slot's memory is ready the moment a
-# sequence enters), but a sequence that ends after 60 tokens sits in room for 4,096.
+# next sequence will grow. A sequence that ends after 60 tokens still sits in room for 4,096.
 #
 # **Predict.** Over the long-tail run of 7.2 (32 slots), what percentage of the reserved KV holds tokens?
 
@@ -67,7 +63,7 @@ for n in (100, 1000, 4096):
 p_used = Predict(t("7.4.predict.used"), unit="%", lo=0, hi=100)
 p_used
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 sa = trace.step_arrays()
 say("7.4.slots", slots=trace.num_slots, slab=trace.slab_tokens, rule=trace.slab_rule)
@@ -79,7 +75,7 @@ print(p_used.reveal(round(100 * ab.kv_used_share(trace), 1)))
 # %%
 tw.show(trace, k=len(trace.steps) // 2, views=("kv",))
 
-# %%
+# %% [hide-code]
 fig, ax = plt.subplots(figsize=(9, 3), layout="constrained")
 ax.fill_between(sa.start_s, sa.kv_reserved_bytes / 1e9, step="post", color=PALETTE["kv_reserved"],
                 label=t("7.4.fig.reserved"))
@@ -106,8 +102,17 @@ p
 # %%
 lengths = [r.prompt_len + r.max_new_tokens for r in traffic]
 fit = sequences_that_fit(hw, lengths, max_len=trace.slab_tokens)
+# 7.0's two batch sizes, computed as 7.0 does: the ridge, and where a decode step (512 tokens of context) takes
+# twice as long as one sequence's
+from tinyserve.analysis.prefill import ridge_tokens
+from tinyserve.cost.clock import ModeledClock
 
-# %%
+clock = ModeledClock("h200-70b-fp8")
+glue("ridge", ridge_tokens(hw), "{:.0f}")
+one_seq = clock.decode_step_time(1, 512)
+_ = glue("doubled", next(b for b in range(1, 4097) if clock.decode_step_time(b, 512) >= 2 * one_seq))
+
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 print(p.reveal(fit.slabs))
 say("7.4.one_slab", n=fit.slab_tokens, gb=fit.slab_tokens * fit.bytes_per_token / 1e9)
@@ -115,9 +120,11 @@ say("7.4.mean_seq", n=fit.mean_tokens, gb=fit.mean_tokens * fit.bytes_per_token 
 say("7.4.chapter")
 glue("mean_tokens", fit.mean_tokens, "{:,.0f}")
 glue("fit_slabs", fit.slabs)
+glue("fit_exact", fit.exact)
+glue("fit_gain", fit.gain, "{:.0f}")
 say("7.4.engine", slabs=fit.slabs, exact=fit.exact, gain=fit.gain)
 
-# %%
+# %% [hide-code]
 fig, ax = plt.subplots(figsize=(7, 2), layout="constrained")
 ax.barh([t("7.4.bar.slabs"), t("7.4.bar.exact")], [fit.slabs, fit.exact],
         color=[PALETTE["kv_reserved"], PALETTE["kv_used"]])
@@ -127,12 +134,12 @@ ax.set(xlabel=t("7.4.bar.xlabel"), title=t("7.4.bar.title"),
        xlim=(0, fit.exact * 1.15));
 
 # %% [markdown]
-# 7.0 showed that a decode step serves many sequences for nearly the price of one, up to a few hundred. Slabs
-# cap this GPU at {glue}`fit_slabs`, far below that; exact allocation would let the batch grow toward it.
+# 7.0 showed that extra sequences ride almost free in a decode step up to the ridge, about {glue}`ridge` a step,
+# and that the step takes twice one sequence's time only at B = {glue}`doubled`. Slabs cap this GPU at
+# {glue}`fit_slabs`, far below the ridge; exact allocation would fit {glue}`fit_exact`, past it.
 #
-# **Try it.** Batch size and slab length (the server's maximum length) with the KV view: each move re-runs
-# the dry run. A shorter slab fits more slots in the same memory but rejects every longer request (the status
-# line counts them). "Run on the real model" runs 16 requests on the tiny GPT (a few seconds).
+# **Try it.** Move the batch size and the slab length: a shorter slab fits more slots but rejects every longer
+# request (the status line counts them). "Run on the real model" runs 16 requests on the tiny GPT.
 
 # %%
 tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("kv", "timeline"),
@@ -142,10 +149,9 @@ tw.Explorer("chapter-7.2-longtail", policy="continuous", views=("kv", "timeline"
 # ## 4. Pages instead of slabs
 #
 # Chapter 8 borrows the operating system's answer: cut KV memory into small fixed-size *blocks*, give each
-# sequence a *page table* from its token positions to whichever blocks it was given, and hand out blocks as
-# the sequence grows. A sequence then wastes at most part of its last block, and a freed block serves any other
-# sequence at once. Below, four slots of the run at one step, laid out both ways (blocks drawn 256 positions
-# long to be visible; real ones hold about 16). Each colour is one sequence.
+# sequence a *page table* from its token positions to its blocks, and hand out blocks as the sequence grows. A
+# sequence then wastes at most part of its last block, and a freed block serves any other sequence at once.
+# Below, four slots at one step, both ways (blocks drawn 256 positions long to be visible; real ones hold 16).
 
 # %%
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained", width_ratios=[1.2, 1])
@@ -153,14 +159,14 @@ plot_slabs_and_pages(a1, a2, trace, k=len(trace.steps) // 2, block=256);
 
 # %% [markdown]
 # The engine has this layout too (`kv_layout="paged"`, blocks of 16 positions as in vLLM). A paged run keeps a
-# batch cap (256 rows here, vLLM's default `max_num_seqs`) but reserves nothing per row: a newcomer gets in
+# batch cap (256 here, vLLM's default `max_num_seqs`) but reserves nothing per sequence: a newcomer gets in
 # while the free blocks hold its prompt. Both layouts get the same {glue}`kv_gb` GB of KV memory.
 #
 # ## 5. The same traffic, slabs then pages
 #
-# The load matters. At the workload's default 8 requests/s all {glue}`slab_slots` slabs are busy only about
-# {glue}`all_busy_share` of the time, so pages have little to add. At 16 requests/s requests queue for a slab. Each
-# row below is a dry run on the modeled clock: the same 300 requests, the same arrivals.
+# At the workload's default 8 requests/s all {glue}`slab_slots` slabs are busy only about {glue}`all_busy_share` of
+# the time, so pages have little to add. At 16 requests/s requests queue for a slab. Each row below is a dry run
+# of the same 300 requests and arrivals.
 #
 # **Predict.** At 16 requests/s, slabs run at most {glue}`slab_peak` sequences at once. With pages, at most how
 # many?
@@ -184,64 +190,94 @@ glue("slab_slots", slab8.num_slots)
 all_busy = sa8.duration_s[sa8.busy_slots == slab8.num_slots].sum() / sa8.duration_s.sum()  # time-weighted
 _ = glue("all_busy_share", all_busy, "{:.0%}")
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 say("7.4.cmp.head")
 for (rate, layout), tr in runs.items():
-    say("7.4.cmp.row", rate=rate, layout=layout, **ab.layout_summary(tr))
+    say("7.4.cmp.row", rate=rate, layout=ljust(t(f"7.4.layout.{layout}"), 6), **ab.layout_summary(tr))
 slabs, pages = ab.layout_summary(runs[16.0, "slab"]), ab.layout_summary(runs[16.0, "paged"])
 print(p_pages.reveal(pages["peak"]))
 glue("slab_peak", slabs["peak"])  # the premise of the prediction above
+glue("pages_gain", pages["peak"] / slabs["peak"], "{:.1f}")
 glue("paged_peak_share", runs[16.0, "paged"].metrics()["kv_reserved_bytes_peak"] / hw.kv_memory_bytes, "{:.0%}")
 say("7.4.cmp.engine", slabs=slabs["peak"], pages=pages["peak"], fit=fit.exact,
     gain=pages["tok_s"] / slabs["tok_s"], ttft_s=slabs["ttft_p99"], ttft_p=pages["ttft_p99"])
 
-# %%
+# %% [hide-code]
 paged16 = runs[16.0, "paged"]
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
 for layout, color in (("slab", PALETTE["kv_reserved"]), ("paged", PALETTE["kv_used"])):
     sa16 = runs[16.0, layout].step_arrays()
-    a1.plot(sa16.start_s, sa16.busy_slots, lw=0.8, color=color, label=layout)  # words: ok
-    a2.plot(sa16.start_s, sa16.num_waiting, lw=0.8, color=color, label=layout)  # words: ok
+    a1.plot(sa16.start_s, sa16.busy_slots, lw=0.8, color=color, label=t(f"7.4.layout.{layout}"))
+    a2.plot(sa16.start_s, sa16.num_waiting, lw=0.8, color=color, label=t(f"7.4.layout.{layout}"))
 a1.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.cmp.fig.running"), title=t("7.4.cmp.fig.running_title"))
 a2.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.cmp.fig.waiting"), title=t("7.4.cmp.fig.waiting_title"))
 a1.legend(fontsize=8, frameon=False);
 
 # %% [markdown]
-# Pages let the batch grow to where the traffic needs it, so the queue for a place in the batch is gone and
-# time to first token drops from seconds to under one. The p99 end-to-end latency barely moves: the slowest
-# requests are long RAG answers, and their time is their own decode steps, which get a little slower (not
-# faster) when more sequences share each step. No one was preempted: at the peak the pages held about
-# {glue}`paged_peak_share` of the memory.
+# Pages let the batch grow to where the traffic needs it: the queue for a place in the batch is gone and time
+# to first token drops from seconds to under one. The p99 end-to-end latency barely moves: the slowest requests
+# are long RAG answers; they wait far less for a place, but then decode in steps that many more sequences share,
+# and such steps take longer, so the two roughly cancel. The blocks never ran out: at the peak they held about {glue}`paged_peak_share` of the memory (the
+# appendix runs them out).
 #
-# The KV view of the paged run: held (blocks in tables) and used now nearly coincide.
+# The KV view of the paged run: held and used now nearly coincide.
 
 # %%
 tw.show(paged16, k=len(paged16.steps) // 2, views=("kv",))
 
 # %% [markdown]
-# ## 6. When the blocks run out
+# ## What comes next
+#
+# Chapter 8 goes further than this engine. **Eviction policies** such as H2O keep only the keys attention still
+# uses, so a sequence's KV stops growing with its length. **Prefix caching** lets requests that start with the
+# same prompt share that prefix's blocks instead of computing and storing it again.
+#
+# ## What to remember
+#
+# * A sequence's KV cache grows by one position's keys and values per step, in every layer.
+# * A slab server reserves the maximum length for every slot at start; with continuous batching, memory, not
+#   the batch size knob, limits how many sequences run at once.
+# * On a 70B model on one H200 slabs fit {glue}`fit_slabs` sequences of this traffic; allocating what each uses
+#   fits about {glue}`fit_gain` times as many.
+# * Paging hands out small blocks on demand through a page table, so held ≈ used. On the same traffic at
+#   16 requests/s it ran {glue}`pages_gain` times as many sequences at once and cut TTFT p99 from seconds to
+#   under one.
+#
+# ## Questions
+#
+# 1. Why must a slab be sized for the longest sequence the server admits, not the one that is running?
+# 2. What does a page table map, and why does it let freed memory serve any other sequence?
+# 3. Why did pages cut TTFT p99 so much but leave the e2e p99 almost where it was?
+
+# %% [markdown]
+# ## Appendix: when the blocks run out, and the block size
+#
+# ### When the blocks run out
 #
 # Keep the same rate for twice as long (600 requests): the queue keeps growing, the engine admits until the
 # pool is full, and then a sequence needs a block that nobody has. The engine does what vLLM does: it
 # *preempts* the most recently admitted sequence (the oldest ones keep moving, so everyone finishes), frees
 # its blocks, puts it back at the front of the queue, and later recomputes its K/V with a prefill of its prompt
-# and the tokens it had already made. Its answer does not change; the recomputation is extra work.
+# and the tokens it had already made. Its answer does not change; the recomputation is extra work (vLLM can
+# also swap the blocks to CPU memory instead).
 
 # %%
+import numpy as np
+
 long_runs = {layout: serve(layout, 16.0, n=600) for layout in ("slab", "paged")}
 
 # %%
 # NBVAL_CHECK_OUTPUT
 say("7.4.cmp.head")
 for layout, tr in long_runs.items():
-    say("7.4.cmp.row", rate=16.0, layout=layout, **ab.layout_summary(tr))
+    say("7.4.cmp.row", rate=16.0, layout=ljust(t(f"7.4.layout.{layout}"), 6), **ab.layout_summary(tr))
 pm = long_runs["paged"].metrics()
 say("7.4.preempt", n=pm["preemptions"], tokens=pm["recomputed_tokens"],
     share=pm["recomputed_tokens"] / pm["prefill_tokens"], peak=pm["blocks_used_peak"],
     blocks=long_runs["paged"].num_blocks)
 
-# %%
+# %% [hide-code]
 used, free, waste = ab.block_columns(long_runs["paged"])
 bs = long_runs["paged"].block_size
 steps = np.arange(len(used))
@@ -267,7 +303,7 @@ tw.show(long_runs["paged"], k=int(hit[0]) if len(hit) else 0, views=("timeline",
 # first preemption: drag the step slider to watch blocks handed out as sequences grow and returned when they
 # finish, and hover a block to see which sequence owns it.
 #
-# ## 7. Block size: waste against table length
+# ### Block size: waste against table length
 #
 # A block of 1 position wastes nothing but gives every sequence a table entry per token, and the attention
 # kernel reads K/V one tiny piece at a time. A block of 256 keeps tables short but leaves up to 255 empty
@@ -296,31 +332,5 @@ for b, tr in by_size.items():
 # per layer). The vLLM paper's block-size experiments found that too small a block leaves the GPU's parallelism
 # unused while reading K/V (Kwon et al. 2023, sec. 7.2); this clock does not model that cost.
 #
-# ## What comes next
-#
-# Chapter 8 goes further than this engine does. **Eviction policies** such as H2O keep only the keys that
-# attention still uses and drop the rest, so a sequence's KV stops growing with its length. **Prefix caching**
-# lets requests that start with the same prompt share the blocks of that prefix instead of computing and
-# storing it again. vLLM can also swap a preempted sequence's blocks to CPU memory instead of recomputing them.
-#
-# ## What to remember
-#
-# * A sequence's KV cache grows by one position's keys and values per step, in every layer.
-# * A slab server reserves the maximum length for every slot when it starts; with continuous batching, memory,
-#   not the batch size knob, limits how many sequences run at once.
-# * On a 70B model on one H200 slabs fit {glue}`fit_slabs` sequences of this traffic; allocating what each uses
-#   fits several times more.
-# * Paging hands out small blocks on demand through a page table, so held ≈ used. On the same traffic at
-#   16 requests/s it ran over three times as many sequences at once and cut TTFT p99 from seconds to under one.
-# * When blocks run out, the newest sequence is preempted and recomputed later: extra work, same answer.
-# * Block size trades internal waste (large blocks) against long tables and small reads (tiny blocks).
-#
-# ## Questions
-#
-# 1. Why does a sequence's KV memory grow by the same amount at every step?
-# 2. Why must a slab be sized for the longest sequence the server admits, not the one that is running?
-# 3. What does the light area in the reserved-vs-used figure represent?
-# 4. How does the slab limit on concurrency relate to the batch sizes where 7.0 showed decoding is cheap?
-# 5. What does a page table map, and why does it let freed memory serve any other sequence?
-# 6. Why did pages cut TTFT p99 so much but leave the e2e p99 almost where it was?
-# 7. Why preempt the most recently admitted sequence rather than the longest one?
+# **Question.** When the blocks ran out, the engine preempted the most recently admitted sequence. Why that one
+# rather than the longest?

@@ -12,7 +12,6 @@
 # every count and time printed here is the same on any machine.
 
 # %%
-
 import matplotlib.pyplot as plt
 
 import tinyserve
@@ -20,15 +19,13 @@ tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis import sweeps
 from tinyserve.analysis.batching import kv_used_share
-from tinyserve.analysis.figures import frames, iterations, story, token_iterations, waiting_on
+from tinyserve.analysis.figures import iterations, named, story, token_iterations, waiting_on
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
-from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
+from tinyserve.core.policies.variants import SeparatePrefill, WholePromptBudget
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
-from tinyserve_widgets import sweep_plots
 from tinyserve_widgets.predict import Predict
-
 
 dry = Engine()
 tw.set_static_fallback(False)  # each section draws its own static picture below the widgets (for GitHub)
@@ -39,25 +36,92 @@ def run(name, policy, **knobs):
     return dry.run(f"workloads/gallery-{name}.jsonl", policy, dry_run=True, progress=False, **knobs)
 
 
+# %% [hide-code]
+# The static pictures of this appendix: drawing only (the cells that print the numbers compute them).
+import numpy as np
+from matplotlib.ticker import FuncFormatter
+
+from tinyserve_widgets.palette import OKABE_ITO as OI
+
+
 def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
-    """Slot timelines side by side under their titles, one legend below them all; steps counted as the
-    figures count iterations, from 1."""
+    """Slot timelines side by side under their titles, one legend below them all; steps counted as the figures
+    count iterations, from 1."""
     rows = -(-len(runs) // ncols)
     fig, axes = plt.subplots(rows, ncols, figsize=(9.5, height * rows), squeeze=False)
     legend = {}
     for ax, (name, tr) in zip(axes.flat, runs.items()):
         tw.static.plot_timeline(ax, tr, x=x)
         ax.set_title(name, fontsize=10)
+        ax.set_yticks(range(tr.num_slots))  # whole slots only
         if x == "steps":
             ticks = range(0, len(tr.steps), max(1, len(tr.steps) // 12))
             ax.set_xticks(list(ticks), [str(k + 1) for k in ticks])
             ax.set_xlabel(t("7.5.axis.iteration"))
         old = ax.get_legend()
-        if old is not None:
+        if old is not None:  # each panel names only what it draws; one legend below them all names the union
             legend.update({txt.get_text(): h for h, txt in zip(old.legend_handles, old.get_texts())})
             old.remove()
-    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)  # words: ok
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=len(legend), fontsize=9, frameon=False)  # words: ok
     plt.tight_layout(rect=(0, 0.35 / (height * rows), 1, 1))
+
+
+CAP_STYLE = [dict(color=OI["blue"]), dict(color=OI["sky_blue"]), dict(color=OI["black"]),
+             dict(color=OI["orange"], hatch="//"), dict(color=OI["vermillion"], hatch="..")]
+
+
+def capacity_figure(curves, targets):
+    """Capacity per P99 target as grouped bars, one bar per setting (equal bars stay side by side, never hidden)."""
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(curves)
+    top = max(c.top_rate for c in curves)
+    for i, (c, style) in enumerate(zip(curves, CAP_STYLE)):
+        xs = [j + (i - (len(curves) - 1) / 2) * width for j in range(len(targets))]
+        caps = [c.capacity(ms) for ms in targets]
+        ax.bar(xs, [cap or 0 for cap in caps], width, edgecolor="white", label=c.label, **style)
+        for x, cap in zip(xs, caps):
+            if cap is None:
+                word = t("7.5.cap.none")  # upright in Chinese, turned to fit the bar in English
+                ax.text(x, 0.3, word, ha="center", va="bottom", fontsize=9, rotation=90 if word.isascii() else 0)
+            elif cap == c.top_rate:
+                ax.text(x, cap + 0.2, "≥", ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(range(len(targets)), [f"{ms:g} ms" for ms in targets])
+    ax.set_ylim(0, top * 1.12)
+    ax.set_xlabel(t("7.5.cap.xlabel"))
+    ax.set_ylabel(t("7.5.cap.ylabel"))
+    ax.set_title(t("7.5.cap.title"), fontsize=11)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=9, frameon=False)
+    plt.tight_layout()
+
+
+CDF_STYLE = [dict(color=OI["vermillion"], ls="-", lw=2),
+             dict(color=OI["blue"], ls="--", lw=2.5),
+             dict(color=OI["orange"], ls=":", lw=2.5, marker="o", markevery=0.08, ms=4)]
+
+
+def cdf_figure(res):
+    """TTFT and end-to-end CDFs, one row per load; the lines differ in colour, dash and marker, so two that
+    coincide stay visible."""
+    loads = sorted({load for load, _ in res})
+    labels = list(dict.fromkeys(label for _, label in res))
+    fig, axes = plt.subplots(len(loads), 2, figsize=(9, 2.9 * len(loads) + 0.8), squeeze=False)
+    for i, load in enumerate(loads):
+        for j, key in enumerate(("ttft_s", "e2e_s")):
+            ax = axes[i][j]
+            for label, style in zip(labels, CDF_STYLE):
+                v = res[(load, label)][key]
+                ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=label, **style)
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.set_ylim(0, 1.02)
+            ax.set_xlabel(t(f"7.5.cdf.{key}"))
+            ax.set_ylabel(t("7.5.cdf.share"))
+            ax.set_title(t("7.5.cdf.panel", what=t(f"7.5.cdf.what.{key}"), rate=t("7.5.rate", rate=load)), fontsize=10)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=9, frameon=False)
+    fig.suptitle(t("7.5.cdf.title"), fontsize=11)
+    plt.tight_layout(rect=(0, 0.06, 1, 1))
+
 
 # %% [markdown]
 # ## 1. Anyscale: "How continuous batching enables 23x throughput in LLM inference"
@@ -78,10 +142,10 @@ def timelines(runs: dict, height: float, x: str = "steps", ncols: int = 2):
 # that are already finished?
 
 # %%
-p_any = Predict(t("7.5.any.predict"), unit="tokens", lo=0)
+p_any = Predict(t("7.5.any.predict"), unit=t("7.5.unit.tokens"), lo=0)
 p_any
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 static = run("anyscale-grid", "static", batch_size=4)
 cont = run("anyscale-grid", "continuous", batch_size=4)
@@ -141,10 +205,10 @@ timelines({t("7.5.any.title.static"): static, t("7.5.any.title.cont"): cont}, he
 # **Predict.** Batched as a unit, how many tokens will the engine compute for x2 after it is done?
 
 # %%
-p_orca = Predict(t("7.5.orca.predict"), unit="tokens", lo=0)
+p_orca = Predict(t("7.5.orca.predict"), unit=t("7.5.unit.tokens"), lo=0)
 p_orca
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 static = run("orca-early-finish", "static", batch_size=2)
 cont = run("orca-early-finish", "continuous", batch_size=2)
@@ -190,10 +254,10 @@ timelines({t("7.5.orca.title.static"): static, t("7.5.orca.title.cont"): cont}, 
 # each only if its *whole* prompt fits what is left of the budget.
 
 # %%
-p_trt = Predict(t("7.5.trt.predict"), unit="tokens", lo=0, hi=12)
+p_trt = Predict(t("7.5.trt.predict"), unit=t("7.5.unit.tokens"), lo=0, hi=12)
 p_trt
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
 chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
@@ -214,9 +278,9 @@ print(p_trt.reveal(whole.steps[1].tokens))
 # Frames 2 to 4 come out as drawn: R3 waits on the budget, R5 on the batch cap, and R5 enters once R1 is
 # evicted. With chunking, R3's first 2 tokens fill the spare budget of iteration 1, as the page's last picture
 # suggests. One more difference: our chunked policy hands out *slots* first and tokens second, so R4 already
-# holds a slot in iteration 1 while computing nothing (its prompt waits on the budget); TensorRT-LLM would
-# not have scheduled it yet. It changes no token here, but it is why R5's reason reads "token budget" in
-# iteration 1 of the chunked run.
+# holds a slot in iteration 1 while computing nothing (its prompt waits on the budget), and R5 is left without
+# one; TensorRT-LLM would not have scheduled R4 yet. It changes no token here. (The printout names only what a
+# waiting request lacks in that step's tokens, so it reads "token budget" for both.)
 
 # %%
 tw.show(chunk, k=0, views=("composition", "requests"))
@@ -254,7 +318,7 @@ timelines({t("7.5.trt.title.whole"): whole, t("7.5.trt.title.chunk"): chunk}, he
 p_sar = Predict(t("7.5.sar.predict"), unit="ms", lo=0)
 p_sar
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 panels = {
     "vLLM": run("sarathi-stalls", SeparatePrefill(batch_size=4)),
@@ -274,6 +338,8 @@ for name, trace in panels.items():
     say("7.5.sar.gaps", gap=worst_gap_ms(trace, "A"), ttft=ttft_ms(trace, "C"))
     print()
 glue("sarathi_d_chunk", panels["Sarathi-Serve"].timeline("D").chunks[0][2])  # tokens in D's first chunk
+glue("gap_vllm", worst_gap_ms(panels["vLLM"], "A"), "{:.0f}")
+glue("gap_orca", worst_gap_ms(panels["Orca"], "A"), "{:.0f}")
 print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
 
 # %% [markdown]
@@ -316,7 +382,7 @@ timelines(panels, height=2.4, x="time")
 p_kv = Predict(t("7.5.kv.predict"), unit="%", lo=0, hi=100)
 p_kv
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 kv = run("vllm-reservation", "continuous", batch_size=2)
 say("7.5.kv.figure")
@@ -367,25 +433,44 @@ for key, knobs in (("7.5.kv.share.context", {}), ("7.5.kv.share.longest", {"slab
 # %%
 # NBVAL_CHECK_OUTPUT
 targets = (50, 100, 200, 400)
-curves = sweeps.capacity_sweep(sweeps.capacity_settings(), targets_ms=targets, n=100)
+curves = sweeps.capacity_sweep(named(sweeps.capacity_settings()), targets_ms=targets, n=100)
 # the slots a slab server gets at the largest batch cap of the line-up (the text below the table says why)
 widest = max(st.knobs["batch_size"] for st in sweeps.capacity_settings() if st.policy == "continuous")
 glue("cap_slots", dry.run("chapter-7.2-longtail", "continuous", batch_size=widest, dry_run=True, progress=False,
                           workload_knobs={"n": 1}).num_slots)
 print(sweeps.capacity_table(curves, targets))
+cont, small, large = curves[0], curves[-2], curves[-1]  # the line-up: continuous B=32, 64, 128; chunked T=512, 2048
+gap = {(c.label, r): g for c in (cont, large) for r, g in zip(c.rates, c.p99_gap_ms)}  # P99 gap (ms) per rate
+glue("cont_gap_2", gap[cont.label, 2.0], "{:.0f}")
+glue("cont_gap_3", gap[cont.label, 3.0], "{:.0f}")
+glue("large_gap_2", gap[large.label, 2.0], "{:.0f}")
+glue("small_gap_lo", min(small.p99_gap_ms), "{:.0f}")
+glue("small_gap_hi", max(small.p99_gap_ms), "{:.0f}")
+glue("small_cap_100", small.capacity(100), "{:g}")
+glue("cont_cap_100", cont.capacity(100), "{:g}")
+glue("cont_cap_200", cont.capacity(200), "{:g}")
+glue("large_cap_50", large.capacity(50), "{:g}")
 
 # %%
-sweep_plots.plot_capacity(curves, targets)
-plt.tight_layout()
+capacity_figure(curves, targets)
 
 # %% [markdown]
-# As in the paper, the batch cap hardly matters to continuous batching under a tight target: its P99 gap is set by
-# the long prompts' prefill steps, not by how many decodes ride along. (Here the three caps give the very same rows
-# for a second reason: with a {glue}`slab_tokens`-position slab per slot, the H200's KV memory holds only
-# {glue}`cap_slots` slots, so 64 and 128 are capped at {glue}`cap_slots`. Memory, not the batch cap, binds: the
-# debt Chapter 8's paging pays.) A small token budget buys the tight targets; a large one behaves like no budget at
-# all once prompts are shorter than it. Our stand-in for vLLM mixes prefills with decodes (Orca's rule); its stalls
-# are as long as vLLM's, which pauses decodes for the prefill step instead.
+# The three batch caps give the very same rows, and the reason is memory, not scheduling: with a
+# {glue}`slab_tokens`-position slab per slot, the H200's KV memory holds only {glue}`cap_slots` slots, so 64 and
+# 128 are capped at {glue}`cap_slots` (the debt Chapter 8's paging pays). Under continuous batching the P99 gap
+# is set by the long prompts' prefill steps: {glue}`cont_gap_2` ms at 2 requests/s, where those steps are still
+# too rare to reach the slowest percent of gaps, then {glue}`cont_gap_3` ms at 3 requests/s.
+#
+# The token budget cuts both ways. `chunked T=512` keeps its P99 gap between {glue}`small_gap_lo` and
+# {glue}`small_gap_hi` ms at every rate tried, so it meets the 100 and 200 ms targets up to the highest rate tried
+# ({glue}`small_cap_100` requests/s), where continuous batching manages {glue}`cont_cap_100` and
+# {glue}`cont_cap_200`. That bound is also a floor: at 50 ms, `chunked T=512` meets no rate at all, while
+# continuous batching and `chunked T=2048` meet {glue}`large_cap_50` requests/s (their P99 gaps at 2 requests/s:
+# {glue}`cont_gap_2` and {glue}`large_gap_2` ms). A small budget buys the middle targets, not the tightest one;
+# a large one behaves like no budget at all once prompts are shorter than it (`chunked T=2048` meets the same
+# rates as continuous batching). Our stand-in for vLLM mixes prefills with decodes (Orca's rule); in section 4
+# its stall was about as long as the vLLM rule's ({glue}`gap_orca` against {glue}`gap_vllm` ms), which pauses
+# decodes for the prefill step instead.
 #
 # ### Mixing, chunking, or both (Sarathi-Serve, Table 4)
 #
@@ -405,7 +490,7 @@ plt.tight_layout()
 p_abl = Predict(t("7.5.abl.predict"), lo=1, hi=3)
 p_abl
 
-# %%
+# %% [reveal]
 # NBVAL_CHECK_OUTPUT
 abl = sweeps.ablation(rate=8.0, budget=1024)
 say("7.5.abl.head")
@@ -428,12 +513,11 @@ print(p_abl.reveal(1 + min(range(3), key=lambda i: list(abl.values())[i]["p99_ga
 # %%
 # NBVAL_CHECK_OUTPUT
 spread = 1.0  # ▶ try 0.0 and 1.5
-res = sweeps.cdfs(loads=(2.0, 6.0), spread=spread)
+res = sweeps.cdfs(loads=(2.0, 6.0), spread=spread, settings=named(sweeps.cdf_settings()))
 print(sweeps.cdf_table(res))
 
 # %%
-sweep_plots.plot_cdfs(res)
-plt.tight_layout()
+cdf_figure(res)
 
 # %% [markdown]
 # The same runs in the widgets' latency view (one line per policy, p50 and p99 marked), with the spread and the
@@ -445,12 +529,12 @@ import ipywidgets as widgets
 
 def latency_traces(load, spread):
     reqs = sweeps.spread_workload(rate=load, spread=spread)
-    return {s.label: sweeps.run(reqs, s) for s in sweeps.cdf_settings()}
+    return {s.label: sweeps.run(reqs, s) for s in named(sweeps.cdf_settings())}
 
 
 latency = tw.LatencyView(latency_traces(6.0, spread))
 spread_knob = widgets.FloatSlider(value=spread, min=0.0, max=2.0, step=0.25, description=t("7.5.knob.spread"))
-load_knob = widgets.ToggleButtons(options=[("2 req/s", 2.0), ("6 req/s", 6.0)], value=6.0, description=t("7.5.knob.load"))
+load_knob = widgets.ToggleButtons(options=[(t("7.5.rate", rate=r), r) for r in (2.0, 6.0)], value=6.0, description=t("7.5.knob.load"))
 
 
 def redraw(_=None):
@@ -462,6 +546,16 @@ load_knob.observe(redraw, names="value")
 widgets.VBox([widgets.HBox([spread_knob, load_knob]), latency.widget])
 
 # %% [markdown]
+# ## What to remember
+#
+# * Each picture comes back on the engine as drawn, and where our rule differs (one pass per prompt, equal slabs,
+#   a budget filled with the next prompt's first tokens) the run shows by how much.
+# * Static batching keeps a finished sequence's slot computing until its batch ends; continuous batching hands
+#   the slot on at the next iteration.
+# * A prefill step stalls every decode in flight whether it runs alone (vLLM) or mixed in (Orca); chunks bound
+#   the stall, and the token budget that bounds it is also its floor.
+# * Under slabs, memory binds before the batch cap does.
+#
 # ## Questions
 #
 # 1. In the Anyscale grid, which iterations compute tokens for S3 after it is done, and why does continuous

@@ -45,7 +45,7 @@ def wrapped(text: str) -> str:
 # NBVAL_CHECK_OUTPUT
 for name in list_presets():
     hw = get_preset(name)
-    print(f"{name}:")
+    say("7.6.preset", name=name)
     print(wrapped(hw.text("description")))
     size = f"{hw.weight_bytes / 1e9:,.2f} GB" if hw.weight_bytes >= 1e9 else f"{hw.weight_bytes / 1e6:.1f} MB"
     print("   " + t("7.6.weights", size=size, tbps=hw.bandwidth_Bps / 1e12, ms=weight_stream_s(hw) * 1e3))
@@ -80,8 +80,15 @@ say("7.6.goals", total=ok["total_within_10pct"], step=ok["step_median_within_15p
 # what the text below says of this table, taken from it: the worst total (which run, by how much, which way)
 # and the worst typical step
 worst = max(saved["rows"], key=lambda r: abs(r["error_pct"]))
+
+
+def policy_label(row: dict) -> str:
+    """A row's policy as the reader's language names it, "(paged)" added for the paged layout."""
+    return t(f"7.6.policy.{row['policy']}") + (t("7.6.paged") if row.get("kv_layout") == "paged" else "")
+
+
 glue("worst_total_workload", worst["workload"], "`{}`")
-glue("worst_total_policy", worst["policy"] + (" (paged)" if worst.get("kv_layout") == "paged" else ""), "`{}`")
+glue("worst_total_policy", t("7.6.worst.policy", policy=policy_label(worst)))
 glue("worst_total_pct", abs(worst["error_pct"]), "{:.1f}")
 glue("worst_total_side", t("7.6.worst.low") if worst["error_pct"] < 0 else t("7.6.worst.high"))
 glue("worst_step_pct", max(r["step_median_error_pct"] for r in saved["rows"]), "{:.1f}")
@@ -103,7 +110,8 @@ glue("padding_prompt", max(r.prompt_len for r in get_workload("chapter-7.1-paddi
 slab = {(r["workload"], r["policy"]): r["measured_s"] for r in saved["rows"] if r.get("kv_layout", "slab") == "slab"}
 glue("paged_slowdown", max(r["measured_s"] / slab[r["workload"], r["policy"]] for r in saved["rows"]
                            if r.get("kv_layout") == "paged"), "{:.1f}")
-Markdown(format_table(saved["rows"]))
+# the table with its policies in the reader's language (the file keeps the policy objects' English names)
+Markdown(format_table([dict(r, policy=policy_label(r), kv_layout="slab") for r in saved["rows"]]))
 
 # %% [markdown]
 # Read it honestly. {glue}`totals_within` within {glue}`total_goal_pct`% of what was measured (the worst,
@@ -137,14 +145,15 @@ inflight = [r.id for r in scenario if r.id != "long"]
 deepest = max(r.prompt_len + r.max_new_tokens for r in scenario)
 glue("deepest", deepest, "{:,}")
 glue("inflight_deepest", max(r.prompt_len + r.max_new_tokens for r in scenario if r.id != "long"), "{:,}")
+glue("inflight_n", len(inflight))
 for c in (64, 128, 256, 512, 1024, 2048, 4096):
     tr = Engine().run(scenario, "chunked", batch_size=32, chunk_size=c, dry_run=True, progress=False)
     budget = tr.knobs["max_batch_tokens"]
     bound = 1e3 * stall_bound_s(budget, deepest, batch_size=32)
     gap = worst_gap_ms(tr, inflight)
-    say("7.6.gap", c=c, budget=budget, gap=gap, bound=bound, ok=gap <= bound)
+    say("7.6.gap", c=c, budget=budget, gap=gap, bound=bound, ok=t(f"7.6.holds.{gap <= bound}"))
 
 # %% [markdown]
 # The bound is loose here: it prices a full-budget step at the deepest position any request of the run reaches
-# ({glue}`deepest`), while the thirty decode below position {glue}`inflight_deepest`. But it holds for *any*
-# traffic, and that is what lets a server promise a worst gap by choosing its budget.
+# ({glue}`deepest`), while the {glue}`inflight_n` in flight decode below position {glue}`inflight_deepest`. But it
+# holds for *any* traffic, and that is what lets a server promise a worst gap by choosing its budget.

@@ -51,9 +51,19 @@ def test_repo2docker_dockerfile_installs_binder_requirements_on_the_pinned_pytho
     assert "requirements-test.txt" not in out and 'pip install --no-cache-dir -r "requirements.txt"' not in out
 
 
-def test_readme_badges_open_chapter_7_0_in_jupyterlab_chinese_first():
-    found = re.findall(r"\(https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/HEAD\?urlpath=lab/tree/([^)\s]+)\)",
-                       (ROOT / "README.md").read_text())
+BADGE = r"\(https://mybinder\.org/v2/gh/[^/\s]+/[^/\s]+/HEAD\?urlpath=lab/tree/([^)\s]+)\)"
+
+
+def test_the_badge_recipe_opens_chapter_7_0_in_jupyterlab_chinese_first():
+    """binder/README.md keeps the two badges to paste once the repository is public (zh-TW first)."""
+    found = re.findall(BADGE, (ROOT / "binder" / "README.md").read_text(encoding="utf-8"))
     assert found == ["chapters/zh-TW/7.0-why-batching.ipynb", "chapters/7.0-why-batching.ipynb"]
     assert all((ROOT / f).is_file() for f in found)
+
+
+def test_no_readme_asks_a_learner_to_click_a_link_that_leads_nowhere():
+    """Until the repository has a public address, no README shows a badge pointing at the OWNER/REPO placeholder."""
+    for readme in [ROOT / "README.md", *sorted((ROOT / "chapters").glob("**/README.md"))]:
+        text = readme.read_text(encoding="utf-8")
+        assert "mybinder.org/v2/gh/OWNER" not in text and "mybinder.org/badge_logo" not in text, readme
 

@@ -5,9 +5,11 @@ changed has no entry and fails here (and stops chapters/build.py) until a transl
 """
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -180,7 +182,7 @@ def test_a_translation_that_drops_or_invents_a_glue_name_is_named_by_file_and_li
     assert "'worst_step'" in found and "'worst_step_pct'" in found
 
 
-HEAD_EN, HEAD_ZH = 'msgid "## 1. How the presets were sourced"', 'msgstr "## 1. Preset 的數字從哪裡來"'
+HEAD_EN, HEAD_ZH = 'msgid "## 1. How the presets were sourced"', 'msgstr "## 1. 硬體預設的數字從哪裡來"'
 
 
 @pytest.mark.parametrize("old, new, at, why", [
@@ -215,4 +217,85 @@ def test_a_missing_catalog_stops_the_build_naming_the_notebook(tmp_path):
     root = copy_of(tmp_path)
     editions.catalog_path(STEM, "zh-TW", root).unlink()
     with pytest.raises(editions.CatalogError, match=rf"{STEM}: no catalog chapters/locale/zh_TW/{STEM}\.po"):
+        render(root)
+
+
+# --------------------------------------------------------------------------------------- code comments
+CELL = '''# NBVAL_CHECK_OUTPUT
+# the first line of a comment
+#   that goes on here
+x = run("static", n=2)  # the policy, "# not a comment" in a string stays
+s = "# a string"
+# words: ok (a location)
+plt.legend(loc="upper left")  # words: ok
+if x:
+    # indented, its own entry
+    y = 1  # noqa: E501
+### BEGIN SOLUTION
+z = 2
+### END SOLUTION'''
+
+
+def test_the_comments_of_a_code_cell_are_found_by_the_rules():
+    """A run of whole-line comments at one column is one entry; trailing ones each; markers never."""
+    assert [(a, b, col, text, trailing) for a, b, col, text, trailing in editions.comments(CELL)] == [
+        (1, 2, 0, "the first line of a comment that goes on here", False),
+        (3, 3, 24, 'the policy, "# not a comment" in a string stays', True),
+        (5, 5, 0, "words: ok (a location)", False),
+        (8, 8, 4, "indented, its own entry", False)]
+    zh = {"the first line of a comment that goes on here": "一段註解的第一行與它的後續",
+          'the policy, "# not a comment" in a string stays': "策略",
+          "words: ok (a location)": "words: ok（位置參數）", "indented, its own entry": "縮排的註解"}
+    out = editions.swap_comments(CELL, zh.__getitem__)
+    assert out.split("\n") == [
+        "# NBVAL_CHECK_OUTPUT", "# 一段註解的第一行與它的後續", 'x = run("static", n=2)  # 策略',
+        's = "# a string"', "# words: ok（位置參數）", 'plt.legend(loc="upper left")  # words: ok', "if x:",
+        "    # 縮排的註解", "    y = 1  # noqa: E501", "### BEGIN SOLUTION", "z = 2", "### END SOLUTION"]
+    long = editions.swap_comments("# a long one\nx = 1", lambda text: "很長的註解" * 30)
+    lines = long.split("\n")
+    assert len(lines) > 2 and lines[-1] == "x = 1" and all(ln.startswith("# ") for ln in lines[:-1])
+    assert "".join(ln[2:] for ln in lines[:-1]) == "很長的註解" * 30  # wrapped between characters, nothing lost
+    spans = editions.swap_comments("# a long one\nx = 1", lambda text: "很長的註解" * 17 + "執行 `python a/b.py --x 1` 即可")
+    assert "`python a/b.py --x 1`" in spans  # a code span stays on one line
+
+
+def code_tokens(src: str) -> list[tuple[int, str, tuple[int, int]]]:
+    """The tokens of a code cell but its comments and blank lines, each with its place in the line (line numbers
+    left out: a wrapped comment takes more lines)."""
+    text = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in src.split("\n"))
+    return [(t.type, t.string, t.start[1] if t.type not in (tokenize.NEWLINE, tokenize.ENDMARKER) else None)
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL)]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_edition_changes_only_the_comments_of_the_code(lang):
+    """Every code cell of an edition is its English one but for the comments' text (nbval checks the same
+    numbers), with the English markers; checked on every notebook whose catalog is complete."""
+    for stem in [s for s in NOTEBOOKS if not editions.problems(s, lang)]:  # the others fail the test above
+        en = editions.english_code(stem)
+        cells = [build.nbformat.v4.new_code_cell(src) for src in en]
+        editions.render(cells, stem, lang)
+        for src, cell in zip(en, cells):
+            assert code_tokens(cell.source) == code_tokens(src), stem
+            markers = [ln for ln in src.split("\n") if editions.MARKERS.fullmatch(ln.strip().lstrip("#").strip())]
+            assert [ln for ln in cell.source.split("\n") if ln in markers] == markers, stem
+
+
+def test_a_changed_comment_fails_until_its_translation_is_reviewed(tmp_path):
+    root = copy_of(tmp_path)
+    src = root / "src" / f"{STEM}.py"
+    text = src.read_text(encoding="utf-8")
+    old = "# the goals the table is held to (tools/validate.py)"
+    assert old in text and editions.problems(STEM, "zh-TW", root) == []
+    src.write_text(text.replace(old, "# the goals this table is held to (tools/validate.py)"), encoding="utf-8")
+    found = editions.problems(STEM, "zh-TW", root)
+    assert any("no entry for the comment 'the goals this table is held to" in f for f in found), found
+    assert any("the English is not in" in f and "the goals the table" in f for f in found), found
+    with pytest.raises(editions.CatalogError, match=r"no entry for the comment 'the goals this table is held"):
+        render(root)
+    assert "1 fuzzy" in editions.update(STEM, "zh-TW", root)
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    assert 'msgctxt "comment"\nmsgid "the goals this table is held to' in po.read_text(encoding="utf-8")
+    with pytest.raises(editions.CatalogError, match=r"fuzzy: the comment 'the goals this table"):
         render(root)

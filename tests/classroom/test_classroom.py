@@ -91,6 +91,47 @@ def test_every_graded_cell_carries_nbgrader_metadata_and_matches_the_self_check_
             assert "BEGIN SOLUTION" not in c.source or "solution" in c.metadata.get("tags", [])
 
 
+# the cells a learner writes in without being graded: a prediction or a sweep (editable, no nbgrader metadata)
+LEARNER_CELLS = {"7.1": ["a-predict", "b-predict"], "7.2": ["g-sweep"], "7.3": ["k-sweep"], "7.4": []}
+RELEASED = [ROOT / "chapters" / d / "exercises" for d in (".", "zh-TW")]
+
+
+@pytest.mark.parametrize("folder", RELEASED, ids=["en", "zh-TW"])
+def test_every_given_cell_of_the_released_exercises_is_locked(folder):
+    """As the README says: given text and code are read-only (nbgrader `locked: true`, which nbgrader's LockCells
+    makes non-editable in JupyterLab and autograde restores); only answers and the learner's own cells are not."""
+    names = sorted(p.name for p in folder.glob("*.ipynb"))
+    assert names == [s.name for s in SOLUTIONS]
+    for name in names:
+        nb = nbformat.read(folder / name, as_version=4)
+        learner = []
+        for c in nb.cells:
+            md, where = c.metadata, f"{folder.name}/{name} {c.get('id')}"
+            if md.get("nbgrader", {}).get("solution"):
+                assert "solution" in md.get("tags", []), where
+            elif "learner" in md.get("tags", []):
+                assert c.cell_type == "code" and "nbgrader" not in md, where
+                learner.append(c.get("id"))
+            else:
+                assert md.get("nbgrader", {}).get("locked") is True, f"{where}: a given cell that is not locked"
+                assert md["nbgrader"]["grade_id"] == c.get("id"), where
+        assert learner == LEARNER_CELLS[name[:3]], name
+
+
+def test_the_generator_refuses_a_given_cell_that_is_not_locked():
+    nb = nbformat.read(SOLUTIONS[0], as_version=4)
+    demo = next(c for c in nb.cells if c.get("id") == "a-demo")
+    del demo.metadata["nbgrader"]
+    with pytest.raises(GenerateError, match="a-demo: a given cell without nbgrader `locked: true`"):
+        make_exercise(nb)
+    demo.metadata["tags"] = ["learner"]  # a learner's cell may stay open, but only without nbgrader metadata
+    make_exercise(nb)
+    demo.metadata["nbgrader"] = {"grade": False, "grade_id": "a-demo", "locked": True, "schema_version": 3,
+                                 "solution": False, "task": False}
+    with pytest.raises(GenerateError, match="learner's cell must be a code cell without nbgrader metadata"):
+        make_exercise(nb)
+
+
 def test_hints_sit_above_the_marker_and_give_no_formula():
     for _, nb, _ in graded_cells():
         for c in nb.cells:

@@ -77,6 +77,36 @@ def test_released_notebooks_have_the_cells_of_our_exercises(course):
                [(c.get("id"), c.cell_type, c.source) for c in ours.cells], name
 
 
+ZH_SOL, ZH_EX = ROOT / "chapters" / "zh-TW" / "solutions", ROOT / "chapters" / "zh-TW" / "exercises"
+
+
+def test_the_zh_tw_edition_released_with_its_stubs_is_our_zh_tw_exercises(tmp_path):
+    """The 繁體中文 solutions as an nbgrader source, with the two stubs chapters/instructors/README.zh-TW.md gives
+    (the edition's code_stub and text_stub), release exactly chapters/zh-TW/exercises/: every comment Chinese."""
+    from tinyserve.lang import t
+
+    (tmp_path / "source" / "ch7").mkdir(parents=True)
+    for name in NAMES:
+        shutil.copy(ZH_SOL / name, tmp_path / "source" / "ch7")
+    code_stub, text_stub = t("classroom.code_stub", "zh-TW"), t("classroom.text_stub", "zh-TW")
+    (tmp_path / "nbgrader_config.py").write_text(f"""
+c = get_config()
+c.CourseDirectory.root = {str(tmp_path)!r}
+c.CourseDirectory.course_id = "batching-lab"
+c.ClearSolutions.code_stub = {{"python": {code_stub!r}}}
+c.ClearSolutions.text_stub = {text_stub!r}
+""")
+    readme = (ROOT / "chapters" / "instructors" / "README.zh-TW.md").read_text(encoding="utf-8")
+    assert f"c.ClearSolutions.code_stub = {{\"python\": {code_stub!r}}}" in readme
+    assert f"c.ClearSolutions.text_stub = \"{text_stub}\"" in readme
+    nbgrader(tmp_path, "generate_assignment", "ch7")
+    for name in NAMES:
+        released = nbformat.read(tmp_path / "release" / "ch7" / name, as_version=4)
+        ours = nbformat.read(ZH_EX / name, as_version=4)
+        assert [(c.get("id"), c.cell_type, c.source) for c in released.cells] == \
+               [(c.get("id"), c.cell_type, c.source) for c in ours.cells], name
+
+
 def scores(course: Path) -> dict[str, dict[str, tuple]]:
     """student -> grade cell id -> (auto score, max score, needs a manual grade), from nbgrader's gradebook."""
     from nbgrader.api import Gradebook

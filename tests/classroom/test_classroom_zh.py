@@ -6,9 +6,11 @@ in the self-check and in the grader (--lang zh-TW); a grader in English grades t
 """
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import re
+import tokenize
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +45,39 @@ def read(path: Path):
     return nbformat.read(path, as_version=4)
 
 
+ZH_STUB = tinyserve.lang.t("classroom.code_stub", "zh-TW").split("\n")
+EN_STUB = tinyserve.lang.t("classroom.code_stub", "en").split("\n")
+
+
+def comments(source: str) -> list[str]:
+    """The comments of a code cell's source, in order; a run of whole-line comments on consecutive lines is one
+    (the build wraps a long translated comment over several lines)."""
+    out, last = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type != tokenize.COMMENT:
+            continue
+        row, col = tok.start
+        whole = not tok.line[:col].strip()
+        marker = tok.string.strip("# ").split(" ")[0] in ("BEGIN", "END")
+        if whole and not marker and last is not None and last[0] == row - 1 and out and not last[1]:
+            out[-1] += " " + tok.string.lstrip("# ")
+        else:
+            out.append(tok.string)
+        last = (row, marker or not whole)
+    return out
+
+
+def code_only(source: str) -> str:
+    """The source without its comments (a comment-only line dropped), the zh-TW stub's message read as the English."""
+    lines = source.split("\n")
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col].rstrip()
+    code = "\n".join(ln for ln in lines if ln.strip())
+    return code.replace(ZH_STUB[1].strip(), EN_STUB[1].strip())
+
+
 # ------------------------------------------------------------------------------------------- the notebooks
 @pytest.mark.parametrize("name", NAMES)
 def test_zh_tw_notebooks_are_the_english_ones_in_other_words(name):
@@ -51,8 +86,8 @@ def test_zh_tw_notebooks_are_the_english_ones_in_other_words(name):
         assert [c.cell_type for c in zh.cells] == [c.cell_type for c in en.cells]
         assert [c.metadata for c in zh.cells] == [c.metadata for c in en.cells]  # nbgrader's ids and points
         for e, z in zip(en.cells, zh.cells):
-            if e.cell_type == "code":  # the same code, but for the one setup line
-                assert z.source == e.source.replace('set_language("en")', 'set_language("zh-TW")'), e.get("id")
+            if e.cell_type == "code":  # the same code, but for the one setup line and the comments' language
+                assert code_only(z.source) == code_only(e.source.replace('set_language("en")', 'set_language("zh-TW")')), e.get("id")
             elif e.source != "YOUR ANSWER HERE":
                 assert CJK.search(z.source), f"{name} {e.get('id')}: not translated"
         setups = [c for c in zh.cells if 'tinyserve.set_language("zh-TW")' in c.source]
@@ -64,7 +99,24 @@ def test_zh_tw_exercises_are_generated_from_the_zh_tw_solutions(name):
     assert (ZH_EX / name).read_text(encoding="utf-8") == exercise_text(ZH_SOL / name), \
         "run: python chapters/build.py --lang zh-TW 7.1-exercises 7.2-exercises 7.3-exercises 7.4-exercises"
     rubric = [c for c in read(ZH_EX / name).cells if "open" in c.metadata.get("tags", [])]
-    assert all(c.source == "在這裡寫下你的答案（YOUR ANSWER HERE）" for c in rubric)
+    assert all(c.source == "在這裡寫下你的答案。" for c in rubric)
+
+
+@pytest.mark.parametrize("folder", [ZH_SOL, ZH_EX], ids=["solutions", "exercises"])
+def test_zh_tw_exercise_code_reads_chinese(folder):
+    """What a learner reads in a code cell of the zh-TW edition is Chinese: every comment (the graded cells' "do not
+    edit" line, the prediction and sweep prompts, the stub) and the stub's message; nbgrader's own markers stay."""
+    for name in NAMES:
+        for c in read(folder / name).cells:
+            if c.cell_type != "code":
+                continue
+            for com in comments(c.source):
+                if com.strip("# ").split(" ")[0] in ("BEGIN", "END"):
+                    continue  # nbgrader's delimiters (solutions only), removed from what learners get
+                assert CJK.search(com), f"{folder.name}/{name} {c.get('id')}: English comment {com!r}"
+            assert "write your answer here" not in c.source and "YOUR CODE HERE" not in c.source, c.get("id")
+            if "NotImplementedError" in c.source:
+                assert ZH_STUB[1].strip() in c.source, c.get("id")
 
 
 # ------------------------------------------------------------------------- checks, in a kernel's language

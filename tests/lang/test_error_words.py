@@ -212,7 +212,7 @@ def test_the_same_errors_in_chinese(zh, tmp_path):
     assert message(check_dtype, "float16") == "dtype：沒有 'float16' 這個選項（可選 float32, float64, bfloat16）"
     f = tmp_path / "w.jsonl"
     f.write_text('{"prompt_len": 3}\n')
-    assert message(load_jsonl, f) == f"workload {f}，第 1 行：缺少欄位 'max_new_tokens'"
+    assert message(load_jsonl, f) == f"工作負載 {f}，第 1 行：缺少欄位 'max_new_tokens'"
     with argparse_words():  # argparse's own words too, as the CLI parses
         assert message(build_parser().parse_args, ["run", "--workload", "w", "--policy", "s", "--timeout", "x"]) == (
             "tinyserve run：引數 --timeout：--timeout 必須是數字，收到的是 'x'")

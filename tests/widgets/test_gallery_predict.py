@@ -61,7 +61,7 @@ def test_reveal_puts_both_numbers_side_by_side_and_locks():
 
 
 def test_compare_sentences():
-    assert compare(None, 1980, "tokens").startswith("Engine: 1,980 tokens. (No prediction entered")
+    assert compare(None, 1980, "tokens") == "Enter your prediction in the box above, then run this cell again."
     assert compare(31, 31) == "You said 31; the engine says 31: exactly right."
     assert compare(0.95, 1.0, "s") == "You said 0.95 s; the engine says 1 s: 5% off low, close."  # 5% <= 10%
     assert compare(3, 0) == "You said 3; the engine says 0: 3 off high."  # no relative error against zero
@@ -105,7 +105,71 @@ def test_predict_speaks_chinese_after_set_language():
         assert p.submit("１，２００") and p.guess == 1200.0 and p.message.value.startswith("你的預測：1,200 token。")
         assert p.reveal(1000) == "你預測 1,200 token，引擎算出 1,000 token：偏高 20%。"
         assert compare(0.95, 1.0, "s") == "你預測 0.95 s，引擎算出 1 s：偏低 5%，很接近。"
-        assert compare(None, 5).startswith("引擎：5。")
+        assert compare(None, 5) == "先在上面的框裡輸入你的預測，再執行一次這個儲存格。"
     finally:
         tinyserve.set_language("en")
     assert compare(0.95, 1.0, "s") == "You said 0.95 s; the engine says 1 s: 5% off low, close."
+
+
+HINT = {"en": "Enter your prediction in the box above, then run this cell again.",
+        "zh-TW": "先在上面的框裡輸入你的預測，再執行一次這個儲存格。"}
+
+
+@pytest.fixture(params=["en", "zh-TW"])
+def lang(request):
+    import tinyserve
+
+    tinyserve.set_language(request.param)
+    yield request.param
+    tinyserve.set_language("en")
+
+
+def _digits(x) -> set[str]:
+    """Every way the answer could be written: as given, with separators, rounded, as an integer."""
+    from tinyserve_widgets.predict import _fmt
+
+    forms = {str(x), _fmt(x), f"{x:g}", f"{x:.1f}", f"{x:.0f}", f"{x:,.0f}"}
+    return {f for f in forms if len(f.replace(",", "").replace(".", "")) >= 2}
+
+
+@pytest.mark.parametrize("answer", [58.5, 1980, 31, 0.44, 245, 7, 1234567, 3.25])
+def test_reveal_without_a_prediction_never_shows_the_answer(lang, answer):
+    p = Predict("How many?", unit="tokens", lo=0)
+    text = p.reveal(answer)
+    assert text == HINT[lang] and "\n" not in text  # one line, in the learner's language
+    bundle = p._repr_mimebundle_()
+    shown = text + p.message.value + (bundle[0] if isinstance(bundle, tuple) else bundle)["text/plain"]
+    assert not any(ch.isdigit() for ch in text + p.message.value)
+    for form in _digits(answer):
+        assert form not in shown
+    assert p.answer is None and not p.box.disabled and not p.button.disabled  # still open for a prediction
+    assert p.submit("40") and p.guess == 40.0
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("lots", {"en": "“lots” is not a number", "zh-TW": "「lots」不是數字"}),
+    ("-5", {"en": "-5 cannot be the answer: it must be at least 0.", "zh-TW": "-5 不可能是答案：答案至少是 0。"}),
+    ("1e12", {"en": "1,000,000,000,000 is far beyond anything", "zh-TW": "1,000,000,000,000 遠遠超出這一題可能的答案"})])
+def test_bad_input_keeps_its_one_line_reason_in_both_languages_and_reveal_gives_only_the_hint(lang, text, reason):
+    p = Predict("How many?", lo=0)
+    p.box.value = text
+    assert p.guess is None and reason[lang] in p.message.value and "<br" not in p.message.value
+    assert p.reveal(58.5) == HINT[lang]
+    assert reason[lang] in p.message.value and "58" not in p.message.value  # the reason stays, no answer
+    assert p.box.value == text and not p.box.disabled
+
+
+def test_reveal_after_a_prediction_shows_both_numbers(lang):
+    p = Predict("How many?", unit="tokens", lo=0)
+    assert p.reveal(1980) == HINT[lang]  # run before predicting: only the hint
+    p.box.value = "1500"  # the learner predicts, then runs the reveal cell again
+    text = p.reveal(1980)
+    assert "1,500" in text and "1,980" in text and p.message.value == text
+    assert p.box.disabled and p.button.disabled
+
+
+def test_a_typed_but_unsent_prediction_counts_at_reveal():
+    p = Predict("How many?")
+    p.box.unobserve_all("value")  # the box's text reached the kernel without an Enter
+    p.box.value = "12"
+    assert p.reveal(10) == "You said 12; the engine says 10: 20% off high."

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import tinyserve_widgets as tw
 from tinyserve.engine import Engine
 from tinyserve.trace import DECODE, PADDING, PREFILL, WASTED
@@ -36,7 +38,8 @@ def test_a_named_workload_with_a_knob_is_titled_by_name_and_knob():
 def test_buttons_fit_their_labels_and_offer_only_the_chosen_policies():
     ex = tw.Explorer("chapter-7.1-finisher", policy="static", policies=("static", "dynamic"), n=4,
                      views=("waste",), controls=("policy", "batch_size", "timeout", "order", "max_batch_tokens"))
-    assert ex.knobs["policy"].options == ("static", "dynamic")
+    assert [v for _, v in ex.knobs["policy"].options] == ["static", "dynamic"]
+    assert [label for label, _ in ex.knobs["policy"].options] == ["static", "dynamic"]  # English: the engine's
     for name in ("policy", "order", "x"):  # width: auto, so "continuous" and "decode-first" are never cut
         assert ex.knobs[name].style.button_width == "auto"
     assert ex.knobs["max_batch_tokens"].options[0][0] == "auto"  # its meaning is in the description, not cut
@@ -85,7 +88,7 @@ def test_the_real_run_is_scaled_down_and_says_so(monkeypatch):
     real = ex.run_real()
     assert real is ex.trace and len(real.requests) == 2 and real.clock == "wall"
     assert real.workload_label() == "chapter-7.1-finisher (long_output=5, n=2)"
-    assert "Scaled down for the real run (n=2, long_output=5)" in ex.status.value
+    assert "Scaled down for the real run (requests: 2, long_output: 5)" in ex.status.value
 
 
 def test_a_real_run_the_cost_model_says_is_too_slow_is_not_started(monkeypatch):
@@ -99,4 +102,23 @@ def test_a_real_run_the_cost_model_says_is_too_slow_is_not_started(monkeypatch):
     ex = tw.Explorer("chapter-7.3-long-prompt", policy="chunked", chunk_size=512, views=("composition",))
     monkeypatch.setattr(E, "REAL_LIMIT_S", 0.01)  # any real run of this workload costs more than 10 ms
     assert ex.run_real() is None and started == []
-    assert "would take about" in ex.message.value and "cpu-tiny" in ex.message.value
+    assert "would compute for about" in ex.message.value and "cpu-tiny" in ex.message.value
+    # nothing moved: it says so, never "the slider you just moved"
+    assert "No knob was moved" in ex.message.value and "moved back" not in ex.message.value
+    ex.set(chunk_size=64)
+    assert ex.run_real() is None and started == []
+    assert "Moved since the explorer opened: chunk length 512 → 64" in ex.message.value
+
+
+def test_the_real_run_estimate_counts_compute_not_the_wait_for_arrivals():
+    """7.1's explorer opens at 0.5 req/s: its 12 scaled-down requests arrive over ~25 s, but the real loop jumps
+    its clock over idle gaps (it never sleeps), so the run computes for about a second: it must be offered."""
+    from tinyserve.core.workloads import get_workload
+    from tinyserve_widgets.explorer import REAL_LIMIT_S, real_seconds
+
+    reqs = [r.fresh() for r in get_workload("chapter-7.2-longtail", seed=0, n=12, rate=0.5)]
+    dry = Engine().run(reqs, "dynamic", dry_run=True, hardware="cpu-tiny", progress=False, slab="longest",
+                       batch_size=32, timeout=0.5)
+    assert dry.metrics()["duration_s"] > REAL_LIMIT_S  # the old estimate: waiting included, refused
+    assert real_seconds(dry) < REAL_LIMIT_S / 3  # compute only: a few seconds at most
+    assert real_seconds(dry) == pytest.approx(sum(s.duration_s for s in dry.steps))

@@ -87,7 +87,7 @@ def test_explorer_and_compare_in_chinese(zh):
     assert ex.set(max_model_len=None, kv_budget=10**8) is None and "5 個請求中有 5 個被拒絕" in ex.message.value
     no_raw_key([ex.status.value, ex.message.value])
     c = tw.Compare(reqs(), a={"batch_size": 3}, b={"batch_size": 3})
-    assert "有用的位子步" in c.words.value and "static" in c.words.value
+    assert "有用的位子步" in c.words.value and "A（靜態批次）" in c.words.value
     no_raw_key(view_words(c.latency))
 
 
@@ -133,7 +133,7 @@ def test_sweep_plots_label_in_chinese(zh):
     axes = Figure().subplots(1, 2, squeeze=False)
     sweep_plots.plot_cdfs({(2.0, "static"): {"ttft_s": v, "e2e_s": v}}, axes)
     labels = [axes[0][0].get_xlabel(), axes[0][1].get_xlabel(), axes[0][0].get_ylabel()]
-    assert all(CJK.search(s) for s in labels) and "2 req/s" in labels[2], labels
+    assert all(CJK.search(s) for s in labels) and "2 請求/秒" in labels[2], labels
     no_raw_key(labels)
 
 

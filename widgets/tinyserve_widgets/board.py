@@ -7,7 +7,7 @@ from tinyserve.trace import Trace
 
 from . import data as D
 from . import views as V
-from .words import t
+from .words import policy_name, t
 
 VIEWS = ("timeline", "waste", "composition", "kv", "requests", "latency")  # show()'s default
 ALL_VIEWS = VIEWS + ("blocks",)  # "blocks": the paged layout's block map (BlockView), on request
@@ -110,7 +110,7 @@ class TraceView:
                 "waste": lambda h: V.WasteMeter(trace, k, h),
                 "composition": lambda h: V.StepComposition(trace, k, h), "kv": lambda h: V.KVView(trace, k, h),
                 "requests": lambda h: V.RequestView(trace, k, h), "blocks": lambda h: V.BlockView(trace, k, host=h),
-                "latency": lambda h: V.LatencyView(compare or {trace.policy: trace}, k, h)}
+                "latency": lambda h: V.LatencyView(compare or {policy_name(trace.policy): trace}, k, h)}
         self.views: dict[str, V.View] = {}
         for name in ALL_VIEWS:  # not in batch mode: plotly drops the properties of shapes added in one
             if name in panels:
@@ -148,7 +148,7 @@ class TraceView:
         with V.batch(self.fig):
             for name, view in self.views.items():
                 if name == "latency":
-                    view.set_traces(compare or {trace.policy: trace}, k)
+                    view.set_traces(compare or {policy_name(trace.policy): trace}, k)
                 else:
                     view.set_trace(trace, k)
 

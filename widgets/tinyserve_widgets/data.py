@@ -121,7 +121,7 @@ def vformat(template: str, **arrays) -> np.ndarray:
 def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS) -> TimelineData:
     """The slot timeline: one column per step, or per bin of steps when there are more steps than max_columns."""
     if x not in ("steps", "time"):
-        raise ValueError(t("widgets.error.x", x=x))
+        raise ValueError(t("widgets.error.x", x=x, steps="steps", time="time"))
     grid = trace.phase_grid()
     n, slots = len(trace.steps), trace.num_slots
     b, first, last = _bins(n, max_columns)

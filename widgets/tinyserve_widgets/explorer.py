@@ -20,7 +20,7 @@ from tinyserve.trace import Trace
 
 from .board import BOARD_WIDTH_PX, VIEWS, Cursor, TraceView
 from .views import LatencyView, follow_language
-from .words import t
+from .words import layout_name, policy_name, t, workload_label
 
 HISTORY = 8  # traces an Explorer keeps (Explorer.traces)
 
@@ -56,9 +56,16 @@ KV_KNOBS = ("kv_layout", "block_size")  # shown where the views include the bloc
 _KEYED = {name: {v: key for key, v in (o for o in base if isinstance(o, tuple)) if key.startswith(("opt.", "knob."))}
           for name, base in (("max_batch_tokens", BUDGETS), ("timeout", TIMEOUTS), ("max_waiting_steps", WAITS),
                              ("kv_budget", KV_BUDGETS), ("max_model_len", SLABS), ("order", ORDERS), ("x", AXES))}
+def _workload_option(name: str) -> str:
+    return t("widgets.workload.custom") if name == "custom" else name
+
+
+_NAMED = {"policy": policy_name, "kv_layout": layout_name,  # options named in the reader's language by a function
+          "workload": _workload_option}
 REAL_LIMIT_TOKENS = 200_000  # prompt + output tokens a real CPU run may take here (about a minute)
 REAL_LIMIT_S = 10.0  # a real run is offered when the cpu-tiny cost model (fitted to a one-thread CPU run) says
-# the same steps take at most this long: a knob moved far (chunks of 1 token) can make a short workload slow
+# the same steps compute for at most this long (real_seconds: idle gaps between arrivals are jumped, not waited):
+# a knob moved far (chunks of 1 token) can make a short workload slow
 CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout", "order", "max_waiting_steps",
             "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "kv_layout", "block_size", "x")
 
@@ -113,7 +120,8 @@ class Explorer:
         wl = workload if isinstance(workload, str) else "custom"
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
         k = self.knobs = {
-            "policy": W.ToggleButtons(options=list(policies or POLICIES), value=policy, description=t("knob.policy"),
+            "policy": W.ToggleButtons(options=[(policy_name(p), p) for p in (policies or POLICIES)], value=policy,
+                                      description=t("knob.policy"),
                                       style={"button_width": "auto"}),
             "batch_size": _slider("batch_size", BATCH, batch_size),
             "chunk_size": _slider("chunk_size", CHUNKS, chunk_size),
@@ -121,7 +129,8 @@ class Explorer:
             "timeout": _slider("timeout", TIMEOUTS, timeout),
             "order": W.ToggleButtons(options=[(t(k), v) for k, v in ORDERS], value=prefill_first, description=t("knob.order"), style={"button_width": "auto"}),
             "max_waiting_steps": _slider("max_waiting_steps", WAITS, max_waiting_steps),
-            "workload": W.Dropdown(options=names, value=wl, description=t("knob.workload"),
+            "workload": W.Dropdown(options=[(_workload_option(n), n) for n in names], value=wl,
+                                   description=t("knob.workload"),
                                    layout=W.Layout(width="320px")),
             "n": W.IntSlider(value=spec.get("n", (32,))[0] if n is None else n, min=0, max=400, description=t("knob.n"),
                              continuous_update=False, layout=W.Layout(width="300px")),
@@ -130,7 +139,8 @@ class Explorer:
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
             "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
             "max_model_len": _slider("max_model_len", SLABS, max_model_len, "360px"),
-            "kv_layout": W.ToggleButtons(options=LAYOUTS, value=kv_layout, description=t("knob.kv_layout"),
+            "kv_layout": W.ToggleButtons(options=[(layout_name(v), v) for v in LAYOUTS], value=kv_layout,
+                                         description=t("knob.kv_layout"),
                                          style={"button_width": "auto"}),
             "block_size": _slider("block_size", BLOCK_SIZES, block_size),
             "x": W.ToggleButtons(options=[(t(k), v) for k, v in AXES], value=x,
@@ -162,6 +172,7 @@ class Explorer:
         real = [W.HBox([self.real, self.progress])] if real_button else []
         self.widget = W.VBox(rows + real + [self.message, self.status, self.board.widget],
                              layout=W.Layout(width="100%"))
+        self.opening = {name: k[name].value for name in self.controls}  # what a refusal compares against
         follow_language(self)
 
     def relabel(self) -> None:
@@ -172,9 +183,10 @@ class Explorer:
             for name, w in self.knobs.items():
                 w.description = t(f"knob.{name}")
                 keys = _KEYED.get(name)
-                if keys:
+                if keys or name in _NAMED:
                     value = w.value
-                    w.options = [(t(keys[v]) if v in keys else label, v) for label, v in w.options]
+                    w.options = [(_NAMED[name](v) if name in _NAMED else t(keys[v]) if v in keys else label, v)
+                                 for label, v in w.options]
                     w.value = value
             self.real.description = t("explorer.real")
         finally:
@@ -284,7 +296,7 @@ class Explorer:
             return None
         ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         self.message.value = ""
-        ok = t("explorer.ok", policy=pol, workload=trace.workload_label(), steps=len(trace.steps),
+        ok = t("explorer.ok", policy=policy_name(pol), workload=workload_label(trace), steps=len(trace.steps),
                slots=trace.num_slots, ms=ms)
         rejected = [r.finish_reason for r in trace.requests if r.status == REJECTED]
         if rejected:
@@ -329,13 +341,14 @@ class Explorer:
             self.message.value = _box(t("explorer.real.too_big", tokens=tokens, limit=REAL_LIMIT_TOKENS))
             return None
         try:  # the same steps priced by the CPU's fitted cost model: a dry run, milliseconds
-            est = Engine().run(reqs, pol, dry_run=True, hardware="cpu-tiny", progress=False,
-                               **{**knobs, "slab": "longest"}).metrics()["duration_s"]
+            dry = Engine().run(reqs, pol, dry_run=True, hardware="cpu-tiny", progress=False,
+                               **{**knobs, "slab": "longest"})
         except TinyserveError as e:
             self.message.value = _box(t("explorer.error", message=_esc(str(e))))
             return None
+        est = real_seconds(dry)
         if est > REAL_LIMIT_S:
-            self.message.value = _box(t("explorer.real.too_slow", s=est, limit=REAL_LIMIT_S))
+            self.message.value = _box(self._too_slow(est, len(dry.steps), tokens))
             return None
         self.real.disabled = True
         self.progress.layout.visibility = "visible"
@@ -361,13 +374,31 @@ class Explorer:
         self.message.value = ""
         done = t("explorer.real.done", steps=len(trace.steps), s=run.loop_s)
         if scaled:
-            done = t("widgets.join.sentences", a=done, b=t("explorer.real.scaled", knobs=", ".join(
-                f"{a}={b}" for a, b in self.real_knobs.items())))
+            done = t("widgets.join.sentences", a=done, b=t("explorer.real.scaled", knobs=t("widgets.join.list").join(
+                t("explorer.real.scaled_knob", knob=_knob_name(a), value=b) for a, b in self.real_knobs.items())))
         if sized:
             done = t("widgets.join.sentences", a=done, b=t("explorer.real.tensors", slab=trace.slab_tokens))
         self.status.value = _small(done)
         self._set_trace(trace)
         return trace
+
+    def _too_slow(self, est: float, steps: int, tokens: int) -> str:
+        """Why a real run is refused, naming what makes it long: its steps and tokens, and the knobs moved since
+        the explorer opened (or, where none moved, that its opening settings themselves are too long)."""
+        moved = [t("explorer.real.moved_knob", knob=t(f"knob.{name}"), was=self._label(name, was),
+                   now=self._label(name, self.knobs[name].value))
+                 for name, was in self.opening.items() if self.knobs[name].value != was]
+        why = t("explorer.real.too_slow.moved", knobs=t("widgets.join.list").join(moved)) if moved else t(
+            "explorer.real.too_slow.opening")
+        return t("explorer.real.too_slow", s=est, limit=REAL_LIMIT_S, steps=steps, tokens=tokens, why=why)
+
+    def _label(self, name: str, value) -> str:
+        """A knob's value as its slider or buttons show it."""
+        w = self.knobs[name]
+        for o in getattr(w, "options", ()):
+            if isinstance(o, tuple) and o[1] == value:
+                return str(o[0])
+        return f"{value:g}" if isinstance(value, float) else str(value)
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
@@ -381,6 +412,20 @@ class Explorer:
                                x=self.board.views["timeline"].x if "timeline" in self.board.views else "steps")
             bundle["image/png"] = png_bytes(fig)
         return bundle
+
+
+def _knob_name(name: str) -> str:
+    """A knob's name as its slider says it; a workload knob without a slider (long_output) by its code name."""
+    from tinyserve.lang import english
+
+    return t(f"knob.{name}") if english(f"knob.{name}") is not None else name
+
+
+def real_seconds(dry: Trace) -> float:
+    """What a real run of a dry run's steps costs in wall-clock seconds: the sum of its steps' modeled
+    durations. Idle time (waiting for the next arrival or a timeout) is not counted: the real loop jumps its
+    clock over it, it never sleeps (tinyserve.loop), so a slow arrival rate does not make a real run longer."""
+    return sum(s.duration_s for s in dry.steps)
 
 
 class Compare:
@@ -418,7 +463,7 @@ class Compare:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def _pair(self) -> dict[str, Trace]:
-        la, lb = (f"{t('compare.' + s)}: {e.trace.policy}" for s, e in (("left", self.left), ("right", self.right)))
+        la, lb = (t("compare.label", side=t(f"compare.{s}"), policy=policy_name(e.trace.policy)) for s, e in (("left", self.left), ("right", self.right)))
         return {la: self.left.trace, lb: self.right.trace}
 
     def _redraw(self) -> None:

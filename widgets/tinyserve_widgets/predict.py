@@ -7,6 +7,10 @@ answer beside theirs.
     ...                                 # cells that run the engine
     print(p.reveal(trace.metrics()["wasted_decode_tokens"]))   # both numbers side by side, in words
 
+Run before a prediction was entered (a notebook opened as shipped, or run top to bottom), reveal() never shows
+the answer: it returns a one-line hint (enter a prediction above, then run this cell again) and leaves the box
+open; after a prediction, running the same cell again shows both numbers.
+
 Only numbers are accepted ("1,980", "2e3", "-4.5"; full-width digits and commas too: "１，９８０", "1，980");
 anything else is refused with the reason, inside the widget. Once revealed, the box locks. Without a kernel (GitHub, nbviewer: widget state stripped) the cell
 shows the question as text, and reveal() returns a plain sentence a checked cell can print.
@@ -49,10 +53,11 @@ def parse_number(text: str) -> float:
 
 
 def compare(guess: float | None, answer: float, unit: str = "", tolerance: float = 0.1) -> str:
-    """The sentence that puts a prediction beside the engine's answer (relative error; 'close' within tolerance)."""
+    """The sentence that puts a prediction beside the engine's answer (relative error; 'close' within tolerance).
+    Without a prediction (guess None): the hint to enter one, never the answer."""
     u = f" {unit}" if unit else ""
     if guess is None:
-        return t("predict.none", answer=_fmt(answer), unit=u)
+        return t("predict.hint")
     if guess == answer:
         return t("predict.exact", guess=_fmt(guess), answer=_fmt(answer), unit=u)
     rel = abs(guess - answer) / abs(answer) if answer else math.inf
@@ -103,9 +108,19 @@ class Predict:
         return True
 
     def reveal(self, answer: float) -> str:
-        """Show the engine's answer beside the prediction, lock the box, and return the sentence."""
+        """Show the engine's answer beside the prediction, lock the box, and return the sentence. Without a
+        valid prediction: the one-line hint instead (the answer is neither shown nor returned), the box stays
+        open, and a bad entry's reason stays in the widget."""
         if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
             raise ValueError(t("predict.bad_answer", answer=answer))
+        if self.answer is None and self.guess is None:
+            if str(self.box.value).strip() and self.submit(self.box.value):  # typed, not yet sent (no Enter)
+                pass
+            else:
+                hint = t("predict.hint")
+                if "color:#b00" not in self.message.value:  # a bad entry keeps its reason on screen
+                    self.message.value = _escape(hint)
+                return hint
         self.answer = float(answer)
         self.box.disabled = self.button.disabled = True
         text = compare(self.guess, self.answer, self.unit, self.tolerance)

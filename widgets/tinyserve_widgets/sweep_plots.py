@@ -6,6 +6,7 @@ import numpy as np
 
 from tinyserve.analysis.sweeps import MAX_QUEUE_S, CapacityCurve
 
+from .static import SMALL_PT
 from .words import t
 
 
@@ -21,11 +22,11 @@ def plot_capacity(curves: list[CapacityCurve], targets_ms, ax=None, max_queue_s:
         missing += [f"{c.label} @ {ms:g} ms" for ms, x in zip(targets_ms, caps) if x is None]
     if missing:
         ax.text(0.01, 0.98, t("sweep_plots.no_rate", missing=t("widgets.join.clause").join(missing)),
-                transform=ax.transAxes, va="top", fontsize=7, wrap=True)
+                transform=ax.transAxes, va="top", fontsize=SMALL_PT, wrap=True)
     ax.set_xscale("log")
     ax.set_xlabel(t("sweep_plots.target"))
     ax.set_ylabel(t("sweep_plots.capacity"))
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=SMALL_PT)
     return ax
 
 
@@ -44,5 +45,5 @@ def plot_cdfs(result: dict[tuple[float, str], dict[str, np.ndarray]], axes=None)
             ax.set_xscale("log")
             ax.set_xlabel(t("sweep_plots.ttft" if key == "ttft_s" else "sweep_plots.e2e"))
             ax.set_ylabel(t("sweep_plots.fraction", load=load))
-        axes[i][0].legend(fontsize=7)
+        axes[i][0].legend(fontsize=SMALL_PT)
     return axes

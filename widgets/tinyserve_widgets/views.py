@@ -21,7 +21,7 @@ from tinyserve.trace import GRID_PHASES, Trace
 
 from . import data as D
 from .palette import PALETTE, PATTERN, SERIES
-from .words import t
+from .words import policy_name, t, workload_label
 
 CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
 _N = len(CODES)
@@ -304,8 +304,13 @@ class SlotTimeline(View):
             h.customdata, h.text = arr(d.hover), None
             h.hovertemplate = t("hover.template").replace("%{text}", D.bin_template())
         self.note(1).text = d.note or (t("note.no_steps") if not tr.steps else "")
-        self.note(0).text = t("title.timeline", policy=tr.policy, workload=tr.workload_label())
+        self.note(0).text = t("title.timeline", policy=policy_name(tr.policy), workload=workload_label(tr))
         self.xaxis().title.text = d.x_label
+        # whole slots only (a 4-slot run must not get ticks at -0.5 and 1.5), at most ~8 of them
+        self.yaxis().update(tickmode="linear", tick0=0, dtick=max(1, -(-tr.num_slots // 8)), tickformat="d")
+        present = {int(c) for c in np.unique(d.z)} if d.z.size else set()
+        for c in CODES[:-1]:  # a legend names only what is drawn
+            self.tr(1 + c).showlegend = c in present
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -342,6 +347,9 @@ class WasteMeter(View):
 
     def _draw(self) -> None:
         self.xaxis().range = [0, self.trace.num_slots * max(1, len(self.trace.steps))]
+        end = D.waste_at(self.trace, len(self.trace.steps) - 1) if self.trace.steps else {}
+        for i, key in enumerate(WASTE_KEYS):  # the legend names the kinds this run has (the same at every step)
+            self.tr(i).showlegend = end.get(key, 0) > 0
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -403,7 +411,9 @@ class StepComposition(View):
         sa = self.trace.step_arrays()
         steps = np.arange(len(self.trace.steps))
         for i, (_, attr, _) in enumerate(COMP_SERIES):
-            self.tr(i).x, self.tr(i).y = arr(steps), arr(getattr(sa, attr))
+            y = getattr(sa, attr)
+            self.tr(i).x, self.tr(i).y = arr(steps), arr(y)
+            self.tr(i).showlegend = bool(len(y) and np.any(y > 0))  # a legend names only what is drawn
         self.tr(5).x, self.tr(5).y = arr(steps), arr(sa.max_itl_s * 1e3)
         has_ttft = ~np.isnan(sa.max_ttft_s)
         self.tr(6).x, self.tr(6).y = arr(steps[has_ttft]), arr(sa.max_ttft_s[has_ttft] * 1e3)
@@ -549,7 +559,7 @@ class LatencyView(View):
     PALETTE = tuple(SERIES)  # one line per compared run, the palette's colour-blind-safe order
 
     def __init__(self, traces: Trace | dict[str, Trace], k: int = 0, host: tuple | None = None):
-        self.traces = traces if isinstance(traces, dict) else {traces.policy: traces}
+        self.traces = traces if isinstance(traces, dict) else {policy_name(traces.policy): traces}
         super().__init__(next(iter(self.traces.values())), k, host)
 
     def _build(self) -> None:

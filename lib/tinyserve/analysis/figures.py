@@ -5,10 +5,29 @@ Iterations are numbered from 1, as the figures number them (the trace's step ind
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..lang import t, width, wrap
 from ..trace.record import Trace
 
 PHASE_MARK = {"prefill": "p", "decode": "d", "wasted": "w"}
+POLICY_NAMES = ("static", "dynamic", "continuous", "chunked")  # what a sweep's label starts with
+
+
+def policy_name(policy: str) -> str:
+    """A named policy as the reader's language names it ('continuous' -> 連續批次 in zh-TW)."""
+    return t(f"figures.policy.{policy}") if policy in POLICY_NAMES else policy
+
+
+def setting_label(label: str) -> str:
+    """A sweep setting's label ('continuous B=32') with its policy named in the reader's language."""
+    policy, sep, knobs = label.partition(" ")
+    return policy_name(policy) + sep + knobs
+
+
+def named(settings: list) -> list:
+    """Copies of sweep settings (tinyserve.analysis.sweeps.Setting) labelled in the reader's language."""
+    return [replace(s, label=setting_label(s.label)) for s in settings]
 
 
 def frames(trace: Trace) -> list[list[str]]:

@@ -24,7 +24,7 @@ from ..trace.latency import e2e_s, ttft_s
 from ..trace.record import Trace
 from ..core.policies.variants import ChunkOnly
 from ..core.workloads import get_workload, make_prompt
-from ..lang import ljust, rjust, t
+from ..lang import ljust, rjust, t, width
 
 MAX_QUEUE_S = 2.0  # Sarathi-Serve's sustainability rule: the median wait for a slot must stay under 2 s
 
@@ -112,15 +112,19 @@ def capacity_sweep(settings: list[Setting], rates=(1, 2, 3, 4, 6, 8, 10, 12, 16,
 
 def capacity_table(curves: list[CapacityCurve], targets_ms, max_queue_s: float = MAX_QUEUE_S) -> str:
     """Capacity per setting and target as text; a setting that misses a target at every rate says so in words."""
-    lines = [t("figures.cap.head") + "".join(f"{x:>9g} ms" for x in targets_ms)]
+    caps = {id(c): [c.capacity(x, max_queue_s) for x in targets_ms] for c in curves}
+    cells = {id(c): [t("figures.cap.none") if x is None else
+                     t("figures.cap.rate", rate=(">=" if x == c.top_rate else "") + format(x, "g")) for x in caps[id(c)]]
+             for c in curves}
+    # labels and cells come in the reader's language: the columns are as wide as their widest entry
+    col = max([17] + [width(c.label) + 1 for c in curves])
+    cw = max([12] + [width(x) + 1 for row in cells.values() for x in row])
+    lines = [ljust(t("figures.cap.head"), col) + "".join(rjust(f"{x:g} ms", cw) for x in targets_ms)]
     notes = [t("figures.cap.at_least")] if any(
-        c.capacity(x, max_queue_s) == c.top_rate for c in curves for x in targets_ms) else []
+        x == c.top_rate for c in curves for x in caps[id(c)]) else []
     for c in curves:
-        caps = [c.capacity(x, max_queue_s) for x in targets_ms]
-        lines.append(ljust(c.label, 17) + "".join(rjust(t("figures.cap.none"), 12) if x is None else
-                                                f"{('>=' if x == c.top_rate else '') + format(x, 'g'):>8} r/s"
-                                                for x in caps))
-        missed = [x for x, cap in zip(targets_ms, caps) if cap is None]
+        lines.append(ljust(c.label, col) + "".join(rjust(x, cw) for x in cells[id(c)]))
+        missed = [x for x, cap in zip(targets_ms, caps[id(c)]) if cap is None]
         if missed:
             why = (t("figures.cap.why_gap", ms=c.p99_gap_ms[0]) if c.p99_gap_ms[0] > min(missed)
                    else t("figures.cap.why_queue", s=c.queue_s[0]))
@@ -223,10 +227,11 @@ def cdfs(loads=(2.0, 6.0), spread: float = 1.0, n: int = 200, seed: int = 0, set
 
 def cdf_table(result: dict[tuple[float, str], dict[str, np.ndarray]]) -> str:
     """P50 and P99 of TTFT and end-to-end latency per load and setting, in modeled seconds."""
-    lines = [t("figures.cdf.head", load=t("figures.cdf.load"), setting=t("figures.cdf.setting"),
+    col = max([16] + [width(label) for _, label in result])  # labels come in the reader's language
+    lines = [t("figures.cdf.head", load=t("figures.cdf.load"), setting=ljust(t("figures.cdf.setting"), col),
                ttft=t("figures.cdf.ttft"), p99="p99", e2e=t("figures.cdf.e2e"))]
     for (load, label), d in result.items():
         q = {k: np.percentile(v, [50, 99]) for k, v in d.items()}
-        lines.append(f"{load:>5g} {ljust(label, 16)} {q['ttft_s'][0]:>9.2f} {q['ttft_s'][1]:>7.2f} "
+        lines.append(f"{load:>5g} {ljust(label, col)} {q['ttft_s'][0]:>9.2f} {q['ttft_s'][1]:>7.2f} "
                      f"{q['e2e_s'][0]:>9.2f} {q['e2e_s'][1]:>7.2f}")
     return "\n".join(lines)

@@ -6,8 +6,14 @@ Exactly what nbgrader's generate_assignment does to the cells (so both give the 
 cell (nbgrader metadata `solution: true`, tagged `solution` too) every region from a `### BEGIN SOLUTION` line
 to its `### END SOLUTION` becomes the stub `# YOUR CODE HERE` + `raise NotImplementedError("write your answer
 here")` at the marker's indentation (hints go above the marker, so they stay); a written answer (a markdown
-solution cell) becomes "YOUR ANSWER HERE" (in a zh-TW edition's notebook, that stub in its language: set
-nbgrader's ClearSolutions.text_stub to the same for that edition). Outputs are cleared.
+solution cell) becomes "YOUR ANSWER HERE". In a zh-TW edition's notebook both stubs are in its language
+(classroom.code_stub and classroom.text_stub in the classroom catalog): set nbgrader's ClearSolutions.code_stub
+and text_stub to the same for that edition. Outputs are cleared.
+
+Every other cell is given, and given cells are read-only: each must carry nbgrader metadata with `locked: true`
+(nbgrader restores it at autograde and JupyterLab will not let it be edited), except the cells tagged `learner`
+(a prediction or a sweep the learner writes, graded by nobody), which must carry no nbgrader metadata. A cell
+that breaks this stops the generator, so no exercise is handed out with an unlocked given cell.
 --check writes nothing and exits 1 when an exercise is missing or differs from what would be generated.
 """
 from __future__ import annotations
@@ -21,6 +27,15 @@ BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # words: ok (nbgrader's delimiter
 # nbgrader's ClearSolutions.code_stub for python must be this text (chapters/README.md, tests/classroom/test_classroom_nbgrader.py)
 STUB = '# YOUR CODE HERE\nraise NotImplementedError("write your answer here")'  # words: ok (nbgrader's code_stub)
 TEXT_STUB = "YOUR ANSWER HERE"  # words: ok (nbgrader's text_stub: a written answer cell becomes this)
+LEARNER_TAG = "learner"  # a given-empty cell the learner writes in (a prediction, a sweep): editable, never graded
+
+
+def code_stub(nb) -> str:
+    """The code stub in the notebook's language (STUB in English; nbgrader's code_stub for that edition)."""
+    from ..lang import t
+    from .notebooks import edition
+
+    return t("classroom.code_stub", edition(nb))
 
 
 def text_stub(nb) -> str:
@@ -40,7 +55,7 @@ def has_answer(source: str) -> bool:
     return any(BEGIN in line for line in source.split("\n"))
 
 
-def stub_source(source: str, where: str = "cell") -> str:
+def stub_source(source: str, where: str = "cell", stub: str = STUB) -> str:
     """The source with every answer region replaced by the stub, indented like its marker (as nbgrader does)."""
     out, region = [], None
     for line in source.split("\n"):
@@ -48,7 +63,7 @@ def stub_source(source: str, where: str = "cell") -> str:
             if region is not None:
                 raise GenerateError(f"{where}: {BEGIN} inside another answer region")  # words: ok
             region = line[:len(line) - len(line.lstrip())]
-            out += [region + s for s in STUB.split("\n")]
+            out += [region + s for s in stub.split("\n")]
         elif END in line:
             if region is None:
                 raise GenerateError(f"{where}: {END} without {BEGIN}")  # words: ok
@@ -66,10 +81,21 @@ def is_solution(cell) -> bool:
     return bool(md.get("nbgrader", {}).get("solution")) or "solution" in md.get("tags", [])
 
 
+def check_given(cell, where: str) -> None:
+    """A given cell is locked (nbgrader `locked: true`); a learner's cell (tag `learner`) has no nbgrader metadata."""
+    md = cell.get("metadata", {})
+    if LEARNER_TAG in md.get("tags", []):
+        if "nbgrader" in md or cell.cell_type != "code":
+            raise GenerateError(f"{where}: a learner's cell must be a code cell without nbgrader metadata")  # words: ok (for the author)
+    elif not md.get("nbgrader", {}).get("locked"):
+        raise GenerateError(f"{where}: a given cell without nbgrader `locked: true` (learners could edit it; "  # words: ok (for the author)
+                            f"tag it `{LEARNER_TAG}` if the learner writes in it)")  # words: ok (for the author)
+
+
 def make_exercise(nb):
     """An exercise notebook (a new object) from a solution notebook: the cells nbgrader's generate_assignment makes."""
     ex = copy.deepcopy(nb)
-    answers, stub = 0, text_stub(nb)
+    answers, stub, code = 0, text_stub(nb), code_stub(nb)
     for cell in ex.cells:
         where = f"cell {cell.get('id')}"
         if cell.cell_type == "code":
@@ -77,10 +103,11 @@ def make_exercise(nb):
         if not is_solution(cell):
             if has_answer(cell.source):
                 raise GenerateError(f"{where}: has {BEGIN} but is not a solution cell (nbgrader would refuse it)")  # words: ok (for the author)
+            check_given(cell, where)
             continue
         answers += 1
         if has_answer(cell.source):
-            cell.source = stub_source(cell.source, where)
+            cell.source = stub_source(cell.source, where, code)
         elif cell.cell_type == "code":
             raise GenerateError(f"{where}: a solution code cell without {BEGIN} (it would be handed out whole)")  # words: ok (for the author)
         else:

@@ -93,8 +93,9 @@ def set_language(code: str, figures: bool = True) -> str:
     for fn in list(_listeners):
         fn(lang)
     if figures:
-        from . import fonts  # matplotlib's CJK fallback, and one warning when no CJK font is installed
+        from . import drawn, fonts  # matplotlib's CJK fallback, and one warning when no CJK font is installed
         fonts.apply(lang)
+        drawn.install()  # only where chapters/build.py asks ($TINYSERVE_RECORD_TEXT): figures' words as drawn
     return lang
 
 

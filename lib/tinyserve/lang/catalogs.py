@@ -41,9 +41,10 @@ def translation(domain: str, lang: str, folder: Path | None = None) -> Path:
     return (folder or LOCALE) / FOLDERS[lang] / "LC_MESSAGES" / f"{domain}.po"
 
 
-def read(path: Path):
+def read(path: Path, unique_contexts: bool = True):
     """The babel Catalog of a .pot or .po file; CatalogError("file:line: why") on a malformed one (the package's
-    catalogs and the notebooks', chapters/editions.py)."""
+    catalogs and the notebooks', chapters/editions.py). unique_contexts: a msgctxt is a key, used once (the
+    package's catalogs); the notebooks' catalogs share contexts ("comment", a repeat's "2") among entries."""
     from babel.messages.pofile import PoFileError, read_po  # Babel only when the words are first needed
 
     data = Path(path).read_bytes()
@@ -57,7 +58,7 @@ def read(path: Path):
         if not _LINE.fullmatch(line):
             raise CatalogError(f"{path}:{n}: not a line of a PO file: {line[:60]!r}")
         ctx = _CONTEXT.match(line)
-        if ctx and ctx.group(1):  # (a msgctxt "" continued on the next lines is not checked here)
+        if ctx and ctx.group(1) and unique_contexts:  # (a msgctxt "" continued on the next lines is not checked)
             if ctx.group(1) in seen:
                 raise CatalogError(f"{path}:{n}: msgctxt {ctx.group(1)!r} again (first on line {seen[ctx.group(1)]})")
             seen[ctx.group(1)] = n

@@ -18,7 +18,7 @@ INSTALL_HINT = ("No Chinese font found, so Chinese labels in figures may draw as
                 "fonts.google.com/noto/specimen/Noto+Sans+TC, then restart the kernel.\n"
                 "找不到中文字型，圖中的中文可能顯示成空白方框。請安裝：Debian/Ubuntu 執行 "
                 "`apt-get install fonts-noto-cjk`，或從 fonts.google.com/noto/specimen/Noto+Sans+TC 下載 "
-                "Noto Sans TC，然後重新啟動 kernel。")
+                "Noto Sans TC，然後重新啟動核心。")
 _warned = {"done": False}
 
 
