@@ -85,7 +85,7 @@ ax.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.fig.kv_gb"), title=t("7.4.fig.tit
 ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);  # words: ok
 
 # %% [markdown]
-# The light area is memory held that holds nothing.
+# The light area is held and empty.
 #
 # ## 3. How many sequences fit?
 #
@@ -217,8 +217,8 @@ a1.legend(fontsize=8, frameon=False);
 # %% [markdown]
 # Pages let the batch grow to where the traffic needs it: the queue for a place in the batch is gone and time
 # to first token drops from seconds to under one. The p99 end-to-end latency barely moves: the slowest requests
-# are long RAG answers; they wait far less for a place, but then decode in steps that many more sequences share,
-# and such steps take longer, so the two roughly cancel. The blocks never ran out: at the peak they held about {glue}`paged_peak_share` of the memory (the
+# are long RAG answers: they wait far less, but decode in slower steps shared by many more sequences, and the two
+# roughly cancel. The blocks never ran out: at the peak they held about {glue}`paged_peak_share` of the memory (the
 # appendix runs them out).
 #
 # The KV view of the paged run: held and used now nearly coincide.

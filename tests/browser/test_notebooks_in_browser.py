@@ -1,5 +1,6 @@
 """Each notebook in real JupyterLab in headless Chromium: run all cells, every widget and plotly figure renders,
-no error output, no "Error displaying widget", and moving a slider changes a drawn figure.
+no error output, no "Error displaying widget", every explorer's real-run button works at the settings the explorer
+opens with (pressed before any knob moves: the run finishes, no refusal), and moving a slider changes a drawn figure.
 
 A screenshot of every notebook goes to the screenshots folder (conftest.screens_dir); on failure the
 screenshot is taken first and its path is in the message.
@@ -22,12 +23,13 @@ pytestmark = pytest.mark.browser
 def pages_under_test() -> list[str]:
     """The harness's own page (a control: if it fails, the harness is broken, not a notebook), then
     widgets/demo.ipynb and every chapter notebook of both editions, chapters/*.ipynb and chapters/zh-TW/*.ipynb
-    (not the exercises: they are meant to fail)."""
-    pages = ["tests/browser/placeholder.ipynb"]
-    if (ROOT / "widgets" / "demo.ipynb").exists():
-        pages.append("widgets/demo.ipynb")
+    (not the exercises: they are meant to fail). Each page is a work unit of its own under pytest-xdist (the
+    root conftest.py), so the two workers share them; the longest (an explorer's real run) go first, so the run
+    does not end on one worker finishing a long page alone."""
+    pages = ["widgets/demo.ipynb"] if (ROOT / "widgets" / "demo.ipynb").exists() else []
     chapters = sorted(ROOT.glob("chapters/*.ipynb")) + sorted(ROOT.glob("chapters/zh-TW/*.ipynb"))
-    return pages + [p.relative_to(ROOT).as_posix() for p in chapters]
+    pages += [p.relative_to(ROOT).as_posix() for p in chapters]
+    return ["tests/browser/placeholder.ipynb"] + sorted(pages, key=lambda p: not has_an_explorer(p))  # stable
 
 
 def test_jupyterlab_offers_its_own_menus_in_traditional_chinese(lab):
@@ -42,6 +44,25 @@ def test_jupyterlab_offers_its_own_menus_in_traditional_chinese(lab):
 
 RUN_TIMEOUT_S = 600  # a notebook runs in <= 60 s on 2 quiet cores; a shared machine can be much slower
 REPAINT_TIMEOUT_S = 30  # time allowed for a slider's redraw to show up (the speed target itself is benchmarked)
+REAL_TIMEOUT_S = 180  # an explorer's real run: a few seconds on a laptop's CPU
+
+# an explorer's real-run button and its status line's "finished" words, per edition (widgets.pot: explorer.real*)
+REAL_RUN_WORDS = {"zh-TW": ("用真的模型跑一次", "真實執行完成"), "en": ("Run on the real model", "Real run finished")}
+
+
+def has_an_explorer(notebook: str) -> bool:
+    """A chapter notebook whose source builds a tw.Explorer with its real-run button (7.1-7.4 today)."""
+    src = ROOT / "chapters" / "src" / Path(notebook).name.replace(".ipynb", ".py")
+    if not notebook.startswith("chapters/") or not src.exists():
+        return False
+    text = src.read_text(encoding="utf-8")
+    return "tw.Explorer(" in text and not re.search(r"Explorer\([^#]*?real_button=False", text)
+
+
+def test_the_chapter_has_explorers_to_press():
+    pages = [p for p in pages_under_test() if has_an_explorer(p)]
+    assert [sum("/zh-TW/" in p for p in pages), sum("/zh-TW/" not in p for p in pages)] == [4, 4], pages  # 7.1-7.4
+
 
 # Walks the open notebook's cells: the model (outputs, execution counts) and the DOM that renders it.
 STATE_JS = """(path) => {
@@ -165,6 +186,8 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]
+        if has_an_explorer(notebook):  # before any slider moves: the settings the explorer opens with
+            _press_real_run(page, notebook, shot)
 
         if s["sliders"] and s["plotlyAll"] + page.evaluate(FIGURES_JS).count("data:image"):
             moved = _move_sliders_until_a_figure_changes(page, state)
@@ -205,3 +228,34 @@ def _move_sliders_until_a_figure_changes(page, state) -> str | None:
                 elif time.monotonic() - idle_since > 3:
                     break  # the kernel handled the key and nothing changed
     return None
+
+
+# the explorer's own text: its message box (refusals, errors) and its status line, read from the output that holds
+# the real-run button
+EXPLORER_JS = """(label) => {
+  const b = [...document.querySelectorAll('.jp-OutputArea-output button')].find(e => e.textContent.trim() === label);
+  if (!b) return null;
+  const out = b.closest('.jp-OutputArea-output');
+  const msg = [...out.querySelectorAll('.tinyserve-message')].map(e => e.textContent).join(' | ');
+  return {text: out.innerText, message: msg, disabled: b.disabled};
+}"""
+
+
+def _press_real_run(page, notebook: str, shot) -> None:
+    """Press the explorer's real-run button without touching a knob; fail unless the real run finishes."""
+    label, finished = REAL_RUN_WORDS["zh-TW" if "/zh-TW/" in notebook else "en"]
+    _wait(lambda: page.evaluate(EXPLORER_JS, label), 30, f"the button {label!r}", page, shot)
+    before = page.evaluate(EXPLORER_JS, label)
+    assert not before["message"], before["message"]  # the explorer opened without a complaint
+    button = page.locator(".jp-OutputArea-output button", has_text=label).first
+    button.scroll_into_view_if_needed()
+    button.click()
+
+    def settled():
+        e = page.evaluate(EXPLORER_JS, label)
+        return e if e and (finished in e["text"] or e["message"]) and not e["disabled"] else None
+
+    e = _wait(settled, REAL_TIMEOUT_S, "the real run to finish or be refused", page, shot)
+    if e["message"] or finished not in e["text"]:
+        pytest.fail(f"{notebook}: the real run at the opening settings did not finish: {e['message']!r} "
+                    f"(screenshot: {shot(page, 'FAILED')})")
