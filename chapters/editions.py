@@ -92,8 +92,9 @@ def glue_names(text: str) -> set[str]:
 
 
 # -------------------------------------------------------------------------------------------- the English
-def english_cells(stem: str, root: Path = HERE) -> list[str]:
-    """The markdown cells of an English notebook: src/<stem>.py (a lesson) or solutions/<stem>.ipynb (exercises)."""
+def _english(stem: str, root: Path, kind: str) -> list[str]:
+    """The sources of an English notebook's cells of one kind: src/<stem>.py (a lesson) or
+    solutions/<stem>.ipynb (exercises)."""
     src = root / "src" / f"{stem}.py"
     if src.exists():
         from build import parse
@@ -101,7 +102,12 @@ def english_cells(stem: str, root: Path = HERE) -> list[str]:
     else:
         import nbformat
         cells = nbformat.read(root / "solutions" / f"{stem}.ipynb", as_version=4).cells
-    return [c.source for c in cells if c.cell_type == "markdown"]
+    return [c.source for c in cells if c.cell_type == kind]
+
+
+def english_cells(stem: str, root: Path = HERE) -> list[str]:
+    """The markdown cells of an English notebook: src/<stem>.py (a lesson) or solutions/<stem>.ipynb (exercises)."""
+    return _english(stem, root, "markdown")
 
 
 def keys(cells: list[str]) -> list[list[tuple[str, str | None]]]:
@@ -127,14 +133,7 @@ def notebooks(root: Path = HERE) -> list[str]:
 # ------------------------------------------------------------------------------------- the code comments
 def english_code(stem: str, root: Path = HERE) -> list[str]:
     """The code cells of an English notebook (a lesson's source or the exercises' solutions)."""
-    src = root / "src" / f"{stem}.py"
-    if src.exists():
-        from build import parse
-        cells = parse(src.read_text(encoding="utf-8"))
-    else:
-        import nbformat
-        cells = nbformat.read(root / "solutions" / f"{stem}.ipynb", as_version=4).cells
-    return [c.source for c in cells if c.cell_type == "code"]
+    return _english(stem, root, "code")
 
 
 def comments(source: str) -> list[tuple[int, int, int, str, bool]]:
@@ -331,31 +330,24 @@ def render(cells: list, stem: str, lang: str, root: Path = HERE) -> None:
     for cell, row in zip(md, keys([c.source for c in md])):
         out = []
         for msgid, ctxt in row:
-            m = lookup(catalog, msgid, ctxt)
-            if m is None:
-                raise CatalogError(f"{stem}: {where}: no entry for {first_words(msgid)!r} (run: python "
-                                   f"chapters/build.py --lang {lang} --update {stem}, then translate it)")
-            if not m.string or m.fuzzy:
-                why, what = (("fuzzy", "review it, then remove the fuzzy mark") if m.string
-                             else ("untranslated", "translate it"))
-                raise CatalogError(f"{stem}: {where}:{m.lineno}: {why}: {first_words(msgid)!r} ({what})")
-            out.append(m.string)
+            out.append(_translation(lookup(catalog, msgid, ctxt), msgid, "", stem, where, lang))
         cell.source = "\n\n".join(out)
     for cell in cells:
         if cell.cell_type == "code":
-            cell.source = swap_comments(cell.source, lambda text: _comment(catalog, text, stem, where, lang))
+            cell.source = swap_comments(cell.source, lambda text: _translation(
+                catalog.get(text, COMMENT), text, "the comment ", stem, where, lang))
 
 
-def _comment(catalog, text: str, stem: str, where, lang: str) -> str:
-    """The translation of a code comment; CatalogError as for a block."""
-    m = catalog.get(text, COMMENT)
+def _translation(m, text: str, what: str, stem: str, where, lang: str) -> str:
+    """The reviewed translation of a block or a comment (`what` names the kind); CatalogError naming the file,
+    the line and what to do when it has none, or an untranslated or fuzzy one."""
     if m is None:
-        raise CatalogError(f"{stem}: {where}: no entry for the comment {first_words(text)!r} (run: python "
+        raise CatalogError(f"{stem}: {where}: no entry for {what}{first_words(text)!r} (run: python "
                            f"chapters/build.py --lang {lang} --update {stem}, then translate it)")
     if not m.string or m.fuzzy:
-        why, what = (("fuzzy", "review it, then remove the fuzzy mark") if m.string
+        why, todo = (("fuzzy", "review it, then remove the fuzzy mark") if m.string
                      else ("untranslated", "translate it"))
-        raise CatalogError(f"{stem}: {where}:{m.lineno}: {why}: the comment {first_words(text)!r} ({what})")
+        raise CatalogError(f"{stem}: {where}:{m.lineno}: {why}: {what}{first_words(text)!r} ({todo})")
     return m.string
 
 
