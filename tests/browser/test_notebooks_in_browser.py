@@ -172,8 +172,16 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
             return s if (s["errors"] or not s["pending"]) and not s["running"] and "| Idle" in s["status"] else None
 
         s = _wait(finished, RUN_TIMEOUT_S, "every cell to run", page, shot)
-        time.sleep(2)  # widget views render asynchronously after their output arrives
-        s = state()
+        # widget views and plotly figures render asynchronously after their output arrives: wait (at most 10 s)
+        # until every one is drawn, then check; one still missing then fails below with its cell
+        deadline = time.monotonic() + 10
+        while True:
+            s = state()
+            drawn = (s["widgets"] == s["widgetsOk"] and s["plotlyDrawn"] == s["plotlyAll"]
+                     and s["plotlyOk"] == s["plotly"])
+            if drawn or s["errorText"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.25)
         where = f"(screenshot: {{}}; console errors: {console[-5:]})"
         problems = []
         if s["errors"]:
