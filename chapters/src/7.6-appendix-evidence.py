@@ -15,6 +15,7 @@
 from IPython.display import Markdown
 
 import tinyserve
+from tinyserve.analysis.figures import policy_name
 from tinyserve.analysis.prefill import compute_s_per_token, ridge_tokens, weight_stream_s, worst_gap_ms
 from tinyserve.analysis.sweeps import stall_bound_s
 from tinyserve.core.workloads import get_workload
@@ -84,7 +85,7 @@ worst = max(saved["rows"], key=lambda r: abs(r["error_pct"]))
 
 def policy_label(row: dict) -> str:
     """A row's policy as the reader's language names it, "(paged)" added for the paged layout."""
-    return t(f"7.6.policy.{row['policy']}") + (t("7.6.paged") if row.get("kv_layout") == "paged" else "")
+    return policy_name(row["policy"]) + (t("7.6.paged") if row.get("kv_layout") == "paged" else "")
 
 
 glue("worst_total_workload", worst["workload"], "`{}`")

@@ -1,4 +1,4 @@
-"""A real JupyterLab on 127.0.0.1 and a headless Chromium driven by Playwright (recipe: ../shared/DESIGN.md).
+"""A real JupyterLab on 127.0.0.1 and a headless Chromium driven by Playwright.
 
 JupyterLab runs on a temporary copy of the notebooks with its own config, runtime, settings and workspace
 folders, so nothing the test does touches the repository or the user's Jupyter. Chromium is Debian's

@@ -113,14 +113,13 @@ class Predict:
         open, and a bad entry's reason stays in the widget."""
         if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
             raise ValueError(t("predict.bad_answer", answer=answer))
-        if self.answer is None and self.guess is None:
-            if str(self.box.value).strip() and self.submit(self.box.value):  # typed, not yet sent (no Enter)
-                pass
-            else:
-                hint = t("predict.hint")
-                if "color:#b00" not in self.message.value:  # a bad entry keeps its reason on screen
-                    self.message.value = _escape(hint)
-                return hint
+        # a number typed but not yet sent (no Enter) counts as the prediction
+        if self.answer is None and self.guess is None and not (str(self.box.value).strip()
+                                                               and self.submit(self.box.value)):
+            hint = t("predict.hint")
+            if "color:#b00" not in self.message.value:  # a bad entry keeps its reason on screen
+                self.message.value = _escape(hint)
+            return hint
         self.answer = float(answer)
         self.box.disabled = self.button.disabled = True
         text = compare(self.guess, self.answer, self.unit, self.tolerance)

@@ -8,18 +8,12 @@ re-exports its lookup so `from tinyserve_widgets.words import t` keeps working.
 """
 from __future__ import annotations
 
+from tinyserve.analysis.figures import policy_name  # one naming of the policies for figures and widgets
 from tinyserve.lang import language, set_language, t
 
 __all__ = ["language", "set_language", "t", "policy_name", "layout_name", "workload_label"]
 
-POLICY_NAMES = ("static", "dynamic", "continuous", "chunked")  # the engine's policy names (code, CLI)
 LAYOUT_NAMES = ("slab", "paged")  # kv_layout
-
-
-def policy_name(policy: str) -> str:
-    """A named policy as the reader's language names it on screen ('continuous' -> 連續批次 in zh-TW); English
-    keeps the engine's name. Anything else (a custom policy's name) as given."""
-    return t(f"widgets.policy.{policy}") if policy in POLICY_NAMES else policy
 
 
 WORKLOAD_KNOBS = ("n", "rate")  # workload knobs with a name of their own on screen (the others: their code name)
