@@ -49,12 +49,12 @@ short, long_ = sorted(padded.requests, key=lambda r: r.prompt_len)
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
+print(p_pad.reveal(short.prefill_computed_tokens))  # first: a folded output shows its first line
 say("7.1.padding_row", own=short.prompt_len, computed=short.prefill_computed_tokens,
     padding=short.prefill_computed_tokens - short.prompt_len)
 say("7.1.padding_chapter")
 say("7.1.padding_engine", ratio=short.prefill_computed_tokens / short.prompt_len)
 glue("padding_x", short.prefill_computed_tokens / short.prompt_len, "{:.0f}")
-print(p_pad.reveal(short.prefill_computed_tokens))
 alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
 say("7.1.padding_modeled", alone=alone_ms, padded=padded_ms)
 
@@ -118,9 +118,9 @@ slot7 = grid[7, :group_steps]
 # NBVAL_CHECK_OUTPUT
 n_dec = int(np.sum(slot7 != "prefill"))
 n_wasted = int(np.sum(slot7 == "wasted"))
+print(p_slot7.reveal(n_wasted))  # first: a folded output shows its first line
 say("7.1.group_steps", steps=group_steps, decodes=group_steps - 1)
 say("7.1.slot7", decodes=n_dec, useful=n_dec - n_wasted, wasted=n_wasted)
-print(p_slot7.reveal(n_wasted))
 wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
 say("7.1.finisher_chapter")
 glue("finisher_slots", len(shorts))

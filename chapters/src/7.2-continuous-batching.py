@@ -126,6 +126,7 @@ p_swap
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
 changes = {k: ab.slot_changes(cont, k) for k in range(1, len(cont.steps))}
+print(p_swap.reveal(len(changes[20])))  # first: a folded output shows its first line
 for k in [k for k, c in changes.items() if c][:4]:
     moves = t("7.2.swap.sep").join(t("7.2.swap.move", s=s, a=a or "-", b=b or t("7.2.swap.idle"))
                                    for s, a, b in changes[k][:3])
@@ -133,7 +134,6 @@ for k in [k for k, c in changes.items() if c][:4]:
     say("7.2.swap.row", k=k, n=len(changes[k]), moves=moves, prefills=kinds.count("prefill"),
         decodes=kinds.count("decode"))
 glue("first_wave_last_step", max(int(ra.last_step[ra.ids.index(i)]) for i in first))  # the premise above
-print(p_swap.reveal(len(changes[20])))
 
 # %% [reveal]
 fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
