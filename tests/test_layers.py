@@ -22,7 +22,7 @@ LAYERS = (
     ("tinyserve.trace",),  # the record of a run
     ("tinyserve.loop",),  # the step loop: plan -> runner -> clock -> record
     ("tinyserve.model", "tinyserve.threads"),  # torch: the tiny GPT, its runner, torch's threads
-    ("tinyserve.engine",),  # the wiring: a model for the loop
+    ("tinyserve.engine", "tinyserve.deploy"),  # the wiring: a model for the loop; deployments of several runs
     ("tinyserve.analysis",),  # what lessons compute from traces
     ("tinyserve.tools", "tinyserve.classroom"),
     ("tinyserve", "tinyserve.__main__", "tinyserve._moved"),  # the public API and the old paths

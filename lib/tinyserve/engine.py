@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from . import threads
 from .core.config import GPTConfig, RunConfig, check_dtype
 from .core.policies import Policy, policy_for
-from .core.request import check_requests  # noqa: F401  (re-exported: the old engine names)
+from .core.request import Request, check_requests  # noqa: F401  check_requests: re-exported (an old engine name)
 from .core.workloads import Workload, resolve_workload
 from .cost.clock import make_clock
 from .loop import PROGRESS_DELAY_S, Run, StepHook, gc_paused  # noqa: F401  (re-exported)
@@ -76,10 +76,16 @@ class Engine:
     def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None,
                      hooks: Sequence[StepHook] = ()) -> Run:
         """start() from a checked RunConfig (policy: the object when rc.policy is POLICY_OBJECT)."""
+        name, requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
+        return self.start_requests(name, requests, rc, policy, hooks)
+
+    def start_requests(self, name: str, requests: list[Request], rc: RunConfig, policy: Policy | None = None,
+                       hooks: Sequence[StepHook] = (), later: Sequence[Request] = ()) -> Run:
+        """A run of these requests (fresh ones: the run fills them in); later: requests a deployment may admit
+        (Run.admit), laid out for but not queued."""
         policy = policy if policy is not None else policy_for(rc)
         clk = make_clock(rc.clock, rc.hardware)
         dry_run = rc.dry_run
-        name, requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
         if dry_run and self._model is None:  # the shipped model's shape, never loaded
             cfg, dt = GPTConfig(), self.dtype  # names only: no torch for a dry run
         else:
@@ -88,7 +94,7 @@ class Engine:
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
         return Run(rc, requests, policy, clk, model=cfg, dtype=dt, make_runner=None if dry_run else self._runner_for,
-                   workload_name=name, hooks=hooks)
+                   workload_name=name, hooks=hooks, later=later)
 
     def _runner_for(self, num_slots: int, slab_positions: int, block_size: int | None = None) -> ModelRunner:
         """The model's runner with KV slabs for a run, or a block pool (Run sizes them: slots and positions)."""

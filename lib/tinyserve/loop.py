@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import heapq
 import sys
 import time
 from collections import deque
@@ -30,6 +31,8 @@ class Runner(Protocol):
     sampled tokens (one per work that samples, in order)."""
 
     def execute(self, works: list[Work]) -> list[int]: ...
+
+    def import_kv(self, request: Request, kv: object) -> None: ...
 
 
 class StepHook:
@@ -82,11 +85,13 @@ class Run:
 
     def __init__(self, config: RunConfig, requests: list[Request], policy: Policy, clock: Clock, *,
                  model: GPTConfig, dtype, make_runner: Callable[..., Runner] | None = None,
-                 workload_name: str = "custom", hooks: Sequence[StepHook] = ()):
+                 workload_name: str = "custom", hooks: Sequence[StepHook] = (), later: Sequence[Request] = ()):
         """config: the run's checked knobs; model: the model's shape (GPTConfig; a dry run needs no torch); dtype:
         the model's (a torch dtype or its name) for the KV bytes under the wall clock; make_runner(num_slots,
         slab_positions[, block_size]): the model's runner with its KV slabs, or its block pool of
-        slab_positions // block_size blocks (unused on a dry run)."""
+        slab_positions // block_size blocks (unused on a dry run). later: requests that may come through admit()
+        (a deployment routes them here): the KV is laid out for them too and each that could never fit is marked
+        rejected now, alone, but none is queued."""
         self.config = config
         self.policy, self.clock, self.dry_run = policy, clock, config.dry_run
         self.hooks = tuple(hooks)
@@ -98,8 +103,11 @@ class Run:
         self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
         self.preempted_once = False  # paged: a request has been preempted (so some prefills are recomputes)
+        self.inbox: list[tuple[float, int, Request]] = []  # admitted (admit()): (time, order, request), a heap
+        self.carried: dict[str, object] = {}  # admitted with their prompt's K/V (from another instance), not yet run
+        self.expecting = False  # a deployment may still admit requests here (admit()): waiting for them is no stall
         limit = config.context_limit(model.n_positions)
-        check_requests(requests, model.vocab_size, limit,
+        check_requests([*requests, *later], model.vocab_size, limit,
                        'max_model_len' if config.max_model_len else 'the context', self.dry_run)  # words: ok (a name check_requests compares)
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)
@@ -107,7 +115,7 @@ class Run:
         block_size = config.block_size
         if self.paged and hasattr(clock, "for_layout"):  # a modeled clock prices what the paged engine computes
             self.clock = clock.for_layout(block_size)
-        kv = layout_kv(getattr(clock, "hardware", None), model, requests, policy.batch_size, dtype, config.kv_budget,
+        kv = layout_kv(getattr(clock, "hardware", None), model, [*requests, *later], policy.batch_size, dtype, config.kv_budget,
                        config.max_model_len, config.slab, self.paged, block_size)
         self.pool, accepted, plan = kv.pool, kv.accepted, kv.plan
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
@@ -115,7 +123,8 @@ class Run:
         self.runner = None if self.kv_tensor_positions is None else (
             make_runner(self.pool.num_slots, self.kv_tensor_positions, block_size) if self.paged
             else make_runner(self.pool.num_slots, self.kv_tensor_positions))
-        self.pending = deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
+        queued = {id(r) for r in requests}
+        self.pending = deque(sorted((r for r in accepted if id(r) in queued), key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
         policy.bind(self.pool)
@@ -123,7 +132,18 @@ class Run:
     @property
     def done(self) -> bool:
         """No request is left to arrive, wait or run."""
-        return not self.pending and not self.policy.waiting and not self.policy.running
+        return not self.pending and not self.inbox and not self.policy.waiting and not self.policy.running
+
+    def admit(self, request: Request, t: float, kv: object = None) -> None:
+        """Queue a request that arrives here at time t (a deployment routes it; it was given to Run as `later`).
+        kv: its prompt's K/V computed elsewhere (ModelRunner.export_kv; None on a dry run), when the request comes
+        prefilled (num_prefilled == prefill_len, its first token in output): it then only decodes here."""
+        if request.status == REJECTED:
+            raise RuntimeError(f"{request.id} was rejected: not admitted")  # words: ok (a deployment bug)
+        self.requests.append(request)
+        heapq.heappush(self.inbox, (t, len(self.requests), request))
+        if request.num_prefilled and request.num_prefilled == request.prefill_len:
+            self.carried[request.id] = kv
 
     def abort(self, request_id: str) -> None:
         """Stop a request; its slot and KV are free for the next step. Unknown or finished ids are errors."""
@@ -134,6 +154,9 @@ class Run:
             raise TinyserveError(t("engine.request.already_done", id=request_id, status=r.status))
         if r in self.pending:
             self.pending.remove(r)
+        self.inbox = [e for e in self.inbox if e[2] is not r]
+        heapq.heapify(self.inbox)
+        self.carried.pop(r.id, None)
         r.status, r.finish_s, r.finish_reason = ABORTED, self.now, "aborted"
         self.policy.finished(r)
         self.kv_used_tokens = self._running_context()
@@ -152,12 +175,15 @@ class Run:
                 bar.update(self.num_done - bar.n)
             return self.trace()  # its copies are made with the collector still paused
 
-    def step(self) -> StepRecord | None:
-        """Run one step; None when nothing could run now (the clock then jumps to the next event)."""
+    def step(self, until: float | None = None) -> StepRecord | None:
+        """Run one step; None when nothing could run now (the clock then jumps to the next event, but not past
+        `until`: a deployment's next event elsewhere, which may bring this run work)."""
         t_loop = time.perf_counter()
         hooks = self.hooks
         while self.pending and self.pending[0].arrival_s <= self.now:
             self.policy.add(self.pending.popleft())
+        while self.inbox and self.inbox[0][0] <= self.now:
+            self.policy.add(heapq.heappop(self.inbox)[2])
         if self.paged:
             self.pool.begin_step(len(self.steps))
             self.policy.grow()
@@ -166,20 +192,24 @@ class Run:
                 self.preempted_once = True
         for h in hooks:
             h.before_plan(self)
-        plan = self.policy.plan(self.now, more_coming=bool(self.pending))
+        plan = self.policy.plan(self.now, more_coming=bool(self.pending or self.inbox) or self.expecting)
         for h in hooks:
             h.planned(self, plan)
         works = plan.works
         if not works:
-            events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s) if t is not None]
+            events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s,
+                                  self.inbox[0][0] if self.inbox else None) if t is not None]
             if not events:
-                if not self.done:
+                if not self.done and not self.expecting:
                     raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
                 return None
             if min(events) <= self.now:
                 raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")  # words: ok (a bug)
-            self.now = min(events)  # idle until the next arrival or timeout: jumped, never slept (either clock)
+            # idle until the next arrival or timeout: jumped, never slept (either clock)
+            self.now = min(events) if until is None or min(events) <= until else max(self.now, until)
             return None
+        if self.carried:
+            self._load_carried(works)
         sampled: list[int] = []
         measured = None
         if not self.dry_run:
@@ -210,6 +240,17 @@ class Run:
         for h in hooks:
             h.recorded(self, plan, rec)
         return rec
+
+    def _load_carried(self, works) -> None:
+        """Requests admitted with their K/V start decoding in this step: their K/V go into the slot or blocks the
+        policy just gave them, before the runner reads them, and count as held."""
+        arrived = [w.request for w in works if w.request.id in self.carried]
+        for r in arrived:
+            kv = self.carried.pop(r.id)
+            if self.runner is not None:
+                self.runner.import_kv(r, kv)
+        if arrived:
+            self.kv_used_tokens = self._running_context()
 
     _block_fields: dict = {}  # the paged layout's StepRecord fields of the step being recorded (none for slabs)
 

@@ -16,7 +16,8 @@ from tinyserve.core.workloads import PROMPTS_FILE, get_workload, list_workloads,
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.errors import TinyserveError
 
-NAMES = ["chapter-7.1-padding", "chapter-7.1-finisher", "chapter-7.2-longtail", "chapter-7.3-long-prompt"]
+NAMES = ["chapter-7.1-padding", "chapter-7.1-finisher", "chapter-7.2-longtail", "chapter-7.3-long-prompt",
+         "chapter-7.3-mixed"]
 
 
 def shape(reqs: list[Request]) -> list[tuple]:
@@ -269,3 +270,52 @@ def test_fuzz_jsonl_random_json(tmp_path, rows):
 def test_padding_knobs_keep_prompt_plus_output_in_context():
     with pytest.raises(TinyserveError, match=r"max_new_tokens must be <= 4096"):
         get_workload("chapter-7.1-padding", long_prompt=4090, max_new_tokens=16)
+
+
+# ---- chapter-7.3-mixed (issue 34): chat turns with long prompts among them, Poisson arrivals at `rate`
+def test_mixed_is_seeded_and_rate_moves_only_the_arrivals():
+    a, b = get_workload("chapter-7.3-mixed", seed=3), get_workload("chapter-7.3-mixed", seed=3)
+    assert shape(a) == shape(b) and len(a) == 200 and a[0].arrival_s > 0
+    fast = get_workload("chapter-7.3-mixed", seed=3, rate=12.0)
+    assert [(r.id, r.prompt, r.max_new_tokens) for r in fast] == [(r.id, r.prompt, r.max_new_tokens) for r in a]
+    # the same exponential draws divided by twice the rate (arrivals are rounded to the microsecond)
+    assert [r.arrival_s for r in fast] == pytest.approx([r.arrival_s / 2 for r in a], abs=2e-6)
+
+
+def test_mixed_lengths_stay_in_their_bounds_and_the_long_share_holds():
+    r = get_workload("chapter-7.3-mixed", n=3000, rate=5.0)
+    prompt = np.array([x.prompt_len for x in r])
+    out = np.array([x.max_new_tokens for x in r])
+    long = prompt >= 2000
+    assert np.mean(long) == pytest.approx(0.2, abs=0.025)
+    assert 2000 <= prompt[long].min() and prompt[long].max() <= 3500 and set(out[long]) <= set(range(32, 129))
+    assert 16 <= prompt[~long].min() and prompt[~long].max() <= 1024 and 8 <= out.min() and out.max() <= 512
+    assert (prompt + out).max() <= 4096 and all(x.ignore_eos for x in r)
+    assert np.median(prompt[~long]) == pytest.approx(150, rel=0.1)
+    assert np.median(out[~long]) == pytest.approx(120, rel=0.1)
+    gaps = np.diff([0.0] + [x.arrival_s for x in r])
+    assert gaps.mean() == pytest.approx(1 / 5.0, rel=0.06)
+    assert np.std(gaps) / gaps.mean() == pytest.approx(1.0, abs=0.08)  # exponential: cv = 1
+
+
+def test_mixed_long_share_zero_and_one():
+    assert max(x.prompt_len for x in get_workload("chapter-7.3-mixed", n=300, long_share=0)) <= 1024
+    assert min(x.prompt_len for x in get_workload("chapter-7.3-mixed", n=50, long_share=1.0)) >= 2000
+
+
+@pytest.mark.parametrize("knobs, match", [
+    ({"long_share": 1.5}, r"long_share must be a finite number in 0\.\.1, got 1\.5$"),
+    ({"long_share": -0.1}, r"long_share must be a finite number in 0\.\.1, got -0\.1$"),
+    ({"long_share": float("nan")}, r"long_share must be a finite number in 0\.\.1, got nan$"),
+    ({"rate": 0}, r"rate must be a finite number > 0, got 0$"),
+    ({"n": 0}, r"n must be an integer in 1\.\.100000, got 0$"),
+])
+def test_mixed_knobs_are_checked(knobs, match):
+    with pytest.raises(TinyserveError, match=r"^workload chapter-7\.3-mixed: " + match):
+        get_workload("chapter-7.3-mixed", **knobs)
+
+
+def test_mixed_unknown_knob_lists_its_knobs():
+    with pytest.raises(TinyserveError, match=r"unknown knob 'long_prompt' \(knobs: n, rate, long_share\)"):
+        get_workload("chapter-7.3-mixed", long_prompt=3000)
+

@@ -48,7 +48,8 @@ class PagedPool(SlotPool):
 
     def fits(self, r: Request) -> bool:
         """Free blocks hold r's prefill (its prompt, or everything it had when preempted)."""
-        return blocks_for(r.prefill_len, self.block_size) <= len(self._free_blocks)
+        # a prefilled arrival (a deployment's decode instance) also needs its next position's block
+        return blocks_for(r.prefill_len + (r.num_prefilled > 0), self.block_size) <= len(self._free_blocks)
 
     def allocate(self, r: Request, positions: int) -> bool:
         """Grow r's block table to cover `positions`; False (nothing taken) when too few blocks are free."""

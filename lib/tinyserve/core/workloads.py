@@ -23,6 +23,22 @@ chapter-7.2-longtail, the distributions and why:
   steps, while most members stop after ~40), so its utilisation stays ~20% and its queue, and p99 latency,
   grow for as long as requests keep coming. 300 requests make the run mostly steady state, not the final
   drain (100 at 4 req/s left continuous at ~28%). Lower `rate` to see where the gap closes.
+
+chapter-7.3-mixed, the traffic 7.3 leaves to Chapter 12 (DistServe's disaggregated prefill and decode):
+  * chat turns (share 1 - long_share): prompt ~ lognormal(median 150, sigma 0.8) clipped to 16..1,024 tokens,
+    output ~ lognormal(median 120, sigma 0.7) clipped to 8..512.
+  * long prompts (share long_share, default 20%): RAG or summarisation, prompt uniform 2,000..3,500 tokens,
+    a short answer uniform 32..128. prompt + output <= 3,628 < the 4,096-token context.
+  Why the mixture: on one GPU every long prompt's prefill lands in the steps of the chat turns decoding beside
+  it, so their time per output token (TPOT) jumps while it runs; chunked prefill spreads it thin but still pays
+  it, step by step. This is where prefill and decode fight over one GPU, the case for putting them on separate
+  GPUs. Arrivals are Poisson at `rate` requests/s for the whole deployment; the lengths come from their own
+  generator (seeded from the first), so changing `rate` moves the arrivals and leaves every request as it was,
+  which is what a rate sweep (goodput) needs. Defaults: 200 requests at 6 req/s, ~34 s of arrivals; seed 0 draws
+  51 long prompts, a mean of ~850 prompt and ~130 output tokens a request. On h200-70b-fp8, one GPU under
+  chunked prefill serves 3 req/s with p90 TPOT ~32 ms (~22 ms with no long prompts at all) and saturates near
+  6 req/s (p90 TTFT 1.4 s, and growing): two GPUs at 4-8 req/s are loaded but not overloaded, and the default
+  6 req/s on one GPU is the edge.
 """
 from __future__ import annotations
 
@@ -97,8 +113,24 @@ def _long_prompt(rng: random.Random, n: int, arrival_s: float, long_prompt: int)
     return reqs + [Request("long", _prompt(long_prompt, rng), 32, float(arrival_s), ignore_eos=True)]
 
 
+def _mixed(rng: random.Random, n: int, rate: float, long_share: float) -> list[Request]:
+    # the lengths are drawn apart from the arrivals (a second generator seeded from the first), so that `rate`
+    # moves the arrivals and nothing else: the same requests, sooner or later
+    lengths = random.Random(rng.getrandbits(64))
+    out, t = [], 0.0
+    for i in range(n):
+        t += -math.log(1.0 - rng.random()) / rate  # exponential gap: Poisson arrivals
+        if lengths.random() < long_share:  # a long RAG / summarisation prompt, a short answer
+            p, o = lengths.randint(2000, 3500), lengths.randint(32, 128)
+        else:  # a chat turn
+            p = min(1024, max(16, round(lengths.lognormvariate(math.log(150), 0.8))))
+            o = min(512, max(8, round(lengths.lognormvariate(math.log(120), 0.7))))
+        out.append(Request(f"r{i}", _prompt(p, lengths), o, round(t, 6), ignore_eos=True))
+    return out
+
+
 # name -> (its description's key in tinyserve.lang, builder, {knob: (default, kind, lo, hi)}); kind "int" (lo..hi),
-# "float>" or "float>="
+# "float>" or "float>=" (above lo; and at most hi where hi is not None)
 WORKLOADS: dict[str, tuple[str, Callable[..., list[Request]], dict[str, tuple[Any, str, float, float | None]]]] = {
     "chapter-7.1-padding": (
         "engine.workload.about.chapter-7.1-padding", _padding,
@@ -115,6 +147,10 @@ WORKLOADS: dict[str, tuple[str, Callable[..., list[Request]], dict[str, tuple[An
         "engine.workload.about.chapter-7.3-long-prompt", _long_prompt,
         {"n": (30, "int", 1, 100_000), "arrival_s": (0.5, "float>=", 0.0, None),
          "long_prompt": (4000, "int", 1, CONTEXT - 32)}),
+    "chapter-7.3-mixed": (
+        "engine.workload.about.chapter-7.3-mixed", _mixed,
+        {"n": (200, "int", 1, 100_000), "rate": (6.0, "float>", 0.0, None),
+         "long_share": (0.2, "float>=", 0.0, 1.0)}),
 }
 
 
@@ -129,8 +165,9 @@ def _check_knob(workload: str, knob: str, value: Any, kind: str, lo: float, hi: 
         rng = t("engine.workload.int_range", lo=lo, hi=hi)
     else:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
-            value > lo if kind == "float>" else value >= lo)
-        rng = t("engine.workload.float_range", op=kind[5:], lo=lo)
+            value > lo if kind == "float>" else value >= lo) and (hi is None or value <= hi)
+        rng = (t("engine.workload.float_range", op=kind[5:], lo=lo) if hi is None
+               else t("engine.workload.float_interval", lo=lo, hi=hi))
     if not ok:
         raise TinyserveError(t("engine.workload.knob_value", workload=workload, knob=knob, rng=rng, value=_show(value)))
     return value

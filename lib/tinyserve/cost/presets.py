@@ -56,6 +56,7 @@ class HardwarePreset:
     gather_call_s: float = 0.0
     gather_Bps: float = 0.0
     attention: str = "exact"  # how attention calls are made: see ATTENTION
+    num_gpus: int = 1  # GPUs one instance of this model uses (tensor parallel): a deployment's goodput is per GPU
 
     def text(self, what: str = "description") -> str | list[str]:
         """A text of this preset in the learner's language: "description", "sources" (a list) or "details.KEY".
@@ -77,7 +78,7 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
             "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
             "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
             "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float,
-            "gather_call_s": float, "gather_Bps": float}
+            "gather_call_s": float, "gather_Bps": float, "num_gpus": int}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
                 "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
                 "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s", "gather_Bps"}

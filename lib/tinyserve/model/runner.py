@@ -2,12 +2,21 @@
 
 The engine, the calibration, the validation and the benchmark all run steps through a ModelRunner (nano-vllm's
 model_runner): works -> segments -> StepInput (index tensors, step.py) -> TinyGPT.forward_step -> argmax.
+
+It also copies a request's KV out of one runner and into another (export_kv / import_kv, through a KVBlob that
+is neither slab nor paged): disaggregated serving (Chapter 12) runs a request's prefill on one instance and its
+decode on another, so the prompt's K/V must travel between them, as vLLM's KV connectors move it over NVLink or
+RDMA. The copy converts between the two layouts, so a slab prefill instance can feed a paged decode instance.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from ..core.request import Work
+import torch
+
+from ..core.blocks import blocks_for
+from ..core.request import Request, Work
 from ..core.tokenizer import EOS
 from .step import DecodeGroup, KVCache, StepInput, build_step  # noqa: F401  DecodeGroup: an old name of this module
 
@@ -46,6 +55,24 @@ def step_segments(works: list[Work], token_ids: Callable[[int, Work], list[int]]
     return segments, sample
 
 
+@dataclass
+class KVBlob:
+    """The K/V of positions [0, n) of one request, in neither layout: k, v (n_layer, heads, n, head_dim), a copy."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+
+    @property
+    def positions(self) -> int:
+        """Positions it holds (n)."""
+        return self.k.shape[2]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes a transfer moves: K and V of every layer and head at its positions."""
+        return self.k.nbytes + self.v.nbytes
+
+
 class ModelRunner:
     """A model and its KV slabs (num_slots x max_len positions), or with block_size its block pool (max_len //
     block_size blocks, read through the requests' block tables); executes steps."""
@@ -71,6 +98,47 @@ class ModelRunner:
         if self.block_size:
             self._tables = {w.slot: w.request.block_table for w in works}
         return self.forward(self.build(*step_segments(works, token_ids)))
+
+    def _where(self, request: Request, n: int) -> tuple:
+        """Where request's positions [0, n) are: slab (slot, slice); paged (block ids, offsets), each (n,)."""
+        if n < 1 or (not self.block_size and n > self.kv.max_len):
+            raise RuntimeError(f"{request.id}: {n} KV positions do not fit this runner")  # words: ok (a bug)
+        if not self.block_size:
+            if not 0 <= request.slot < self.kv.num_slots:
+                raise RuntimeError(f"{request.id}: slot {request.slot} is not here")  # words: ok (a bug)
+            return request.slot, slice(0, n)
+        nb = blocks_for(n, self.block_size)
+        table = request.block_table[:nb]
+        # distinct ids too: two positions written to one place would be a silent mix of two sequences' keys
+        if len(table) < nb or len(set(table)) < nb or not all(0 <= b < self.kv.num_slots for b in table):
+            raise RuntimeError(f"{request.id}: block table {table} does not hold {n} positions")  # words: ok (a bug)
+        pos = torch.arange(n, device=self.device)
+        blocks = torch.tensor(table, dtype=torch.long, device=self.device)[pos // self.block_size]
+        return blocks, pos % self.block_size
+
+    def export_kv(self, request: Request, n: int) -> KVBlob:
+        """A copy of the K/V of request's positions [0, n), read from its slot or through its block table."""
+        where = self._where(request, n)
+        if self.block_size:  # pool (L, H, blocks, block_size, hd): the index gathers (L, H, n, hd), a new tensor
+            return KVBlob(self.kv.k[:, :, where[0], where[1]], self.kv.v[:, :, where[0], where[1]])
+        slot, span = where  # slabs (L, slots, H, max_len, hd): a view, so cloned
+        return KVBlob(self.kv.k[:, slot, :, span].clone(), self.kv.v[:, slot, :, span].clone())
+
+    def import_kv(self, request: Request, blob: KVBlob) -> None:
+        """Write blob into positions [0, n) of request's slot (slab) or of its block table's blocks (paged)."""
+        cfg = self.model.config
+        want, dtype = (cfg.n_layer, cfg.n_head, blob.positions, cfg.head_dim), self.model.dtype
+        for x in (blob.k, blob.v):
+            if tuple(x.shape) != want or x.dtype != dtype:  # a blob from another model, or converted on the way
+                raise RuntimeError(f"KV {tuple(x.shape)} {x.dtype} is not {want} {dtype}")  # words: ok (a bug)
+        where = self._where(request, blob.positions)
+        k, v = blob.k.to(self.device), blob.v.to(self.device)
+        if self.block_size:
+            self.kv.k[:, :, where[0], where[1]] = k
+            self.kv.v[:, :, where[0], where[1]] = v
+        else:
+            self.kv.k[:, where[0], :, where[1]] = k
+            self.kv.v[:, where[0], :, where[1]] = v
 
     @staticmethod
     def warm_up(model: TinyGPT) -> None:

@@ -17,7 +17,17 @@ from ..lang import language, set_language, t
 from .speak import argparse_words, users_language
 
 
+# deploy.config.DEFAULT_LINK, named in --help; not imported from there, which would load numpy for every command
+# (tests/tools/test_cli_deployments.py checks they agree)
+DEFAULT_LINK = "nvlink-h200"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # options are spelled in full: a new option then never turns an abbreviation someone relied on ambiguous
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, not argparse's usage block
         raise TinyserveError(t("cli.parser_error", prog=self.prog, message=message))
 
@@ -79,6 +89,45 @@ def _positive_float(name: str):
     return parse
 
 
+def _number(name: str):
+    def parse(s: str) -> float:
+        try:
+            return float(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(t("cli.arg.number", name=name, value=s))
+    return parse
+
+
+def _whole(name: str):
+    def parse(s: str) -> int:
+        try:
+            return int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(t("cli.arg.integer", name=name, value=s))
+    return parse
+
+
+def _rates(s: str) -> list[float]:
+    out = []
+    for item in s.split(","):
+        try:
+            v = float(item)
+        except ValueError:
+            v = None
+        if v is None or not v > 0 or v == float("inf"):
+            raise argparse.ArgumentTypeError(t("cli.arg.rates", value=item.strip()))
+        out.append(v)
+    return out
+
+
+def _slo_options(p: argparse.ArgumentParser, required: bool) -> None:
+    """--slo-ttft-ms and --slo-tpot-ms (checked by trace.slo.check_targets: finite and > 0)."""
+    p.add_argument("--slo-ttft-ms", type=_number("--slo-ttft-ms"), required=required, metavar="MS",
+                   help=t("cli.help.slo_ttft_ms"))
+    p.add_argument("--slo-tpot-ms", type=_number("--slo-tpot-ms"), required=required, metavar="MS",
+                   help=t("cli.help.slo_tpot_ms"))
+
+
 def _run_parser(r: argparse.ArgumentParser) -> None:
     """`tinyserve run`'s options."""
     r.add_argument("--workload", required=True, help=t("cli.help.workload"))
@@ -110,6 +159,41 @@ def _run_parser(r: argparse.ArgumentParser) -> None:
     r.add_argument("--trace", type=Path, metavar="OUT.json", help=t("cli.help.trace"))
     r.add_argument("--perfetto", type=Path, metavar="OUT.json", help=t("cli.help.perfetto"))
     r.add_argument("--progress", action="store_true", default=None, help=t("cli.help.progress"))
+    # deployments (deploy/): the counts pass through as given (None when absent) so DeploymentConfig's checks speak
+    r.add_argument("--deployment", metavar="colocated|disaggregated", help=t("cli.help.deployment"))
+    r.add_argument("--replicas", type=_whole("--replicas"), metavar="N", help=t("cli.help.replicas"))
+    r.add_argument("--prefill-instances", type=_whole("--prefill-instances"), metavar="P",
+                   help=t("cli.help.prefill_instances"))
+    r.add_argument("--decode-instances", type=_whole("--decode-instances"), metavar="D",
+                   help=t("cli.help.decode_instances"))
+    r.add_argument("--link", metavar="NAME|FILE.json", help=t("cli.help.link", default=DEFAULT_LINK))
+    _slo_options(r, required=False)
+
+
+def _goodput_parser(g: argparse.ArgumentParser) -> None:
+    """`tinyserve goodput`'s options: the sweep (analysis/goodput.py) and the run knobs every instance takes."""
+    g.add_argument("--workload", required=True, help=t("cli.help.goodput_workload"))
+    g.add_argument("--rates", required=True, type=_rates, metavar="R1,R2,...", help=t("cli.help.rates"))
+    _slo_options(g, required=True)
+    g.add_argument("--deployment", required=True, action="append", metavar="SPEC",
+                   help=t("cli.help.goodput_deployment", default=DEFAULT_LINK))
+    g.add_argument("--policy", default="chunked", help=t("cli.help.goodput_policy"))
+    g.add_argument("--batch-size", type=_positive_int("--batch-size"))
+    g.add_argument("--chunk-size", type=_positive_int("--chunk-size"))
+    g.add_argument("--max-batch-tokens", type=_positive_int("--max-batch-tokens"))
+    g.add_argument("--hardware", help=t("cli.help.hardware"))
+    g.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget"))
+    g.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
+    g.add_argument("--kv-layout", default="slab", help=t("cli.help.kv_layout"))
+    g.add_argument("--block-size", type=_positive_int("--block-size"), help=t("cli.help.block_size"))
+    g.add_argument("--seed", type=int, default=0, help=t("cli.help.seed"))
+    g.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
+                   help=t("cli.help.goodput_knob"))
+    dry = g.add_mutually_exclusive_group()
+    dry.add_argument("--dry-run", dest="dry_run", action="store_true", default=True,
+                     help=t("cli.help.goodput_dry_run"))
+    dry.add_argument("--no-dry-run", dest="dry_run", action="store_false", help=t("cli.help.goodput_real"))
+    g.add_argument("--json", action="store_true", help=t("cli.help.goodput_json"))
 
 
 def _replay_parser(rp: argparse.ArgumentParser) -> None:
@@ -144,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help=t("cli.help.generate_json", keys="{prompt_tokens, tokens, text}"))
 
     _run_parser(sub.add_parser("run", help=t("cli.help.run")))
+    _goodput_parser(sub.add_parser("goodput", help=t("cli.help.goodput")))
 
     sub.add_parser("workloads", help=t("cli.help.workloads"))
     e = sub.add_parser("export-hf", help=t("cli.help.export_hf"))
@@ -205,27 +290,31 @@ def _set_up(json_out: bool, start):
         raise english from None  # start() did not fail again in the user's language: the English message then
 
 
-def cmd_run(a) -> None:
-    from ..engine import Engine
+def _run_knobs(a) -> dict:
+    """The run's knobs from the options (Engine.start's and RunConfig's names)."""
+    return dict(batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
+                max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first,
+                max_waiting_steps=a.max_waiting_steps, clock=a.clock, hardware=a.hardware, kv_budget=a.kv_budget,
+                max_model_len=a.max_model_len, slab=a.slab, kv_layout=a.kv_layout, block_size=a.block_size,
+                dry_run=a.dry_run, seed=a.seed, workload_knobs=dict(a.workload_knob))
 
-    for path in (a.trace, a.perfetto):
-        if path is not None and path.is_dir():
-            raise TinyserveError(t("cli.output.is_dir_hint", path=path, example=path / "trace.json"))
-        if path is not None and not path.parent.is_dir():
-            raise TinyserveError(t("cli.output.no_dir", path=path.parent))
-    if a.tokens and a.dry_run:
-        raise TinyserveError(t("cli.tokens_dry_run"))
-    engine = Engine(device=a.device, dtype=a.dtype)
-    progress = a.progress if a.progress is not None else (sys.stderr.isatty() and not a.json)
-    workload = Path(a.workload) if a.workload.endswith(".jsonl") else a.workload
-    run = _set_up(a.json, lambda: engine.start(
-        workload, a.policy, batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
-        max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first, max_waiting_steps=a.max_waiting_steps,
-        clock=a.clock, hardware=a.hardware, kv_budget=a.kv_budget, max_model_len=a.max_model_len, slab=a.slab,
-        kv_layout=a.kv_layout, block_size=a.block_size, dry_run=a.dry_run, seed=a.seed,
-        workload_knobs=dict(a.workload_knob)))
-    with _english_data(a.json):
-        tr = run.finish(progress)
+
+def _slo_targets(a) -> tuple[float, float] | None:
+    """The two SLO targets, both or neither, checked before anything runs."""
+    from ..trace.slo import check_targets
+
+    if (a.slo_ttft_ms is None) != (a.slo_tpot_ms is None):
+        given, missing = (("--slo-ttft-ms", "--slo-tpot-ms") if a.slo_ttft_ms is not None
+                          else ("--slo-tpot-ms", "--slo-ttft-ms"))
+        raise TinyserveError(t("cli.slo.both", given=given, missing=missing))
+    if a.slo_ttft_ms is None:
+        return None
+    check_targets(a.slo_ttft_ms, a.slo_tpot_ms)
+    return a.slo_ttft_ms, a.slo_tpot_ms
+
+
+def _finish_output(a, tr, doc: dict | None, text: str | None) -> None:
+    """Rejections on stderr (all rejected: exit 2), the files asked for, then the JSON or the text."""
     rejected = [r for r in tr.requests if r.status == "rejected"]
     for r in rejected:
         print(t("cli.rejected", id=r.id, reason=r.finish_reason), file=sys.stderr)
@@ -238,11 +327,93 @@ def cmd_run(a) -> None:
             tr.save_perfetto(a.perfetto)
     except OSError as e:
         raise TinyserveError(t("cli.output.cannot_write", file=e.filename, reason=e.strerror)) from None
+    print(json.dumps(doc) if a.json else text)
+
+
+def cmd_run(a) -> None:
+    from ..engine import Engine
+
+    for path in (a.trace, a.perfetto):
+        if path is not None and path.is_dir():
+            raise TinyserveError(t("cli.output.is_dir_hint", path=path, example=path / "trace.json"))
+        if path is not None and not path.parent.is_dir():
+            raise TinyserveError(t("cli.output.no_dir", path=path.parent))
+    if a.tokens and a.dry_run:
+        raise TinyserveError(t("cli.tokens_dry_run"))
+    targets = _slo_targets(a)
+    if a.deployment is None:
+        for option, v in (("--replicas", a.replicas), ("--prefill-instances", a.prefill_instances),
+                          ("--decode-instances", a.decode_instances), ("--link", a.link)):
+            if v is not None:
+                raise TinyserveError(t("cli.deploy.needs", option=option))
+    engine = Engine(device=a.device, dtype=a.dtype)
+    workload = Path(a.workload) if a.workload.endswith(".jsonl") else a.workload
+    if a.deployment is not None:
+        _run_deployment(a, engine, workload, targets)
+        return
+    progress = a.progress if a.progress is not None else (sys.stderr.isatty() and not a.json)
+    run = _set_up(a.json, lambda: engine.start(workload, a.policy, **_run_knobs(a)))
+    with _english_data(a.json):
+        tr = run.finish(progress)
+    doc = text = slo = None
+    if targets is not None:
+        from ..trace.slo import attainment
+
+        slo = attainment(tr.requests, *targets)
     if a.json:
-        print(json.dumps(tr.summary(tokens=a.tokens)))
+        doc = {**tr.summary(tokens=a.tokens), **({"slo": slo} if slo else {})}
     else:
         from ..trace.report import format_summary
-        print(format_summary(tr))
+        from .deploy_report import slo_line
+
+        text = format_summary(tr) + ("\n" + slo_line(slo) if slo else "")
+    _finish_output(a, tr, doc, text)
+
+
+def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) -> None:
+    """`tinyserve run --deployment ...`: the deployment's record, as JSON or text."""
+    from ..core.config import RunConfig
+    from ..deploy import DeploymentConfig, start_deployment
+
+    def start():
+        dc = DeploymentConfig(a.deployment, replicas=a.replicas, prefill_instances=a.prefill_instances,
+                              decode_instances=a.decode_instances, link=a.link)
+        rc = RunConfig(a.policy, **_run_knobs(a))
+        dc.check_run(rc)
+        return start_deployment(engine, workload, rc, dc)
+
+    deployment = _set_up(a.json, start)
+    with _english_data(a.json):
+        dt = deployment.finish()
+    slo = dt.slo(*targets) if targets is not None else None
+    doc = text = None
+    if a.json:
+        doc = {**dt.summary(tokens=a.tokens), **({"slo": slo} if slo else {})}
+    else:
+        from .deploy_report import format_deployment
+
+        text = format_deployment(dt, slo)
+    _finish_output(a, dt, doc, text)
+
+
+def cmd_goodput(a) -> None:
+    from ..analysis.goodput import goodput_per_gpu, sweep
+
+    rows = sweep(a.deployment, a.workload, a.rates, a.slo_ttft_ms, a.slo_tpot_ms, policy=a.policy,
+                 workload_knobs=dict(a.workload_knob), batch_size=a.batch_size, chunk_size=a.chunk_size,
+                 max_batch_tokens=a.max_batch_tokens, hardware=a.hardware, kv_budget=a.kv_budget,
+                 max_model_len=a.max_model_len, kv_layout=a.kv_layout, block_size=a.block_size, seed=a.seed,
+                 dry_run=a.dry_run)
+    best = goodput_per_gpu(rows)
+    if a.json:
+        print(json.dumps({"workload": a.workload, "workload_knobs": dict(a.workload_knob), "policy": a.policy,
+                          "hardware": rows[0]["hardware"], "dry_run": a.dry_run,
+                          "slo": {"ttft_ms": a.slo_ttft_ms, "tpot_ms": a.slo_tpot_ms, "goal": best[0]["goal"]},
+                          "rates": sorted({r["rate"] for r in rows}), "rows": rows, "goodput": best}))
+    else:
+        from .deploy_report import format_goodput
+
+        print(format_goodput(rows, best, a.workload, a.policy, a.slo_ttft_ms, a.slo_tpot_ms))
 
 
 def cmd_workloads(a) -> None:
@@ -311,8 +482,8 @@ def cmd_calibrate(a) -> None:
     print(json.dumps(preset.to_dict() if hasattr(preset, "to_dict") else preset.__dict__, indent=2, default=str))
 
 
-COMMANDS = {"generate": cmd_generate, "run": cmd_run, "workloads": cmd_workloads, "export-hf": cmd_export_hf,
-            "replay": cmd_replay, "bench": cmd_bench, "calibrate": cmd_calibrate}
+COMMANDS = {"generate": cmd_generate, "run": cmd_run, "goodput": cmd_goodput, "workloads": cmd_workloads,
+            "export-hf": cmd_export_hf, "replay": cmd_replay, "bench": cmd_bench, "calibrate": cmd_calibrate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..core.request import FINISHED, REJECTED, Request
 from .arrays import TraceLike, _step_column
-from .latency import e2e_s, ttft_s
+from .latency import e2e_s, tpot_ms, ttft_s
 
 
 def _stats(xs: list[float]) -> dict:
@@ -38,7 +38,7 @@ def metrics(tr: TraceLike) -> dict:
     duration = t1 - t0
     out_tokens = sum(r.output_len for r in done)
     ttft, e2el = zip(*map(latency_ms, done)) if done else ((), ())
-    tpot = [(r.finish_s - r.first_token_s) * 1e3 / (r.output_len - 1) for r in done if r.output_len > 1]
+    tpot = [tpot_ms(r) for r in done if r.output_len > 1]
     itl = [d * 1e3 for r in done for d in np.diff(r.token_times)]
     ss = tr.slot_steps()
     total = tr.num_slots * len(tr.steps)

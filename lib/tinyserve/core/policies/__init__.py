@@ -78,7 +78,8 @@ class Policy:
         if self.pool.paged:
             if req.preemptions:
                 req.status = RUNNING
-            if not self.pool.allocate(req, req.prefill_len):
+            # a request that comes prefilled (its K/V from another instance) decodes at once: its next position too
+            if not self.pool.allocate(req, req.prefill_len + (req.num_prefilled > 0)):
                 raise RuntimeError(f"no blocks for {req.id}'s prefill")  # words: ok (a policy bug: admission asks fits())
 
     def _free(self, req: Request, last_step: int | None = None) -> None:
@@ -277,8 +278,11 @@ class ContinuousBatching(Policy):
         decodes = self._decodes()
         room = self._admits()
         if not decodes or self.waited >= self.max_waiting_steps:
+            n = len(self.running)
             self._admit()
             self.waited = 0
+            # admitted prefilled (a deployment's decode instance): they decode in this step already
+            decodes += [decode_work(r) for r in self.running[n:] if r.num_prefilled == r.prefill_len]
         elif room:
             self.waited += 1  # this decode step runs while a newcomer could have entered
         return Plan(decodes + [Work(r.slot, r, "prefill", r.num_prefilled, r.prefill_len - r.num_prefilled)

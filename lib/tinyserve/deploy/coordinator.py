@@ -1,0 +1,232 @@
+"""The coordinator: instances (each a Run with its own clock), the requests' routes and the K/V transfers.
+
+One event loop, in time order: the next arrival is routed, the next transfer lands on its decode instance, or the
+instance whose clock is earliest runs one step (a step is never cut: what arrives during it waits for the next
+one, as on a real server). An idle instance jumps its clock to its own next event, but never past the deployment's
+next event, which may bring it work. Under the modeled clock that is the instances running in parallel.
+
+Routing: the least-loaded instance of the pool (requests queued, running or on their way to it; ties: the lowest
+index). Transfers: a prefill instance sends over its own link, one transfer at a time, first come first served;
+the destination is chosen when the prefill ends. Modeled simplifications (stated): the prefill instance frees the
+request's K/V when its first token is made, not when the transfer ends; a transfer shares its link with no other
+traffic.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ..core.config import RunConfig
+from ..core.request import FINISHED, REJECTED, Request
+from ..core.workloads import Workload, resolve_workload
+from ..cost.links import get_link, transfer_s
+from ..loop import Run, StepHook
+from ..trace.record import snapshot_requests
+from .config import DeploymentConfig
+from .record import DeploymentTrace, Transfer
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+
+class Instance:
+    """One engine of a deployment: its role, its index in the deployment and its run."""
+
+    def __init__(self, role: str, index: int, run: Run):
+        self.role, self.index, self.run = role, index, run
+        self.blocked = False  # idle with nothing of its own to wait for: asleep until something is admitted
+        self.incoming = 0  # transfers on their way here (counted as load)
+
+    def load(self) -> int:
+        """Requests queued, running or coming here."""
+        run = self.run
+        return len(run.pending) + len(run.inbox) + len(run.policy.waiting) + len(run.policy.running) + self.incoming
+
+
+class _Handoff(StepHook):
+    """On a prefill instance: copies out the K/V of each prompt the step completes, before the loop frees them
+    (executed), then hands each finished request to the coordinator (recorded)."""
+
+    def __init__(self, deployment: Deployment, instance_index: int):
+        self.d, self.i = deployment, instance_index
+        self.blobs: dict[str, object] = {}
+
+    def executed(self, run: Run, plan) -> None:
+        for w in plan.works:
+            r = w.request
+            if w.phase == "prefill" and w.start + w.tokens == r.prefill_len:
+                self.blobs[r.id] = run.runner.export_kv(r, r.prompt_len)
+
+    def recorded(self, run: Run, plan, record) -> None:
+        for w in plan.works:
+            r = w.request
+            if w.phase == "prefill" and r.status == FINISHED:
+                self.d.hand_off(self.i, r, self.blobs.pop(r.id, None))
+
+
+def _least_loaded(pool: list[Instance]) -> Instance:
+    return min(pool, key=lambda x: (x.load(), x.index))
+
+
+class Deployment:
+    """Instances serving one workload; step() advances the earliest event, finish() runs to the end."""
+
+    def __init__(self, engine: Engine, workload: Workload, rc: RunConfig, dc: DeploymentConfig):
+        dc.check_run(rc)
+        self.rc, self.dc = rc, dc
+        name, self.requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
+        self.name = name
+        self.link = get_link(dc.link) if dc.kind == "disaggregated" else None
+        self.instances: list[Instance] = []
+        self.transfers: list[Transfer] = []
+        self.routes: dict[str, list[int]] = {r.id: [] for r in self.requests}
+        self._landing: list = []  # (end_s, order, Transfer, decode request, blob): transfers on the wire
+        self._link_free: list[float] = []  # per prefill instance: when its link is free again
+        self.prefill_side: dict[str, Request] = {}  # disaggregated: the prefill instance's copy of each request
+        self.decode_side: dict[str, Request] = {}
+        self._by_id = {r.id: r for r in self.requests}
+        if dc.kind == "colocated":
+            for i in range(dc.replicas):  # every replica sized for every request; each is admitted to one
+                self.instances.append(Instance("replica", i, engine.start_requests(name, [], rc, later=self.requests)))
+            self.front = self.instances
+        else:
+            pre = [Request(r.id, r.prompt, 1, r.arrival_s, r.ignore_eos, 1 if r.known_output_len() is not None
+                           else None) for r in self.requests]
+            dec = [r.fresh() for r in self.requests]  # stand-ins: the decode runs are laid out (and reject) by these
+            for i in range(dc.prefill_instances):
+                run = engine.start_requests(name, [], rc, later=pre, hooks=[_Handoff(self, i)])
+                self.instances.append(Instance("prefill", i, run))
+                self._link_free.append(0.0)
+            for j in range(dc.decode_instances):
+                k = dc.prefill_instances + j
+                self.instances.append(Instance("decode", k, engine.start_requests(name, [], rc, later=dec)))
+            self.front = self.instances[:dc.prefill_instances]
+            for r, p, d in zip(self.requests, pre, dec):
+                why = d if d.status == REJECTED else p if p.status == REJECTED else None  # d: the client's own limits
+                if why is not None:  # rejected alone, with the reason of the instance that can never hold it
+                    r.status, r.finish_reason = REJECTED, why.finish_reason
+                else:
+                    self.prefill_side[r.id] = p
+        self.decoders = [x for x in self.instances if x.role == "decode"]
+        self.arrivals = deque(sorted((r for r in self.requests if r.status != REJECTED), key=lambda r: r.arrival_s))
+        self._set_expecting()
+
+    # ---- the event loop -------------------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """Nothing left to arrive, transfer, wait or run."""
+        return not self.arrivals and not self._landing and all(x.run.done for x in self.instances)
+
+    def step(self) -> bool:
+        """Advance the earliest event (an arrival, a landing transfer or one instance's step); False when done."""
+        ta = self.arrivals[0].arrival_s if self.arrivals else math.inf
+        tx = self._landing[0][0] if self._landing else math.inf
+        ti, inst = math.inf, None
+        for x in self.instances:
+            if not x.blocked and not x.run.done and x.run.now < ti:
+                ti, inst = x.run.now, x
+        if ta == tx == ti == math.inf:
+            if not self.done:
+                raise RuntimeError("deployment stalled with requests left")  # words: ok (a bug)
+            return False
+        if ta <= tx and ta <= ti:  # arrivals first: one arriving as a step starts joins it, as in a single run
+            r = self.arrivals.popleft()
+            target = _least_loaded(self.front)
+            self._admit(target, self.prefill_side.get(r.id, r), ta)
+            if not self.arrivals:
+                self._set_expecting()
+        elif tx <= ti:
+            end, _, tr, req, blob = heapq.heappop(self._landing)
+            dst = self.instances[tr.dst]
+            dst.incoming -= 1
+            self._admit(dst, req, end, blob)
+            if not self._landing:
+                self._set_expecting()
+        else:
+            before = inst.run.now
+            rec = inst.run.step(until=min(ta, tx))
+            if rec is None and inst.run.now == before:
+                inst.blocked = True  # nothing to do until a request is admitted here
+            if inst.role == "prefill" and inst.run.done:
+                self._set_expecting()
+        return True
+
+    def finish(self) -> DeploymentTrace:
+        """Run every instance to the end; the deployment's record."""
+        while self.step():
+            pass
+        return self.trace()
+
+    def _admit(self, inst: Instance, r: Request, t: float, kv: object = None) -> None:
+        inst.run.admit(r, t, kv)
+        inst.blocked = False
+        self.routes[r.id].append(inst.index)
+
+    def _set_expecting(self) -> None:
+        """Tell each instance whether more may still be admitted (a static batch waits for more only then)."""
+        more = bool(self.arrivals)
+        feeding = more or bool(self._landing) or any(not x.run.done for x in self.front if x.role == "prefill")
+        for x in self.instances:
+            now = feeding if x.role == "decode" else more
+            if x.run.expecting != now:
+                x.run.expecting = now
+                x.blocked = False
+
+    def hand_off(self, src: int, p: Request, blob: object) -> None:
+        """A prefill instance made request p's first token: unless that ended it, send its K/V to a decode instance."""
+        orig = self._by_id[p.id]
+        n_out = orig.known_output_len()
+        if p.finish_reason == "eos" or orig.max_new_tokens == 1 or n_out == 1:
+            return  # done at the prefill instance: nothing to decode
+        d = orig.fresh()
+        d.output, d.token_times = list(p.output), list(p.token_times)
+        d.num_prefilled = d.prefill_len = p.prompt_len
+        self.decode_side[p.id] = d
+        dst = _least_loaded(self.decoders)
+        dst.incoming += 1
+        ready = p.finish_s
+        start = max(ready, self._link_free[src])
+        nbytes = p.prompt_len * self.instances[src].run.pool.bytes_per_token
+        end = start + transfer_s(self.link, nbytes)
+        self._link_free[src] = end
+        tr = Transfer(p.id, src, dst.index, self.link.name, nbytes, getattr(blob, "nbytes", None), ready, start, end)
+        self.transfers.append(tr)
+        heapq.heappush(self._landing, (end, len(self.transfers), tr, d, blob))
+
+    # ---- the record -----------------------------------------------------------------------------------------
+    def final_requests(self) -> list[Request]:
+        """One request per request given, as a client saw it: prefill and decode instances' parts joined."""
+        out = []
+        for r in self.requests:
+            d, p = self.decode_side.get(r.id), self.prefill_side.get(r.id)
+            if d is not None:
+                (c,) = snapshot_requests([d])
+                c.prefill_computed_tokens = p.prefill_computed_tokens
+                c.admitted_s = p.admitted_s
+            elif p is not None:  # ended at its prefill instance (a 1-token answer, EOS first), or never ran
+                (c,) = snapshot_requests([p])
+                c.max_new_tokens = r.max_new_tokens
+            else:
+                (c,) = snapshot_requests([r])
+            out.append(c)
+        return out
+
+    def trace(self) -> DeploymentTrace:
+        """The record so far: every instance's trace, the routes, the transfers, the requests as clients saw them."""
+        hw = self.instances[0].run.clock.hardware
+        return DeploymentTrace(self.dc.kind, self.dc.to_dict(), self.name, self.rc.policy, hw.name,
+                               hw.num_gpus, [x.role for x in self.instances], [x.run.trace() for x in self.instances],
+                               {k: list(v) for k, v in self.routes.items()}, list(self.transfers),
+                               self.final_requests(), self.link.name if self.link else None)
+
+
+def start_deployment(engine: Engine, workload: Workload, rc: RunConfig, dc: DeploymentConfig) -> Deployment:
+    """A deployment set up, not yet stepped."""
+    return Deployment(engine, workload, rc, dc)
+
+
+def run_deployment(engine: Engine, workload: Workload, rc: RunConfig, dc: DeploymentConfig) -> DeploymentTrace:
+    """Serve a workload with a deployment to the end (modeled clock only)."""
+    return Deployment(engine, workload, rc, dc).finish()

@@ -1,0 +1,126 @@
+"""A deployment's record: each instance's trace, the routes, every K/V transfer, and the requests as clients saw
+them (a disaggregated request's prefill and decode parts joined); its metrics and SLO attainment."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..core.request import FINISHED, REJECTED, Request
+from ..trace import export
+from ..trace.latency import tpot_ms, ttft_s
+from ..trace.metrics import _stats, latency_ms
+from ..trace.record import Trace
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One request's K/V sent from a prefill instance to a decode instance (times in the modeled clock)."""
+
+    request_id: str
+    src: int  # instance index (DeploymentTrace.instances)
+    dst: int
+    link: str
+    bytes: int  # K/V bytes of the model the clock speaks for (the preset's): what the link is priced by
+    real_bytes: int | None  # bytes really copied between the tiny GPT's runners (None on a dry run)
+    ready_s: float  # the prefill made its first token: the K/V could leave
+    start_s: float  # the link was free (one transfer at a time per link)
+    end_s: float  # landed: the decode instance may admit it
+
+
+@dataclass
+class DeploymentTrace:
+    """Everything a deployment did; metrics() are over its requests as clients saw them."""
+
+    kind: str  # "colocated" | "disaggregated"
+    config: dict  # DeploymentConfig.to_dict()
+    workload: str
+    policy: str
+    hardware: str
+    gpus_per_instance: int
+    roles: list[str]  # per instance: "replica" | "prefill" | "decode"
+    instances: list[Trace]
+    routes: dict[str, list[int]]  # request id -> the instances it went through, in order
+    transfers: list[Transfer] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    link: str | None = None
+
+    @property
+    def num_gpus(self) -> int:
+        """GPUs of the whole deployment (goodput is per GPU)."""
+        return self.gpus_per_instance * len(self.instances)
+
+    def metrics(self) -> dict:
+        """Request-level metrics of the contract (throughput, TTFT, TPOT, ITL, E2EL) over the whole deployment."""
+        done = [r for r in self.requests if r.status == FINISHED]
+        accepted = [r for r in self.requests if r.status != REJECTED]
+        t0 = min((r.arrival_s for r in accepted), default=0.0)
+        duration = max((r.finish_s for r in done), default=t0) - t0
+        out = sum(r.output_len for r in done)
+        ttft, e2el = zip(*map(latency_ms, done)) if done else ((), ())
+        itl = [(b - a) * 1e3 for r in done for a, b in zip(r.token_times, r.token_times[1:])]
+        return {"output_throughput": out / duration if duration > 0 else 0.0,
+                "request_throughput": len(done) / duration if duration > 0 else 0.0,
+                "duration_s": duration, "num_requests": len(self.requests), "num_finished": len(done),
+                "num_rejected": len(self.requests) - len(accepted), "output_tokens": out,
+                "num_instances": len(self.instances), "num_gpus": self.num_gpus,
+                "ttft_ms": _stats(ttft), "tpot_ms": _stats([x for x in map(tpot_ms, done) if x is not None]),
+                "itl_ms": _stats(itl), "e2el_ms": _stats(e2el),
+                "transfers": len(self.transfers),
+                "transfer_ms": _stats([(x.end_s - x.ready_s) * 1e3 for x in self.transfers]),
+                "transfer_bytes": sum(x.bytes for x in self.transfers)}
+
+    def slo(self, ttft_ms: float, tpot_ms_target: float) -> dict:
+        """Share of requests meeting both targets (trace.slo.attainment)."""
+        from ..trace.slo import attainment
+
+        return attainment(self.requests, ttft_ms, tpot_ms_target)
+
+    def summary(self, tokens: bool = False) -> dict:
+        """The `tinyserve run --deployment ... --json` document (docs/contract.md)."""
+        first = self.instances[0]
+        return {"deployment": {**self.config, "gpus_per_instance": self.gpus_per_instance, "num_gpus": self.num_gpus},
+                "policy": self.policy, "workload": self.workload, "workload_knobs": first.workload_knobs,
+                "clock": first.clock, "hardware": self.hardware, "dry_run": first.dry_run,
+                "knobs": first.knobs, "metrics": self.metrics(),
+                "requests": [{**export.request_dict(first, r, tokens), "instances": self.routes.get(r.id, [])}
+                             for r in self.requests],
+                "instances": [{"index": i, "role": role, "metrics": tr.metrics()}
+                              for i, (role, tr) in enumerate(zip(self.roles, self.instances))],
+                "transfers": [asdict(x) for x in self.transfers]}
+
+    def first_token_gap_ms(self) -> list[float]:
+        """Per disaggregated request: first token to second (ms), the transfer included (what it adds to TPOT)."""
+        return [(r.token_times[1] - r.token_times[0]) * 1e3 for r in self.requests
+                if r.status == FINISHED and len(r.token_times) > 1 and len(self.routes.get(r.id, ())) > 1]
+
+    def ttft_s(self) -> list[float | None]:
+        """Each request's TTFT in seconds (None: no first token), in request order."""
+        return [ttft_s(r) for r in self.requests]
+
+    def to_dict(self) -> dict:
+        """Everything (`tinyserve run --deployment ... --trace`): summary(tokens=True), each request's token times,
+        the routes, and each instance's full Trace.to_dict() under `instances[i]["trace"]`."""
+        d = self.summary(tokens=True)
+        for rd, r in zip(d["requests"], self.requests):
+            rd["token_times_s"] = list(r.token_times)
+        for inst, tr in zip(d["instances"], self.instances):
+            inst["trace"] = tr.to_dict()
+        d["roles"] = list(self.roles)
+        d["routes"] = {k: list(v) for k, v in self.routes.items()}
+        d["link"] = self.link
+        return d
+
+    def to_perfetto(self) -> dict:
+        """Chrome-trace JSON: a process per instance (a track per slot), the transfers on a track per link."""
+        from .export import to_perfetto
+
+        return to_perfetto(self)
+
+    def save(self, path: str | Path) -> None:
+        """Write to_dict() as JSON."""
+        Path(path).write_text(json.dumps(self.to_dict()))
+
+    def save_perfetto(self, path: str | Path) -> None:
+        """Write to_perfetto() as JSON."""
+        Path(path).write_text(json.dumps(self.to_perfetto()))

@@ -1,0 +1,73 @@
+"""Plain-text reports for the terminal (in the current language): a deployment's run (`tinyserve run --deployment`),
+an SLO's attainment, and a goodput sweep's table (`tinyserve goodput`). `--json` prints the data instead."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..deploy import DeploymentTrace
+from ..lang import ljust, rjust, t, width
+from ..trace.report import latency_lines, throughput_line
+
+
+def _bytes(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def slo_line(slo: dict) -> str:
+    """One line: the targets and the share of requests meeting both (and each)."""
+    return t("cli.slo.line", **slo)
+
+
+def format_deployment(dt: DeploymentTrace, slo: dict | None = None) -> str:
+    """The deployment, its request-level metrics, a line per instance, the transfers and the SLO attainment."""
+    m = dt.metrics()
+    first = dt.instances[0]
+    knobs = ", ".join(f"{k}={v}" for k, v in first.knobs.items() if v is not None)
+    c = dt.config
+    shape = (t("cli.deploy.colocated", replicas=c["replicas"]) if dt.kind == "colocated" else
+             t("cli.deploy.disaggregated", prefill=c["prefill_instances"], decode=c["decode_instances"], link=dt.link))
+    lines = [t("cli.deploy.head", shape=shape, policy=dt.policy, knobs=knobs, workload=dt.workload, gpus=dt.num_gpus,
+               per=dt.gpus_per_instance, hardware=dt.hardware,
+               dry_run=t("engine.summary.dry_run") if first.dry_run else ""),
+             t("cli.deploy.requests", finished=m["num_finished"], total=m["num_requests"],
+               rejected=m["num_rejected"], duration=m["duration_s"]),
+             throughput_line(m), *latency_lines(m)]
+    routed = [0] * len(dt.instances)
+    for path in dt.routes.values():
+        for i in path:
+            routed[i] += 1
+    for i, (role, tr) in enumerate(zip(dt.roles, dt.instances)):
+        im = tr.metrics()
+        lines.append(t("cli.deploy.instance", index=i, role=t(f"cli.deploy.role.{role}"), requests=routed[i],
+                       steps=im["num_steps"], busy=im["busy_time_fraction"]))
+    if dt.transfers:
+        wait = m["transfer_ms"]
+        lines.append(t("cli.deploy.transfers", count=m["transfers"], p50=wait["p50"], p99=wait["p99"],
+                       bytes=_bytes(m["transfer_bytes"]), hardware=dt.hardware, link=dt.link))
+        real = [x.real_bytes for x in dt.transfers if x.real_bytes is not None]
+        if real:
+            lines.append(t("cli.deploy.real_bytes", bytes=_bytes(sum(real))))
+    if slo is not None:
+        lines.append(slo_line(slo))
+    return "\n".join(lines)
+
+
+def format_goodput(rows: Sequence[dict], best: Sequence[dict], workload: str, policy: str, ttft_ms: float,
+                   tpot_ms: float) -> str:
+    """A table: per deployment its GPUs, the attainment at each rate swept, and its goodput per GPU."""
+    rates = sorted({r["rate"] for r in rows})
+    share = {(r["deployment"], r["rate"]): r["attainment"] for r in rows}
+    head = [t("cli.goodput.col.deployment"), t("cli.goodput.col.gpus"),
+            *(t("cli.goodput.col.rate", rate=r) for r in rates), t("cli.goodput.col.goodput")]
+    table = [head]
+    for g in best:
+        value = (t("cli.goodput.value", value=g["goodput_per_gpu"]) if g["goodput_per_gpu"] is not None
+                 else t("cli.goodput.below", value=g["lowest_rate"] / g["num_gpus"]))
+        table.append([g["deployment"], str(g["num_gpus"]),
+                      *(f"{share[g['deployment'], r]:.1%}" for r in rates), value])
+    cols = [max(width(row[j]) for row in table) for j in range(len(head))]
+    body = ["  ".join(ljust(cell, cols[j]) if j == 0 else rjust(cell, cols[j]) for j, cell in enumerate(row))
+            for row in table]
+    return "\n".join([t("cli.goodput.head", workload=workload, policy=policy, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                        hardware=rows[0]["hardware"]), *body,
+                      t("cli.goodput.foot", goal=best[0]["goal"])])

@@ -1,0 +1,172 @@
+"""The deployment view and explorer: one row block per instance with its label, every K/V transfer drawn from its
+prefill block to its decode block, one cursor in time on every instance, knobs that re-run the deployment, the
+numbers (checked against the requests by hand), and the words in 繁體中文."""
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+import tinyserve_widgets as tw
+from tinyserve.core.config import RunConfig
+from tinyserve.deploy import DeploymentConfig, run_deployment
+from tinyserve.engine import Engine
+from tinyserve_widgets import views as V
+from tinyserve_widgets.deployment import deployment_figure
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+KNOBS = {"n": 30, "rate": 6.0}  # chapter-7.3-mixed: every output is 8+ tokens, so every request is handed off
+
+
+def deploy(kind="disaggregated", knobs=KNOBS, **shape):
+    rc = RunConfig("chunked", chunk_size=512, dry_run=True, hardware="h200-70b-fp8", workload_knobs=knobs)
+    return run_deployment(Engine(), "chapter-7.3-mixed", rc, DeploymentConfig(kind, **shape))
+
+
+@pytest.fixture(scope="module")
+def split():
+    return deploy(prefill_instances=2, decode_instances=1)
+
+
+def heatmaps(view):
+    return [tr for tr in view.fig.data if tr.type == "heatmap" and tr.visible is not False]
+
+
+def transfer_line(view):
+    (line,) = [tr for tr in view.fig.data if tr.type == "scatter" and tr.mode == "lines+markers"]
+    return line
+
+
+def runs(x: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each run of finite points (a NaN breaks a line)."""
+    out, start = [], None
+    for i, v in enumerate(list(x) + [np.nan]):
+        if not np.isnan(v) and start is None:
+            start = i
+        elif np.isnan(v) and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+def step_times(trace):
+    return [(s.start_s, s.start_s + s.duration_s) for s in trace.steps]
+
+
+def test_one_row_block_per_instance_labelled_and_placed_in_time(split):
+    view = tw.DeploymentView(split)
+    hms = heatmaps(view)
+    assert len(hms) == 3
+    assert tuple(view.fig.layout.yaxis.ticktext) == ("prefill 0", "prefill 1", "decode 0")
+    spans = [(V.values(h.y).min(), V.values(h.y).max()) for h in hms]
+    assert all(b - a == 32 for a, b in spans)  # 32 slots each (batch_size's default)
+    assert all(spans[i][1] < spans[i + 1][0] for i in range(2))  # top to bottom, not overlapping
+    for h, inst in zip(hms, split.instances):  # each instance's steps where they ran, in seconds
+        x = V.values(h.x)
+        times = step_times(inst)
+        assert x.min() == pytest.approx(times[0][0]) and x.max() == pytest.approx(times[-1][1])
+    ticks = list(view.fig.layout.yaxis.tickvals)
+    assert all(a < tick < b for (a, b), tick in zip(spans, ticks))
+    colo = tw.DeploymentView(deploy("colocated", replicas=2))
+    assert tuple(colo.fig.layout.yaxis.ticktext) == ("replica 0", "replica 1")
+    assert runs(V.values(transfer_line(colo).x)) == []
+
+
+def test_every_transfer_drawn_from_its_prefill_block_to_its_decode_block(split):
+    view = tw.DeploymentView(split)
+    line = transfer_line(view)
+    x, y = V.values(line.x), V.values(line.y)
+    drawn = runs(x)
+    assert len(drawn) == len(split.transfers) == KNOBS["n"]
+    bottoms = [V.values(h.y).max() for h in heatmaps(view)]
+    tops = [V.values(h.y).min() for h in heatmaps(view)]
+    for (a, b), tr in zip(drawn, split.transfers):
+        assert x[a] == pytest.approx(tr.ready_s) and x[b - 1] == pytest.approx(tr.end_s)
+        assert y[a] == bottoms[tr.src] and y[b - 1] == tops[tr.dst]
+        assert tr.request_id in line.text[a] and "MB" in line.text[a]
+    assert view.drawn_transfers == len(split.transfers)
+    fig = deployment_figure(split, 1.0)  # the static picture draws the same lines
+    (lines,) = fig.axes[0].collections[-1:]
+    assert len(lines.get_segments()) == len(split.transfers)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["prefill 0", "prefill 1", "decode 0"]
+
+
+def test_the_cursor_marks_the_same_moment_on_every_instance(split):
+    view = tw.DeploymentView(split)
+    # a moment inside a step of every instance: the middle of decode 0's first step that overlaps one of each
+    # prefill instance's steps (found by walking the step records, not through the view)
+    busy = [step_times(inst) for inst in split.instances]
+    when = next(m for a, b in busy[2] for m in [(a + b) / 2]
+                if all(any(s <= m < e for s, e in steps) for steps in busy[:2]))
+    view.cursor.value = when  # the slider, as a learner moves it
+    assert view.time == pytest.approx(when)
+    line = view.fig.layout.shapes[0]
+    assert line.x0 == line.x1 == pytest.approx(when)
+    for i, (steps, h) in enumerate(zip(busy, heatmaps(view))):
+        frame = view.frame(i)
+        s, e = next((s, e) for s, e in steps if s <= when < e)
+        assert frame.visible and frame.x0 == pytest.approx(s) and frame.x1 == pytest.approx(e)
+        assert (frame.y0, frame.y1) == (V.values(h.y).min(), V.values(h.y).max())
+    assert view.words.value.count("runs step") == 3
+    late = max(e for steps in busy for _, e in steps) + 1.0  # after the last step: every instance idle
+    view.set_time(late)
+    assert not any(view.frame(i).visible for i in range(3))
+    assert view.words.value.count("is idle") == 3
+
+
+def by_hand(dt, ttft_ms, tpot_ms) -> float:
+    """Share of requests that finished with TTFT <= ttft_ms and TPOT <= tpot_ms (vLLM's TPOT)."""
+    ok = 0
+    for r in dt.requests:
+        if r.status != "finished":
+            continue
+        ttft = (r.token_times[0] - r.arrival_s) * 1e3
+        n = len(r.token_times)
+        tpot = (r.token_times[-1] - r.token_times[0]) * 1e3 / (n - 1) if n > 1 else 0.0
+        ok += ttft <= ttft_ms and tpot <= tpot_ms
+    return ok / len(dt.requests)
+
+
+def test_moving_a_control_reruns_and_the_numbers_follow():
+    ex = tw.DeploymentExplorer(n=60, rate=4.0, ttft_ms=1000, tpot_ms=50)
+    first, numbers = ex.trace, dict(ex.numbers)
+    assert numbers["gpus"] == 2 and numbers["transfers"] == 60
+    assert numbers["attainment"] == pytest.approx(by_hand(first, 1000, 50))
+    ex.knobs["rate"].value = 16.0  # as a learner drags it: a new run, other numbers
+    assert ex.trace is not first and ex.numbers["ttft_p99"] != numbers["ttft_p99"]
+    assert ex.trace.requests[1].arrival_s < first.requests[1].arrival_s  # arrivals 4x as dense
+    assert ex.numbers["attainment"] == pytest.approx(by_hand(ex.trace, 1000, 50)) and ex.numbers["attainment"] < 1
+    again = ex.trace
+    ex.knobs["ttft_ms"].value = 100  # a target only recounts
+    assert ex.trace is again and ex.numbers["attainment"] == pytest.approx(by_hand(again, 100, 50))
+    ex.knobs["deployment"].value = "colocated"
+    assert tuple(ex.view.fig.layout.yaxis.ticktext) == ("replica 0", "replica 1")
+    assert ex.view.drawn_transfers == 0 and ex.numbers["gpus"] == 2
+    assert ex.knobs["prefill_instances"].disabled and not ex.knobs["replicas"].disabled
+    ex.set(deployment="disaggregated", prefill_instances=2, decode_instances=3, link="ib-ndr")
+    assert len(heatmaps(ex.view)) == 5 and ex.numbers["gpus"] == 5
+    assert "ib-ndr" in ex.view.fig.layout.annotations[0].text
+
+
+def test_thousands_of_steps_redraw_in_well_under_a_second():
+    dt = deploy(knobs={"rate": 6.0}, prefill_instances=1, decode_instances=1)  # 200 requests
+    assert sum(len(x.steps) for x in dt.instances) > 2000
+    view = tw.DeploymentView(deploy(prefill_instances=1, decode_instances=1))
+    t0 = time.perf_counter()
+    view.set_trace(dt)
+    assert time.perf_counter() - t0 < 0.5
+    assert view.drawn_transfers == len(dt.transfers) == 200
+
+
+def test_zh_tw_labels_are_chinese(zh, split):
+    view = tw.DeploymentView(split)
+    labels = list(view.fig.layout.yaxis.ticktext)
+    assert labels == ["prefill 執行個體 0", "prefill 執行個體 1", "decode 執行個體 0"]
+    ex = tw.DeploymentExplorer(n=30)
+    words = [w.description for w in ex.knobs.values()] + [ex.numbers_line.value, ex.view.words.value,
+                                                          ex.view.fig.layout.annotations[0].text,
+                                                          transfer_line(ex.view).name, transfer_line(ex.view).text[0]]
+    assert all(CJK.search(w) for w in words), [w for w in words if not CJK.search(w)]
+    assert not any("widgets.deploy." in w for w in words)

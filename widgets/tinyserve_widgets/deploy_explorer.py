@@ -1,0 +1,246 @@
+"""Knobs of a deployment (colocated replicas, or P prefill + D decode instances over a link), its SLO targets and
+its traffic; each change re-runs the deployment as a dry run (tinyserve.deploy.run_deployment, modeled clock) and
+redraws the stacked timeline (DeploymentView) and a line of numbers: SLO attainment, TTFT and TPOT p50/p99, GPUs.
+Moving a target only recounts the attainment (the run does not depend on it). A bad setting shows a message and
+the previous figures stay.
+
+    tw.DeploymentExplorer(ttft_ms=1000, tpot_ms=50)        # chapter-7.3-mixed on h200-70b-fp8, chunked prefill
+"""
+from __future__ import annotations
+
+from time import perf_counter
+
+import ipywidgets as W
+
+from tinyserve.core.config import RunConfig
+from tinyserve.core.request import REJECTED
+from tinyserve.core.workloads import WORKLOADS
+from tinyserve.cost.links import get_link, list_links
+from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
+from tinyserve.deploy import DeploymentConfig, DeploymentTrace, run_deployment
+from tinyserve.deploy.config import DECODE_POLICIES
+from tinyserve.engine import Engine
+from tinyserve.errors import TinyserveError
+
+from .deployment import WIDTH_PX, DeploymentView, deployment_name
+from .explorer import CHUNKS, _box, _esc, _opts, _small
+from .views import follow_language
+from .words import policy_name, t
+
+WORKLOAD = "chapter-7.3-mixed" if "chapter-7.3-mixed" in WORKLOADS else "chapter-7.2-longtail"
+KINDS = ("colocated", "disaggregated")
+TTFTS = [100, 200, 250, 500, 1000, 2000, 2500, 4000]  # ms
+TPOTS = [10, 20, 25, 30, 40, 50, 75, 100, 150, 200]  # ms
+RATES = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0]  # requests/s, the whole deployment's
+MAX_INSTANCES = 8  # replicas; prefill and decode instances each up to half of it
+CONTROLS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "ttft_ms", "tpot_ms", "rate",
+            "chunk_size")
+EXTRA = ("policy", "hardware", "n")  # offered with controls=... (not shown by default)
+TARGETS = ("ttft_ms", "tpot_ms")  # they recount the attainment; the rest re-run the deployment
+OWN_WORDS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link") + TARGETS  # the others:
+# the single-run explorer's words (knob.rate, knob.chunk_size, ...)
+
+
+def _link_label(name: str) -> str:
+    return t("widgets.deploy.link_option", name=name, gbps=get_link(name).bandwidth_Bps / 1e9)
+
+
+def _ms(v: float | None) -> str:
+    return t("unit.none") if v is None else t("unit.ms", v=v)
+
+
+class DeploymentExplorer:
+    """Deployment knobs -> a dry run of the deployment -> the stacked timeline and its SLO numbers redrawn."""
+
+    def __init__(self, workload: str = WORKLOAD, policy: str = "chunked", *, deployment: str = "disaggregated",
+                 replicas: int = 2, prefill_instances: int = 1, decode_instances: int = 1,
+                 link: str = "nvlink-h200", ttft_ms: float = 1000, tpot_ms: float = 50, rate: float | None = None,
+                 n: int | None = None, chunk_size: int = 512, batch_size: int | None = None,
+                 hardware: str = DEFAULT_HARDWARE, seed: int = 0, time: float | None = None,
+                 controls: tuple[str, ...] = CONTROLS, workload_knobs: dict | None = None, width: int = WIDTH_PX):
+        """workload: a named workload with a `rate` knob; rate, n: its knobs (None: the workload's default);
+        workload_knobs: other fixed knobs of it; ttft_ms, tpot_ms: the SLO targets; time: the cursor's first
+        moment in seconds (None: mid-run); controls: the knobs shown (CONTROLS, and any of EXTRA)."""
+        self.engine = Engine()  # dry runs never load the model
+        self.workload, self.seed, self.batch_size = workload, seed, batch_size
+        self.fixed_knobs, self.n_given = dict(workload_knobs or {}), n is not None
+        spec = WORKLOADS.get(workload, ("", None, {}))[2]
+        self._hold = False
+        def slider():
+            return dict(continuous_update=False, style={"description_width": "initial"}, layout=W.Layout(width="300px"))
+
+        k = self.knobs = {
+            "deployment": W.ToggleButtons(options=[(t(f"widgets.deploy.kind.{x}"), x) for x in KINDS],
+                                          value=deployment, style={"button_width": "auto"}),
+            "replicas": W.IntSlider(value=replicas, min=1, max=MAX_INSTANCES, **slider()),
+            "prefill_instances": W.IntSlider(value=prefill_instances, min=1, max=MAX_INSTANCES // 2, **slider()),
+            "decode_instances": W.IntSlider(value=decode_instances, min=1, max=MAX_INSTANCES // 2, **slider()),
+            "link": W.Dropdown(options=[(_link_label(x), x) for x in list_links()], value=link,
+                               style={"description_width": "initial"}, layout=W.Layout(width="360px")),
+            "ttft_ms": W.SelectionSlider(options=_opts(TTFTS, ttft_ms), value=ttft_ms, **slider()),
+            "tpot_ms": W.SelectionSlider(options=_opts(TPOTS, tpot_ms), value=tpot_ms, **slider()),
+            "rate": W.SelectionSlider(options=_opts(RATES, rate or spec.get("rate", (4.0,))[0]),
+                                      value=float(rate or spec.get("rate", (4.0,))[0]), **slider()),
+            "chunk_size": W.SelectionSlider(options=_opts(CHUNKS, chunk_size), value=chunk_size, **slider()),
+            "policy": W.ToggleButtons(options=[(policy_name(p), p) for p in DECODE_POLICIES], value=policy,
+                                      style={"button_width": "auto"}),
+            "hardware": W.Dropdown(options=list_presets(), value=hardware, style={"description_width": "initial"},
+                                   layout=W.Layout(width="320px")),
+            "n": W.IntSlider(value=spec.get("n", (200,))[0] if n is None else n, min=1, max=max(1000, n or 0),
+                             **slider()),
+        }
+        unknown = set(controls) - set(k)
+        if unknown:
+            raise ValueError(t("widgets.error.knobs", unknown=sorted(unknown), choices=", ".join(k)))
+        self.controls = tuple(controls)
+        for name in self.controls:
+            k[name].observe(self._changed, names="value")
+        self.message, self.status, self.numbers_line = W.HTML(), W.HTML(), W.HTML()
+        self.trace: DeploymentTrace | None = None
+        self.numbers: dict = {}
+        self._enable()
+        t0 = perf_counter()
+        first = self._run()  # bad opening settings: their one clear line, raised (there is nothing to draw)
+        self._status(first, (perf_counter() - t0) * 1e3)
+        self.view = DeploymentView(first, time, width=width)
+        self.trace = first
+        self._numbers()
+        rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
+                for row in (("deployment", "policy"), ("replicas", "prefill_instances", "decode_instances", "link"),
+                            ("ttft_ms", "tpot_ms"), ("rate", "n", "chunk_size", "hardware"))]
+        self.widget = W.VBox(rows + [self.message, self.numbers_line, self.status, self.view.widget],
+                             layout=W.Layout(width="100%"))
+        self.relabel()
+        follow_language(self)
+
+    # ---- settings --------------------------------------------------------------------------------------------
+    def relabel(self) -> None:
+        """Knob names, named options and the numbers in the current language (the view relabels itself)."""
+        self._hold = True
+        try:
+            for name, w in self.knobs.items():
+                w.description = t(f"widgets.deploy.knob.{name}" if name in OWN_WORDS else f"knob.{name}")
+            named = {"deployment": lambda x: t(f"widgets.deploy.kind.{x}"), "link": _link_label,
+                     "policy": policy_name}
+            for name, fn in named.items():
+                w = self.knobs[name]
+                value = w.value
+                w.options = [(fn(v), v) for _, v in w.options]
+                w.value = value
+        finally:
+            self._hold = False
+        if self.trace is not None:
+            self._numbers()
+
+    def _enable(self) -> None:
+        """Grey out the knobs the chosen deployment or policy does not take."""
+        k = self.knobs
+        colocated = k["deployment"].value == "colocated"
+        k["replicas"].disabled = not colocated
+        k["prefill_instances"].disabled = k["decode_instances"].disabled = k["link"].disabled = colocated
+        k["chunk_size"].disabled = k["policy"].value != "chunked"
+        spec = WORKLOADS.get(self.workload, ("", None, {}))[2]
+        k["rate"].disabled, k["n"].disabled = "rate" not in spec, "n" not in spec
+
+    def configs(self) -> tuple[dict, RunConfig, DeploymentConfig]:
+        """(workload knobs, RunConfig, DeploymentConfig) the knobs now say (TinyserveError for a bad mix)."""
+        k = {name: w.value for name, w in self.knobs.items()}
+        spec = WORKLOADS.get(self.workload, ("", None, {}))[2]
+        wl_knobs = {**self.fixed_knobs, **({"rate": k["rate"]} if "rate" in spec else {})}
+        if "n" in spec and ("n" in self.controls or self.n_given):  # else the workload's own, as the CLI's
+            wl_knobs["n"] = k["n"]
+        policy = {"chunk_size": k["chunk_size"]} if k["policy"] == "chunked" else {}
+        rc = RunConfig(k["policy"], batch_size=self.batch_size, dry_run=True, hardware=k["hardware"],
+                       seed=self.seed, workload_knobs=wl_knobs, **policy)
+        if k["deployment"] == "colocated":
+            dc = DeploymentConfig("colocated", replicas=k["replicas"])
+        else:
+            dc = DeploymentConfig("disaggregated", prefill_instances=k["prefill_instances"],
+                                  decode_instances=k["decode_instances"], link=k["link"])
+        return wl_knobs, rc, dc
+
+    def set(self, **values) -> DeploymentTrace | None:
+        """Set several knobs (names as in the knobs dict) and re-run once; the new trace (None: a message)."""
+        unknown = set(values) - set(self.knobs)
+        if unknown:
+            raise ValueError(t("widgets.error.knobs", unknown=sorted(unknown), choices=", ".join(self.knobs)))
+        self._hold = True
+        try:
+            for name, v in values.items():
+                w = self.knobs[name]
+                if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
+                    w.options = _opts([o[1] for o in w.options], v)
+                w.value = v
+        finally:
+            self._hold = False
+        if set(values) <= set(TARGETS):
+            self._numbers()
+            return self.trace
+        return self.simulate()
+
+    def _changed(self, change) -> None:
+        if self._hold:
+            return
+        if any(change["owner"] is self.knobs[name] for name in TARGETS):
+            self._numbers()
+            return
+        self.simulate()
+
+    # ---- runs ------------------------------------------------------------------------------------------------
+    def simulate(self) -> DeploymentTrace | None:
+        """Dry-run the deployment the knobs say and draw it; a bad setting shows a message, the figures stay."""
+        self._enable()
+        t0 = perf_counter()
+        try:
+            dt = self._run()
+        except TinyserveError as e:
+            self.message.value = _box(t("explorer.error", message=_esc(str(e))))
+            return None
+        ms = (perf_counter() - t0) * 1e3
+        self.message.value = ""
+        self._status(dt, ms)
+        t1 = perf_counter()
+        self.trace = dt
+        self.view.set_trace(dt)
+        self._numbers()
+        self.timing = {"dry_run_ms": ms, "draw_ms": (perf_counter() - t1) * 1e3}
+        return dt
+
+    def _status(self, dt: DeploymentTrace, ms: float) -> None:
+        ok = t("widgets.deploy.ok", deployment=deployment_name(dt), steps=sum(len(x.steps) for x in dt.instances),
+               ms=ms)
+        rejected = [r.finish_reason for r in dt.requests if r.status == REJECTED]
+        if rejected:
+            ok = t("widgets.ok_rejected", ok=ok, rejected=t("explorer.rejected", n=len(rejected),
+                                                              total=len(dt.requests), first=_esc(rejected[0])))
+        self.status.value = _small(ok)
+
+    def _run(self) -> DeploymentTrace:
+        _, rc, dc = self.configs()
+        return run_deployment(self.engine, self.workload, rc, dc)
+
+    def _numbers(self) -> None:
+        """The line of numbers: SLO attainment at the targets, TTFT and TPOT p50/p99, GPUs, transfers."""
+        dt = self.trace
+        ttft, tpot = self.knobs["ttft_ms"].value, self.knobs["tpot_ms"].value
+        slo, m = dt.slo(ttft, tpot), dt.metrics()
+        self.numbers = {"attainment": slo["attainment"], "met": slo["met"], "requests": slo["requests"],
+                        "ttft_ms": ttft, "tpot_ms": tpot, "ttft_p50": m["ttft_ms"]["p50"],
+                        "ttft_p99": m["ttft_ms"]["p99"], "tpot_p50": m["tpot_ms"]["p50"], "tpot_p99": m["tpot_ms"]["p99"], "gpus": dt.num_gpus,
+                        "transfers": m["transfers"], "transfer_p50": m["transfer_ms"]["p50"]}
+        n = self.numbers
+        line = t("widgets.deploy.numbers", pct=100 * n["attainment"], met=n["met"], requests=n["requests"], ttft=ttft,
+                 tpot=tpot, ttft_p50=_ms(n["ttft_p50"]), ttft_p99=_ms(n["ttft_p99"]), tpot_p50=_ms(n["tpot_p50"]),
+                 tpot_p99=_ms(n["tpot_p99"]), gpus=n["gpus"])
+        if dt.kind == "disaggregated":
+            line = t("widgets.join.sentences", a=line, b=t("widgets.deploy.numbers.transfers", n=n["transfers"],
+                                                           p50=_ms(n["transfer_p50"])))
+        self.numbers_line.value = f"<b>{_esc(line)}</b>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        from .static import STATIC_FALLBACK, png_bytes
+
+        if STATIC_FALLBACK["on"] and isinstance(bundle, dict):  # GitHub/nbviewer show this picture
+            bundle["image/png"] = png_bytes(self.view.static())
+        return bundle
