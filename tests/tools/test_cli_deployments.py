@@ -46,8 +46,11 @@ BAD = [
     ("tpot-negative", RUN + DIS + ["--slo-ttft-ms", "400", "--slo-tpot-ms", "-5"], ["--slo-tpot-ms", "> 0", "-5"]),
     ("tpot-nan", RUN + ["--slo-ttft-ms", "400", "--slo-tpot-ms", "nan"], ["--slo-tpot-ms", "nan"]),
     ("prefill-with-colocated", RUN + ["--deployment", "colocated", "--prefill-instances", "1"],
-     ["--prefill-instances", "disaggregated only"]),
-    ("replicas-with-disaggregated", RUN + DIS + ["--replicas", "2"], ["--replicas", "colocated only"]),
+     ["--prefill-instances", "disaggregated` only"]),
+    ("replicas-with-disaggregated", RUN + DIS + ["--replicas", "2"], ["--replicas", "colocated` only"]),
+    ("decode-layout-with-colocated", RUN + ["--deployment", "colocated", "--decode-kv-layout", "paged"],
+     ["--decode-kv-layout", "disaggregated` only"]),
+    ("decode-layout-unknown", RUN + DIS + ["--decode-kv-layout", "pages"], ["'pages'"]),
     ("replicas-without-deployment", RUN + ["--replicas", "2"], ["--replicas", "needs --deployment"]),
     ("wall-clock", ["run", "--workload", "chapter-7.3-mixed", "--policy", "chunked", "--clock", "wall",
                     "--deployment", "colocated"], ["modeled clock", "--clock wall"]),
@@ -117,7 +120,8 @@ def test_disaggregated_json_transfers_priced_by_the_link_one_at_a_time(capsys, m
     assert code == 0
     d = json.loads(out)
     assert d["deployment"] == {"kind": "disaggregated", "replicas": None, "prefill_instances": 1,
-                               "decode_instances": 1, "link": "ib-ndr", "gpus_per_instance": 1, "num_gpus": 2}
+                               "decode_instances": 1, "link": "ib-ndr", "decode_kv_layout": None,
+                               "gpus_per_instance": 1, "num_gpus": 2}
     assert [i["role"] for i in d["instances"]] == ["prefill", "decode"]
     reqs = {r["id"]: r for r in d["requests"]}
     assert len(reqs) == 30 and all(r["instances"] == [0, 1] for r in reqs.values())

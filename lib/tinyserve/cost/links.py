@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import TinyserveError
 from ..lang import english, t
-from .presets import PRESET_DIR, _finite
+from .presets import PRESET_DIR, _finite, find_preset, list_presets
 
 LINK_DIR = PRESET_DIR / "links"
 
@@ -78,17 +78,12 @@ def load_link(path: str | Path) -> LinkPreset:
 
 def list_links() -> list[str]:
     """Names of the shipped links."""
-    return sorted(p.stem for p in LINK_DIR.glob("*.json"))
+    return list_presets(LINK_DIR)
 
 
 def get_link(name: str) -> LinkPreset:
     """A shipped link by name, or a FILE.json of the same fields."""
-    names = list_links()
-    if name in names:
-        return load_link(LINK_DIR / f"{name}.json")
-    if isinstance(name, str) and name.endswith(".json") and Path(name).is_file():
-        return load_link(name)
-    raise TinyserveError(t("engine.link.unknown", name=name, choices=", ".join(names)))
+    return find_preset(name, LINK_DIR, load_link, "engine.link.unknown")
 
 
 def transfer_s(link: LinkPreset, nbytes: float) -> float:

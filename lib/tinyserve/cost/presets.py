@@ -145,16 +145,21 @@ def save_preset(preset: HardwarePreset, path: str | Path) -> None:
     Path(path).write_text(json.dumps(asdict(preset), indent=2) + "\n", encoding="utf-8")
 
 
-def list_presets() -> list[str]:
-    """Names of the shipped presets."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+def list_presets(folder: Path = PRESET_DIR) -> list[str]:
+    """Names of the shipped presets (of hardware; links: cost/links.py)."""
+    return sorted(p.stem for p in folder.glob("*.json"))
+
+
+def find_preset(name: str, folder: Path, load, unknown_key: str):
+    """A shipped preset of `folder` by name, or a FILE.json, read by load(path); else the error unknown_key."""
+    names = list_presets(folder)
+    if name in names:
+        return load(folder / f"{name}.json")
+    if isinstance(name, str) and name.endswith(".json") and Path(name).is_file():
+        return load(name)
+    raise TinyserveError(t(unknown_key, name=name, choices=", ".join(names)))
 
 
 def get_preset(name: str) -> HardwarePreset:
     """A shipped preset by name, or a FILE.json (e.g. written by `tinyserve calibrate --out`)."""
-    names = list_presets()
-    if name in names:
-        return load_preset(PRESET_DIR / f"{name}.json")
-    if isinstance(name, str) and name.endswith(".json") and Path(name).is_file():
-        return load_preset(name)
-    raise TinyserveError(t("engine.preset.unknown", name=name, choices=", ".join(names)))
+    return find_preset(name, PRESET_DIR, load_preset, "engine.preset.unknown")

@@ -1,9 +1,9 @@
 """A deployment's shape (DeploymentConfig), checked once, and the rules it puts on a run's knobs."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from ..core.config import RunConfig
+from ..core.config import LAYOUTS, RunConfig
 from ..errors import TinyserveError
 from ..lang import t
 
@@ -27,6 +27,8 @@ class DeploymentConfig:
     prefill_instances: int | None = None
     decode_instances: int | None = None
     link: str | None = None
+    decode_kv_layout: str | None = None  # the decode instances' KV layout (None: the run's): slab or paged
+
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -34,11 +36,14 @@ class DeploymentConfig:
         set_ = object.__setattr__  # frozen: defaults filled in once, here
         if self.kind == "colocated":
             for option, v in (("--prefill-instances", self.prefill_instances),
-                              ("--decode-instances", self.decode_instances), ("--link", self.link)):
+                              ("--decode-instances", self.decode_instances), ("--link", self.link),
+                              ("--decode-kv-layout", self.decode_kv_layout)):
                 if v is not None:
                     raise TinyserveError(t("engine.deploy.disaggregated_only", option=option))
             set_(self, "replicas", _count("--replicas", 1 if self.replicas is None else self.replicas))
         else:
+            if self.decode_kv_layout is not None and self.decode_kv_layout not in LAYOUTS:
+                raise TinyserveError(t("engine.kv.layout", layout=self.decode_kv_layout, choices=", ".join(LAYOUTS)))
             if self.replicas is not None:
                 raise TinyserveError(t("engine.deploy.colocated_only", option="--replicas"))
             set_(self, "prefill_instances", _count("--prefill-instances", 1 if self.prefill_instances is None
@@ -64,6 +69,14 @@ class DeploymentConfig:
                 raise TinyserveError(t("engine.deploy.policy", policy=rc.policy, choices=", ".join(DECODE_POLICIES)))
             if rc.prefill_first is not None or rc.max_waiting_steps is not None:
                 raise TinyserveError(t("engine.deploy.waiting"))
+
+    def decode_config(self, rc: RunConfig) -> RunConfig:
+        """The decode instances' RunConfig: the run's, in their own KV layout if one is given (their K/V arrive
+        from the prefill instances' layout, converted: ModelRunner.export_kv / import_kv)."""
+        layout = self.decode_kv_layout
+        if layout is None or layout == rc.kv_layout:
+            return rc
+        return replace(rc, kv_layout=layout, block_size=None)
 
     def to_dict(self) -> dict:
         """Every field (the JSON's `deployment` block)."""

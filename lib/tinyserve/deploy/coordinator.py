@@ -6,8 +6,9 @@ one, as on a real server). An idle instance jumps its clock to its own next even
 next event, which may bring it work. Under the modeled clock that is the instances running in parallel.
 
 Routing: the least-loaded instance of the pool (requests queued, running or on their way to it; ties: the lowest
-index). Transfers: a prefill instance sends over its own link, one transfer at a time, first come first served;
-the destination is chosen when the prefill ends. Modeled simplifications (stated): the prefill instance frees the
+index), counted at the moment of the arrival. Transfers: a prefill instance sends over its own link, one transfer
+at a time, first come first served; the destination is chosen when the prefill ends. An instance of several GPUs
+(tensor parallel: each holds a share of the KV heads) sends the shares in parallel, one link per GPU. Modeled simplifications (stated): the prefill instance frees the
 request's K/V when its first token is made, not when the transfer ends; a transfer shares its link with no other
 traffic.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..core.config import RunConfig
 from ..core.request import FINISHED, REJECTED, Request
 from ..core.workloads import Workload, resolve_workload
+from ..cost.clock import make_clock
 from ..cost.links import get_link, transfer_s
 from ..loop import Run, StepHook
 from ..trace.record import snapshot_requests
@@ -38,11 +40,15 @@ class Instance:
         self.role, self.index, self.run = role, index, run
         self.blocked = False  # idle with nothing of its own to wait for: asleep until something is admitted
         self.incoming = 0  # transfers on their way here (counted as load)
+        self.last_step = (0.0, 0)  # (end, requests it finished) of this instance's latest step
 
-    def load(self) -> int:
-        """Requests queued, running or coming here."""
+    def load(self, t: float) -> int:
+        """Requests queued, running or coming here at time t. The latest step may end after t: those it finishes
+        are still running at t (events are handled in time order, so no earlier step ends after t)."""
         run = self.run
-        return len(run.pending) + len(run.inbox) + len(run.policy.waiting) + len(run.policy.running) + self.incoming
+        end, finished = self.last_step
+        return (len(run.pending) + len(run.inbox) + len(run.policy.waiting) + len(run.policy.running) + self.incoming
+                + (finished if end > t else 0))
 
 
 class _Handoff(StepHook):
@@ -66,8 +72,8 @@ class _Handoff(StepHook):
                 self.d.hand_off(self.i, r, self.blobs.pop(r.id, None))
 
 
-def _least_loaded(pool: list[Instance]) -> Instance:
-    return min(pool, key=lambda x: (x.load(), x.index))
+def _least_loaded(pool: list[Instance], t: float) -> Instance:
+    return min(pool, key=lambda x: (x.load(t), x.index))
 
 
 class Deployment:
@@ -79,6 +85,7 @@ class Deployment:
         name, self.requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
         self.name = name
         self.link = get_link(dc.link) if dc.kind == "disaggregated" else None
+        self.gpus = make_clock(rc.clock, rc.hardware).hardware.num_gpus  # per instance (the preset's)
         self.instances: list[Instance] = []
         self.transfers: list[Transfer] = []
         self.routes: dict[str, list[int]] = {r.id: [] for r in self.requests}
@@ -99,9 +106,10 @@ class Deployment:
                 run = engine.start_requests(name, [], rc, later=pre, hooks=[_Handoff(self, i)])
                 self.instances.append(Instance("prefill", i, run))
                 self._link_free.append(0.0)
+            rc_dec = dc.decode_config(rc)
             for j in range(dc.decode_instances):
                 k = dc.prefill_instances + j
-                self.instances.append(Instance("decode", k, engine.start_requests(name, [], rc, later=dec)))
+                self.instances.append(Instance("decode", k, engine.start_requests(name, [], rc_dec, later=dec)))
             self.front = self.instances[:dc.prefill_instances]
             for r, p, d in zip(self.requests, pre, dec):
                 why = d if d.status == REJECTED else p if p.status == REJECTED else None  # d: the client's own limits
@@ -133,7 +141,7 @@ class Deployment:
             return False
         if ta <= tx and ta <= ti:  # arrivals first: one arriving as a step starts joins it, as in a single run
             r = self.arrivals.popleft()
-            target = _least_loaded(self.front)
+            target = _least_loaded(self.front, ta)
             self._admit(target, self.prefill_side.get(r.id, r), ta)
             if not self.arrivals:
                 self._set_expecting()
@@ -145,10 +153,12 @@ class Deployment:
             if not self._landing:
                 self._set_expecting()
         else:
-            before = inst.run.now
+            before, done_before = inst.run.now, inst.run.num_done
             rec = inst.run.step(until=min(ta, tx))
             if rec is None and inst.run.now == before:
                 inst.blocked = True  # nothing to do until a request is admitted here
+            elif rec is not None:
+                inst.last_step = (inst.run.now, inst.run.num_done - done_before)
             if inst.role == "prefill" and inst.run.done:
                 self._set_expecting()
         return True
@@ -184,12 +194,13 @@ class Deployment:
         d.output, d.token_times = list(p.output), list(p.token_times)
         d.num_prefilled = d.prefill_len = p.prompt_len
         self.decode_side[p.id] = d
-        dst = _least_loaded(self.decoders)
+        dst = _least_loaded(self.decoders, p.finish_s)
         dst.incoming += 1
         ready = p.finish_s
         start = max(ready, self._link_free[src])
         nbytes = p.prompt_len * self.instances[src].run.pool.bytes_per_token
-        end = start + transfer_s(self.link, nbytes)
+        # tensor parallel: each of the instance's GPUs holds its share of the KV heads and sends it over its own link
+        end = start + transfer_s(self.link, nbytes / self.gpus)
         self._link_free[src] = end
         tr = Transfer(p.id, src, dst.index, self.link.name, nbytes, getattr(blob, "nbytes", None), ready, start, end)
         self.transfers.append(tr)
@@ -208,6 +219,8 @@ class Deployment:
             elif p is not None:  # ended at its prefill instance (a 1-token answer, EOS first), or never ran
                 (c,) = snapshot_requests([p])
                 c.max_new_tokens = r.max_new_tokens
+                if c.status == FINISHED and c.output_len < r.max_new_tokens and not r.ignore_eos:
+                    c.finish_reason = "eos"  # a replay that stopped short stopped at EOS (as Run._advance says)
             else:
                 (c,) = snapshot_requests([r])
             out.append(c)

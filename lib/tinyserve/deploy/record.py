@@ -6,10 +6,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..core.request import FINISHED, REJECTED, Request
+from ..core.request import Request
 from ..trace import export
-from ..trace.latency import tpot_ms, ttft_s
-from ..trace.metrics import _stats, latency_ms
+from ..trace.metrics import _stats, request_metrics
 from ..trace.record import Trace
 
 
@@ -52,20 +51,7 @@ class DeploymentTrace:
 
     def metrics(self) -> dict:
         """Request-level metrics of the contract (throughput, TTFT, TPOT, ITL, E2EL) over the whole deployment."""
-        done = [r for r in self.requests if r.status == FINISHED]
-        accepted = [r for r in self.requests if r.status != REJECTED]
-        t0 = min((r.arrival_s for r in accepted), default=0.0)
-        duration = max((r.finish_s for r in done), default=t0) - t0
-        out = sum(r.output_len for r in done)
-        ttft, e2el = zip(*map(latency_ms, done)) if done else ((), ())
-        itl = [(b - a) * 1e3 for r in done for a, b in zip(r.token_times, r.token_times[1:])]
-        return {"output_throughput": out / duration if duration > 0 else 0.0,
-                "request_throughput": len(done) / duration if duration > 0 else 0.0,
-                "duration_s": duration, "num_requests": len(self.requests), "num_finished": len(done),
-                "num_rejected": len(self.requests) - len(accepted), "output_tokens": out,
-                "num_instances": len(self.instances), "num_gpus": self.num_gpus,
-                "ttft_ms": _stats(ttft), "tpot_ms": _stats([x for x in map(tpot_ms, done) if x is not None]),
-                "itl_ms": _stats(itl), "e2el_ms": _stats(e2el),
+        return {**request_metrics(self.requests), "num_instances": len(self.instances), "num_gpus": self.num_gpus,
                 "transfers": len(self.transfers),
                 "transfer_ms": _stats([(x.end_s - x.ready_s) * 1e3 for x in self.transfers]),
                 "transfer_bytes": sum(x.bytes for x in self.transfers)}
@@ -88,15 +74,6 @@ class DeploymentTrace:
                 "instances": [{"index": i, "role": role, "metrics": tr.metrics()}
                               for i, (role, tr) in enumerate(zip(self.roles, self.instances))],
                 "transfers": [asdict(x) for x in self.transfers]}
-
-    def first_token_gap_ms(self) -> list[float]:
-        """Per disaggregated request: first token to second (ms), the transfer included (what it adds to TPOT)."""
-        return [(r.token_times[1] - r.token_times[0]) * 1e3 for r in self.requests
-                if r.status == FINISHED and len(r.token_times) > 1 and len(self.routes.get(r.id, ())) > 1]
-
-    def ttft_s(self) -> list[float | None]:
-        """Each request's TTFT in seconds (None: no first token), in request order."""
-        return [ttft_s(r) for r in self.requests]
 
     def to_dict(self) -> dict:
         """Everything (`tinyserve run --deployment ... --trace`): summary(tokens=True), each request's token times,

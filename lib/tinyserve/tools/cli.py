@@ -167,6 +167,7 @@ def _run_parser(r: argparse.ArgumentParser) -> None:
     r.add_argument("--decode-instances", type=_whole("--decode-instances"), metavar="D",
                    help=t("cli.help.decode_instances"))
     r.add_argument("--link", metavar="NAME|FILE.json", help=t("cli.help.link", default=DEFAULT_LINK))
+    r.add_argument("--decode-kv-layout", metavar="slab|paged", help=t("cli.help.decode_kv_layout"))
     _slo_options(r, required=False)
 
 
@@ -343,7 +344,8 @@ def cmd_run(a) -> None:
     targets = _slo_targets(a)
     if a.deployment is None:
         for option, v in (("--replicas", a.replicas), ("--prefill-instances", a.prefill_instances),
-                          ("--decode-instances", a.decode_instances), ("--link", a.link)):
+                          ("--decode-instances", a.decode_instances), ("--link", a.link),
+                          ("--decode-kv-layout", a.decode_kv_layout)):
             if v is not None:
                 raise TinyserveError(t("cli.deploy.needs", option=option))
     engine = Engine(device=a.device, dtype=a.dtype)
@@ -377,7 +379,8 @@ def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) ->
 
     def start():
         dc = DeploymentConfig(a.deployment, replicas=a.replicas, prefill_instances=a.prefill_instances,
-                              decode_instances=a.decode_instances, link=a.link)
+                              decode_instances=a.decode_instances, link=a.link,
+                              decode_kv_layout=a.decode_kv_layout)
         rc = RunConfig(a.policy, **_run_knobs(a))
         dc.check_run(rc)
         return start_deployment(engine, workload, rc, dc)

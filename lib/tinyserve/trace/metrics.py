@@ -22,6 +22,25 @@ def latency_ms(r: Request) -> tuple[float | None, float | None]:
     return (None if ttft is None else ttft * 1e3), (None if e2el is None else e2el * 1e3)
 
 
+def request_metrics(requests: list[Request]) -> dict:
+    """What clients saw: throughput, duration and the latencies (a run's requests, or a deployment's as joined)."""
+    done = [r for r in requests if r.status == FINISHED]
+    accepted = [r for r in requests if r.status != REJECTED]
+    t0 = min((r.arrival_s for r in accepted), default=0.0)
+    t1 = max((r.finish_s for r in done), default=t0)
+    duration = t1 - t0
+    out_tokens = sum(r.output_len for r in done)
+    ttft, e2el = zip(*map(latency_ms, done)) if done else ((), ())
+    tpot = [tpot_ms(r) for r in done if r.output_len > 1]
+    itl = [d * 1e3 for r in done for d in np.diff(r.token_times)]
+    return {"output_throughput": out_tokens / duration if duration > 0 else 0.0,
+            "request_throughput": len(done) / duration if duration > 0 else 0.0,
+            "duration_s": duration, "num_requests": len(requests), "num_finished": len(done),
+            "num_rejected": sum(r.status == "rejected" for r in requests),
+            "num_aborted": sum(r.status == "aborted" for r in requests), "output_tokens": out_tokens,
+            "ttft_ms": _stats(ttft), "tpot_ms": _stats(tpot), "itl_ms": _stats(itl), "e2el_ms": _stats(e2el)}
+
+
 def metrics(tr: TraceLike) -> dict:
     """The contract's metrics (times in this run's clock; vLLM's meanings).
 
@@ -31,28 +50,15 @@ def metrics(tr: TraceLike) -> dict:
     for arrivals or a timeout) and short or long steps count for their length: the "GPU utilisation" of
     the chapter. busy_time_fraction = time inside steps / duration_s.
     """
-    done = [r for r in tr.requests if r.status == FINISHED]
-    accepted = [r for r in tr.requests if r.status != REJECTED]
-    t0 = min((r.arrival_s for r in accepted), default=0.0)
-    t1 = max((r.finish_s for r in done), default=t0)
-    duration = t1 - t0
-    out_tokens = sum(r.output_len for r in done)
-    ttft, e2el = zip(*map(latency_ms, done)) if done else ((), ())
-    tpot = [tpot_ms(r) for r in done if r.output_len > 1]
-    itl = [d * 1e3 for r in done for d in np.diff(r.token_times)]
+    rm = request_metrics(tr.requests)
+    duration = rm["duration_s"]
     ss = tr.slot_steps()
     total = tr.num_slots * len(tr.steps)
     return {
-        "output_throughput": out_tokens / duration if duration > 0 else 0.0,
-        "request_throughput": len(done) / duration if duration > 0 else 0.0,
-        "duration_s": duration,
+        **{k: rm[k] for k in ("output_throughput", "request_throughput", "duration_s")},
         "num_steps": len(tr.steps),
-        "num_requests": len(tr.requests),
-        "num_finished": len(done),
-        "num_rejected": sum(r.status == "rejected" for r in tr.requests),
-        "num_aborted": sum(r.status == "aborted" for r in tr.requests),
-        "output_tokens": out_tokens,
-        "ttft_ms": _stats(ttft), "tpot_ms": _stats(tpot), "itl_ms": _stats(itl), "e2el_ms": _stats(e2el),
+        **{k: rm[k] for k in ("num_requests", "num_finished", "num_rejected", "num_aborted", "output_tokens",
+                              "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")},
         "slot_utilization": ss["useful"] / total if total else 0.0,
         "time_utilization": (useful_slot_seconds(tr) / (tr.num_slots * duration)
                              if duration > 0 and tr.num_slots else 0.0),  # 0 slots: a server replay
