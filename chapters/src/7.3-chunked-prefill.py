@@ -19,13 +19,17 @@ import tinyserve
 tinyserve.set_language("en")
 import tinyserve_widgets as tw
 from tinyserve.analysis.batching import schedule
+from tinyserve.analysis.goodput import GOAL, goodput_per_gpu
 from tinyserve.analysis.prefill import (compute_s_per_token, linear_s, ridge_tokens, ttft_ms,
                                         weight_stream_s, worst_gap_ms, worst_gap_step)
 from tinyserve.analysis.sweeps import median_queue_s
+from tinyserve.core.config import RunConfig
 from tinyserve.core.workloads import get_workload
+from tinyserve.cost.links import get_link
 from tinyserve.cost.clock import ModeledClock
+from tinyserve.deploy import DeploymentConfig, run_deployment
 from tinyserve.engine import Engine
-from tinyserve.lang import say, t
+from tinyserve.lang import ljust, rjust, say, t
 from tinyserve.lang.glue import glue
 from tinyserve_widgets.predict import Predict
 from tinyserve_widgets.data import composition_sentence
@@ -291,7 +295,140 @@ for name, tr in real.items():
     say("7.3.real.row", name=label[name], steps=len(tr.steps), same=t("7.3.real.same" if same else "7.3.real.differs"))
 
 # %% [markdown]
-# ## 6. What chunking cannot fix
+# ## 6. Prefill and decode on separate GPUs
+#
+# Chapter 12 runs prefill and decode on separate GPUs, each prompt's KV sent from one to the other (DistServe,
+# OSDI '24).
+#
+# **Targets first.** A request meets its *SLO* (service-level objective) when its TTFT and its *TPOT* (time per output
+# token: the mean gap after the first) are within target; *goodput* is the highest rate at which {glue}`goal_pct`% do,
+# per GPU. DistServe's chatbot targets for OPT-66B, the size nearest ours: TTFT ≤ {glue}`slo_ttft` ms, TPOT ≤
+# {glue}`slo_tpot` ms ({glue}`idle_miss` of our {glue}`n_mixed` requests miss that TTFT even alone).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+TTFT_MS, TPOT_MS = 400, 100  # DistServe's chatbot targets for OPT-66B (appendix B: the source)
+TIGHT_TPOT_MS = 25  # a what-if of ours for later: a quarter of DistServe's TPOT
+# each request alone: 200 requests arriving 100 s apart, on one GPU
+idle = dry.run("chapter-7.3-mixed", "continuous", dry_run=True, progress=False, workload_knobs={"rate": 0.01})
+idle_miss = sum(ttft_ms(idle, r.id) > TTFT_MS for r in idle.requests)
+say("7.3.split.idle", n=idle_miss, total=len(idle.requests), ttft=TTFT_MS)
+glue("slo_ttft", TTFT_MS)
+glue("slo_tpot", TPOT_MS)
+glue("idle_miss", idle_miss)
+glue("goal_pct", 100 * GOAL, "{:.0f}")
+_ = glue("n_mixed", len(idle.requests))
+
+# %% [markdown]
+# Two H200s serve `chapter-7.3-mixed` (chat turns mixed with 2,000–3,500-token prompts): two chunked replicas,
+# or a prefill and a decode GPU over NVLink.
+#
+# **Predict.** Which has the higher goodput per GPU: 1 (replicas) or 2 (split)?
+
+# %%
+p_split = Predict(t("7.3.predict.split"), lo=1, hi=2)
+p_split
+
+# %%
+RATES = (0.5, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12)  # requests/s, the whole deployment's
+PAIRS = {"distserve": (TTFT_MS, TPOT_MS), "tight": (TTFT_MS, TIGHT_TPOT_MS)}
+
+
+def slo_sweep(dc, chunk=512, rates=RATES, **knobs):
+    """Dry runs of chapter-7.3-mixed at each rate; per target pair: goodput per GPU and attainment per rate."""
+    rows, last, fixed = {pair: [] for pair in PAIRS}, None, knobs.pop("workload_knobs", {})
+    for rate in rates:
+        rc = RunConfig("chunked", chunk_size=chunk, dry_run=True, workload_knobs={**fixed, "rate": rate}, **knobs)
+        last = run_deployment(dry, "chapter-7.3-mixed", rc, dc)
+        for pair, (ttft, tpot) in PAIRS.items():
+            rows[pair].append({"deployment": "", "kind": dc.kind, "num_gpus": last.num_gpus, "rate": rate,
+                               "attainment": last.slo(ttft, tpot)["attainment"]})
+    out = {pair: {"goodput": goodput_per_gpu(r)[0]["goodput_per_gpu"], "attainment": [x["attainment"] for x in r]}
+           for pair, r in rows.items()}
+    return {**out, "gpus": last.num_gpus, "last": last}
+
+
+two_replicas = DeploymentConfig("colocated", replicas=2)
+one_plus_one = DeploymentConfig("disaggregated", prefill_instances=1, decode_instances=1)  # NVLink by default
+CHUNKS = (128, 512, 4096)  # under the ridge, the chapter's, longer than any prompt (no cutting)
+shared = {c: slo_sweep(two_replicas, chunk=c) for c in CHUNKS}
+split = slo_sweep(one_plus_one)  # both GPUs run 512-token chunks
+
+
+def per_gpu(g):
+    """A goodput per GPU as printed: below the lowest rate tried when even that one misses the goal."""
+    return t("7.3.split.below", rate=RATES[0] / 2) if g is None else f"{g:g}"
+
+
+# %% [reveal]
+# NBVAL_CHECK_OUTPUT
+best = max(CHUNKS, key=lambda c: shared[c]["distserve"]["goodput"] or 0)
+print(p_split.reveal(1 if (shared[best]["distserve"]["goodput"] or 0) > split["distserve"]["goodput"] else 2))
+say("7.3.split.head", ttft=TTFT_MS, tpot=TPOT_MS, tight=TIGHT_TPOT_MS)
+for c in CHUNKS:
+    print(ljust(t("7.3.split.replicas", chunk=c), 38) + "".join(rjust(per_gpu(shared[c][p]["goodput"]), 12)
+                                                              for p in PAIRS))
+print(ljust(t("7.3.split.split"), 38) + "".join(rjust(per_gpu(split[p]["goodput"]), 12) for p in PAIRS))
+tight_best = max(CHUNKS, key=lambda c: shared[c]["tight"]["goodput"] or 0)
+glue("gp_split", split["distserve"]["goodput"], "{:g}")
+glue("gp_co", shared[best]["distserve"]["goodput"], "{:g}")
+glue("best_chunk", best, "{:,}")
+glue("tpot_tight", TIGHT_TPOT_MS)
+glue("gp_split_t", split["tight"]["goodput"], "{:g}")
+_ = glue("gp_co_t", shared[tight_best]["tight"]["goodput"], "{:g}")
+
+# %% [reveal, hide-code]
+fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
+per_gpu_rates = [r / 2 for r in RATES]
+styles = {128: dict(color=SKY, ls=":", marker="."), 512: dict(color=BLUE, ls="--", marker="."),
+          4096: dict(color=BLUE, ls="-", marker=".")}
+for a, (pair, (ttft, tpot)) in zip(ax, PAIRS.items()):
+    for c in CHUNKS:
+        a.plot(per_gpu_rates, [100 * x for x in shared[c][pair]["attainment"]],
+               label=t("7.3.split.replicas", chunk=c), **styles[c])
+    a.plot(per_gpu_rates, [100 * x for x in split[pair]["attainment"]], color=ORANGE, lw=2.2, marker="o",
+           ms=4, label=t("7.3.split.split"))
+    a.axhline(90, color=GREY, ls="--", lw=0.8)
+    a.text(per_gpu_rates[-1], 91, t("7.3.fig.goal"), ha="right", va="bottom", fontsize=8, color=GREY)
+    a.set(title=t("7.3.fig.slo_panel", ttft=ttft, tpot=tpot), xlabel=t("7.3.fig.rate_per_gpu"), ylim=(0, 102))
+ax[0].set_ylabel(t("7.3.fig.attainment"))
+fig.suptitle(t("7.3.fig.slo_title"), fontsize=11)
+fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8, frameon=False)
+plt.tight_layout(rect=(0, 0.07, 1, 1))
+
+# %% [markdown]
+# Left, at DistServe's targets, the split loses: {glue}`gp_split` against {glue}`gp_co` requests/s per GPU. Its
+# one prefill GPU computes every prompt; the replicas share them, prompt and decode work riding one weight stream.
+# Their best chunk, {glue}`best_chunk` tokens, cuts nothing: TPOT is a mean, which a few long steps barely move.
+# Right, TPOT ≤ {glue}`tpot_tight` ms: no chunk length meets both targets (section 4's trade-off), and the split
+# wins, {glue}`gp_split_t` against {glue}`gp_co_t`. More in appendix B.
+
+# %%
+# ▶ Try it: colocated or split, P and D, the link, the targets, the rate. The timeline stacks the GPUs on one
+# clock; arrows are KV transfers.
+tw.DeploymentExplorer("chapter-7.3-mixed", "chunked", deployment="disaggregated", ttft_ms=TTFT_MS, tpot_ms=TPOT_MS,
+                      rate=4.0, chunk_size=512)
+
+# %% [markdown]
+# ## What to remember
+#
+# * A newcomer's prefill and the in-flight decodes pull in opposite directions: run it all now and the decodes
+#   stall; wait and the newcomer stalls.
+# * A chunk rides free beside the decodes up to the ridge (~{glue}`ridge` tokens a step here); past it, every
+#   chunk token lengthens their step.
+# * The chunk length walks the trade-off between the in-flight users' gaps and the newcomer's wait.
+# * Prefill and decode GPUs of their own pay off only where no chunk length meets both SLO targets.
+#
+# ## Questions
+#
+# 1. Why is a prefill step compute-bound and a decode step memory-bound?
+# 2. Under prefill-first, who pays for a 4,000-token prompt, and how?
+# 3. Why does bounding decode-first's wait not remove the stall?
+# 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step
+#    {glue}`chunked_gap_x`× longer?
+
+# %% [markdown]
+# ## Appendix A: chunk lengths under traffic
 #
 # 7.2's long-tail traffic (150 requests, a fifth with 800–2,500-token prompts), chunked, at a moderate and a
 # heavy load. *p99* is the request slower than 99% of them; *wait for a slot*, the median queueing before one
@@ -328,19 +465,98 @@ _ = glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
 # (§7.3) leaves this to Chapter 12: disaggregated serving, prefill and decode on separate GPUs.
 
 # %% [markdown]
-# ## What to remember
+# ## Appendix B: where the split loses, and where it wins
 #
-# * A newcomer's prefill and the in-flight decodes pull in opposite directions: run it all now and the decodes
-#   stall; wait and the newcomer stalls.
-# * A chunk rides free beside the decodes up to the ridge (~{glue}`ridge` tokens a step here); past it, every
-#   chunk token lengthens their step.
-# * The chunk length walks the trade-off between the in-flight users' gaps and the newcomer's wait.
-# * Past the free room, prefill and decode contend for one chip again: Chapter 12's disaggregated serving.
+# **The targets.** DistServe's artifact draws the paper's Figure 8 (its chatbot workload, ShareGPT conversations)
+# with these targets, each with a 90% goal: TTFT 0.25 s and TPOT 0.1 s for OPT-13B, 0.4 s and 0.1 s for OPT-66B,
+# 4 s and 0.2 s for OPT-175B (https://github.com/LLMServe/DistServe, `distserve/evaluation/ae-scripts/e2e/_plot.py`).
+# We took OPT-66B's, the size nearest our 70B-class model. Its TPOT target is about five of our plain decode
+# steps ({glue}`plain_step` ms); its TTFT target was set for chat prompts of a few hundred tokens and is about
+# as long as our longest prompts' prefill alone. The 25 ms what-if is ours: little more than a plain step.
 #
-# ## Questions
+# **What ran.** Each point is a dry run of the same {glue}`n_mixed` requests at one rate (Poisson arrivals; a rate
+# moves the arrivals, not the prompts), modeled on `h200-70b-fp8`, 32 slots per GPU. Goodput is read off the
+# rates tried ({glue}`lowest_per_gpu` to {glue}`highest_per_gpu` requests/s per GPU), nothing interpolated.
+# Below, the same sweep with one thing changed at a time.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ib = slo_sweep(DeploymentConfig("disaggregated", prefill_instances=1, decode_instances=1, link="ib-ndr"))
+# the replicas keep section 6's best chunk; the split's GPUs keep 512-token chunks
+short = {"replicas": slo_sweep(two_replicas, chunk=best, workload_knobs={"long_share": 0.0}),
+         "split": slo_sweep(one_plus_one, workload_knobs={"long_share": 0.0})}
+few = int(8 * 4096 * hw.kv_bytes_per_token)  # KV for 8 slabs of 4,096 positions per GPU
+scarce = {"replicas": slo_sweep(two_replicas, chunk=best, kv_budget=few),
+          "split": slo_sweep(one_plus_one, kv_budget=few)}
+RATES4 = (1, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24)
+four = {"replicas": slo_sweep(DeploymentConfig("colocated", replicas=4), chunk=best, rates=RATES4),
+        "3+1": slo_sweep(DeploymentConfig("disaggregated", prefill_instances=3, decode_instances=1), rates=RATES4),
+        "2+2": slo_sweep(DeploymentConfig("disaggregated", prefill_instances=2, decode_instances=2), rates=RATES4)}
+say("7.3.split.head", ttft=TTFT_MS, tpot=TPOT_MS, tight=TIGHT_TPOT_MS)
+replicas, one_one = t("7.3.split.replicas", chunk=best), t("7.3.split.split")
+rows = [("7.3.cases.section6", {replicas: shared[best], one_one: split}),
+        ("7.3.cases.ib", {one_one: ib}),
+        ("7.3.cases.short", {replicas: short["replicas"], one_one: short["split"]}),
+        ("7.3.cases.scarce", {replicas: scarce["replicas"], one_one: scarce["split"]}),
+        ("7.3.cases.four", {t("7.3.cases.four_replicas", chunk=best): four["replicas"],
+                            t("7.3.cases.four_split", p=3, d=1): four["3+1"],
+                            t("7.3.cases.four_split", p=2, d=2): four["2+2"]})]
+for key, runs in rows:
+    say(key)
+    for name, res in runs.items():
+        print("  " + ljust(name, 36) + "".join(rjust(per_gpu(res[p]["goodput"]), 12) for p in PAIRS))
+print()
+slots = {name: [tr.num_slots for tr in res["last"].instances] for name, res in scarce.items()}
+say("7.3.cases.slots", replicas=sum(slots["replicas"]), decode=slots["split"][1])
+light = {name: res["distserve"]["attainment"][0] for name, res in (("replicas", shared[best]), ("split", split))}
+say("7.3.cases.light", rate=RATES[0], replicas=100 * light["replicas"], split=100 * light["split"])
+xfer = {name: res["last"].metrics()["transfer_ms"] for name, res in (("nvlink", split), ("ib", ib))}
+say("7.3.cases.xfer", nvlink=xfer["nvlink"]["p50"], ib=xfer["ib"]["p50"], ib_max=xfer["ib"]["max"],
+    rate=RATES[-1])
+glue("plain_step", step_ms, "{:.1f}")
+glue("lowest_per_gpu", RATES[0] / 2, "{:g}")
+glue("highest_per_gpu", RATES[-1] / 2, "{:g}")
+glue("light_rate", RATES[0], "{:g}")
+glue("light_co", 100 * light["replicas"], "{:.1f}")
+glue("light_split", 100 * light["split"], "{:.1f}")
+glue("xfer_nvlink", xfer["nvlink"]["p50"], "{:.1f}")
+glue("xfer_ib", xfer["ib"]["p50"], "{:.1f}")
+glue("xfer_ib_max", xfer["ib"]["max"], "{:.1f}")
+glue("ib_gbs", get_link("ib-ndr").bandwidth_Bps / 1e9, "{:.0f}")
+glue("nvlink_gbs", get_link("nvlink-h200").bandwidth_Bps / 1e9, "{:.0f}")
+glue("short_co", short["replicas"]["tight"]["goodput"], "{:g}")
+glue("short_split", short["split"]["tight"]["goodput"], "{:g}")
+glue("scarce_co", per_gpu(scarce["replicas"]["tight"]["goodput"]))
+glue("scarce_split", per_gpu(scarce["split"]["tight"]["goodput"]))
+glue("scarce_slots", slots["split"][1])
+glue("scarce_replica_slots", sum(slots["replicas"]))
+glue("four_co", four["replicas"]["distserve"]["goodput"], "{:g}")
+glue("four_31", four["3+1"]["distserve"]["goodput"], "{:g}")
+glue("four_co_t", four["replicas"]["tight"]["goodput"], "{:g}")
+glue("four_31_t", four["3+1"]["tight"]["goodput"], "{:g}")
+_ = glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:g}")
+
+# %% [markdown]
+# * **Light load.** At {glue}`light_rate` requests/s there is nothing to win: the replicas meet their targets for
+#   {glue}`light_co`% of requests, the split for {glue}`light_split`% (its prefill GPU cuts long prompts into
+#   512-token chunks, and a few more miss 400 ms), and it adds a transfer before each second token (median
+#   {glue}`xfer_nvlink` ms over NVLink).
+# * **A slow link.** Over InfiniBand NDR ({glue}`ib_gbs` GB/s against NVLink's {glue}`nvlink_gbs`) the median
+#   transfer takes {glue}`xfer_ib` ms, at most {glue}`xfer_ib_max`, and goodput does not move: a transfer delays
+#   one token of a request, and TPOT spreads it over all of them.
+# * **Short prompts.** Without long prompts there is nothing to keep apart. At DistServe's targets both meet every
+#   rate tried; at TPOT ≤ 25 ms the split loses ({glue}`short_split` against {glue}`short_co`), as its one decode
+#   GPU now carries every decode.
+# * **Scarce KV.** With KV for 8 slabs a GPU, the decode GPU holds {glue}`scarce_slots` requests at once and the
+#   two replicas {glue}`scarce_replica_slots`: the split's win at TPOT ≤ 25 ms is gone ({glue}`scarce_split`
+#   against {glue}`scarce_co`).
+# * **Four GPUs.** Now the split can give prompts more GPUs than decodes, DistServe's own point (it chose each
+#   phase's GPUs per model): three prefill GPUs and one decode GPU reach {glue}`four_31` requests/s per GPU at
+#   DistServe's targets against {glue}`four_co` for four replicas, and {glue}`four_31_t` against
+#   {glue}`four_co_t` at TPOT ≤ 25 ms (two and two: {glue}`four_22_t`).
 #
-# 1. Why is a prefill step compute-bound and a decode step memory-bound?
-# 2. Under prefill-first, who pays for a 4,000-token prompt, and how?
-# 3. Why does bounding decode-first's wait not remove the stall?
-# 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step
-#    {glue}`chunked_gap_x`× longer?
+# **How far to trust it.** The {glue}`goal_pct`% goal sits a few points under what an idle GPU reaches, so a
+# goodput read off a sweep moves with the draw of {glue}`n_mixed` requests: read the order, not the ratios. The
+# cost model charges a mixed step its roofline time and nothing for prefill and decode getting in each other's
+# way inside a step, which DistServe measured on real GPUs; its baseline also ran whole prompts without chunks.
+# Both favour the split more than this model does.

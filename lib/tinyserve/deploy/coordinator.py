@@ -1,16 +1,17 @@
 """The coordinator: instances (each a Run with its own clock), the requests' routes and the K/V transfers.
 
-One event loop, in time order: the next arrival is routed, the next transfer lands on its decode instance, or the
-instance whose clock is earliest runs one step (a step is never cut: what arrives during it waits for the next
+One event loop, in time order: the next arrival is routed, a finished prompt's K/V is put on its link, the next
+transfer lands on its decode instance, or the instance whose clock is earliest runs one step (a step is never cut: what arrives during it waits for the next
 one, as on a real server). An idle instance jumps its clock to its own next event, but never past the deployment's
 next event, which may bring it work. Under the modeled clock that is the instances running in parallel.
 
 Routing: the least-loaded instance of the pool (requests queued, running or on their way to it; ties: the lowest
 index), counted at the moment of the arrival. Transfers: a prefill instance sends over its own link, one transfer
-at a time, first come first served; the destination is chosen when the prefill ends. An instance of several GPUs
-(tensor parallel: each holds a share of the KV heads) sends the shares in parallel, one link per GPU. Modeled simplifications (stated): the prefill instance frees the
-request's K/V when its first token is made, not when the transfer ends; a transfer shares its link with no other
-traffic.
+at a time, first come first served; the destination is chosen when the prefill ends (an event of its own at that
+time, so every decode instance's state is counted at that moment, as an arrival's is). An instance of several GPUs
+(tensor parallel: each holds a share of the KV heads) sends the shares in parallel, one link per GPU. Modeled
+simplifications (stated): the prefill instance frees the request's K/V when its first token is made, not when the
+transfer ends; a transfer shares its link with no other traffic.
 """
 from __future__ import annotations
 
@@ -89,7 +90,9 @@ class Deployment:
         self.instances: list[Instance] = []
         self.transfers: list[Transfer] = []
         self.routes: dict[str, list[int]] = {r.id: [] for r in self.requests}
+        self._ready: list = []  # (ready_s, order, src, prefill request, blob): prompts done, not yet sent
         self._landing: list = []  # (end_s, order, Transfer, decode request, blob): transfers on the wire
+        self._order = 0  # ties in the event heaps: first pushed, first handled
         self._link_free: list[float] = []  # per prefill instance: when its link is free again
         self.prefill_side: dict[str, Request] = {}  # disaggregated: the prefill instance's copy of each request
         self.decode_side: dict[str, Request] = {}
@@ -125,26 +128,31 @@ class Deployment:
     @property
     def done(self) -> bool:
         """Nothing left to arrive, transfer, wait or run."""
-        return not self.arrivals and not self._landing and all(x.run.done for x in self.instances)
+        return not self.arrivals and not self._ready and not self._landing and all(x.run.done for x in self.instances)
 
     def step(self) -> bool:
-        """Advance the earliest event (an arrival, a landing transfer or one instance's step); False when done."""
+        """Advance the earliest event (an arrival, a prompt ready to send, a landing transfer or one instance's
+        step); False when done."""
         ta = self.arrivals[0].arrival_s if self.arrivals else math.inf
+        th = self._ready[0][0] if self._ready else math.inf
         tx = self._landing[0][0] if self._landing else math.inf
         ti, inst = math.inf, None
         for x in self.instances:
             if not x.blocked and not x.run.done and x.run.now < ti:
                 ti, inst = x.run.now, x
-        if ta == tx == ti == math.inf:
+        if ta == th == tx == ti == math.inf:
             if not self.done:
                 raise RuntimeError("deployment stalled with requests left")  # words: ok (a bug)
             return False
-        if ta <= tx and ta <= ti:  # arrivals first: one arriving as a step starts joins it, as in a single run
+        if ta <= min(th, tx, ti):  # arrivals first: one arriving as a step starts joins it, as in a single run
             r = self.arrivals.popleft()
             target = _least_loaded(self.front, ta)
             self._admit(target, self.prefill_side.get(r.id, r), ta)
             if not self.arrivals:
                 self._set_expecting()
+        elif th <= min(tx, ti):
+            _, _, src, p, blob = heapq.heappop(self._ready)
+            self._send(src, p, blob)
         elif tx <= ti:
             end, _, tr, req, blob = heapq.heappop(self._landing)
             dst = self.instances[tr.dst]
@@ -154,7 +162,7 @@ class Deployment:
                 self._set_expecting()
         else:
             before, done_before = inst.run.now, inst.run.num_done
-            rec = inst.run.step(until=min(ta, tx))
+            rec = inst.run.step(until=min(ta, th, tx))
             if rec is None and inst.run.now == before:
                 inst.blocked = True  # nothing to do until a request is admitted here
             elif rec is not None:
@@ -177,7 +185,8 @@ class Deployment:
     def _set_expecting(self) -> None:
         """Tell each instance whether more may still be admitted (a static batch waits for more only then)."""
         more = bool(self.arrivals)
-        feeding = more or bool(self._landing) or any(not x.run.done for x in self.front if x.role == "prefill")
+        feeding = (more or bool(self._ready) or bool(self._landing)
+                   or any(not x.run.done for x in self.front if x.role == "prefill"))
         for x in self.instances:
             now = feeding if x.role == "decode" else more
             if x.run.expecting != now:
@@ -194,9 +203,15 @@ class Deployment:
         d.output, d.token_times = list(p.output), list(p.token_times)
         d.num_prefilled = d.prefill_len = p.prompt_len
         self.decode_side[p.id] = d
-        dst = _least_loaded(self.decoders, p.finish_s)
-        dst.incoming += 1
+        self._order += 1
+        heapq.heappush(self._ready, (p.finish_s, self._order, src, p, blob))
+
+    def _send(self, src: int, p: Request, blob: object) -> None:
+        """At the end of p's prefill: choose its decode instance as loaded now and put its K/V on src's link."""
+        d = self.decode_side[p.id]
         ready = p.finish_s
+        dst = _least_loaded(self.decoders, ready)
+        dst.incoming += 1
         start = max(ready, self._link_free[src])
         nbytes = p.prompt_len * self.instances[src].run.pool.bytes_per_token
         # tensor parallel: each of the instance's GPUs holds its share of the KV heads and sends it over its own link
@@ -204,7 +219,8 @@ class Deployment:
         self._link_free[src] = end
         tr = Transfer(p.id, src, dst.index, self.link.name, nbytes, getattr(blob, "nbytes", None), ready, start, end)
         self.transfers.append(tr)
-        heapq.heappush(self._landing, (end, len(self.transfers), tr, d, blob))
+        self._order += 1
+        heapq.heappush(self._landing, (end, self._order, tr, d, blob))
 
     # ---- the record -----------------------------------------------------------------------------------------
     def final_requests(self) -> list[Request]:

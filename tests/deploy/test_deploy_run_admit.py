@@ -1,0 +1,48 @@
+"""The loop's hooks for deployments (loop.Run): requests laid out at start but admitted later (admit), a run that
+waits for admissions without calling it a stall (expecting), an idle jump bounded by `until`."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from deploy_cases import req
+
+from tinyserve.core.config import RunConfig
+from tinyserve.core.request import FINISHED, REJECTED
+from tinyserve.engine import Engine
+
+
+def start(later, rc=None):
+    return Engine().start_requests("custom", [], rc or RunConfig("continuous", dry_run=True), later=later)
+
+
+def test_a_request_admitted_at_t_runs_as_one_that_arrives_at_t():
+    plain = Engine().run([req("a", 80, 6, 0.5)], "continuous", dry_run=True)
+    a = req("a", 80, 6)  # arrival 0: admit() says when it comes
+    run = start([a])
+    assert run.done and not run.requests  # laid out, not queued
+    run.admit(a, 0.5)
+    tr = run.finish()
+    assert [dataclasses.asdict(s) for s in tr.steps] == [dataclasses.asdict(s) for s in plain.steps]
+    assert a.status == FINISHED and a.token_times == plain.requests[0].token_times
+
+
+def test_expecting_waits_without_a_stall_and_until_bounds_the_idle_jump():
+    a = req("a", 80, 6)
+    run = start([a])
+    run.expecting = True
+    assert run.step() is None and run.now == 0.0  # nothing here yet, more may come: no error, no jump
+    run.admit(a, 2.0)
+    assert run.step(until=1.25) is None and run.now == 1.25  # idle until 2.0, but not past the next event elsewhere
+    assert run.step() is None and run.now == 2.0
+    assert run.step() is not None and a.num_prefilled == 80
+
+
+def test_later_requests_are_laid_out_and_the_hopeless_ones_rejected_alone():
+    small, big = req("s", 50, 20), req("big", 50, 200, seed=1)
+    run = start([small, big], RunConfig("continuous", dry_run=True, slab="longest", kv_budget=100 * 327_680))
+    assert big.status == REJECTED and small.status != REJECTED
+    with pytest.raises(RuntimeError):
+        run.admit(big, 0.0)
+    run.admit(small, 0.0)
+    assert run.finish().requests[0].status == FINISHED
