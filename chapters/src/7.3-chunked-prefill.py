@@ -297,8 +297,8 @@ for name, tr in real.items():
 # %% [markdown]
 # ## 6. Prefill and decode on separate GPUs
 #
-# Chapter 12 runs prefill and decode on separate GPUs, each prompt's KV sent from one to the other (DistServe,
-# OSDI '24).
+# Chapter 12's *disaggregated serving* runs prefill and decode on separate GPUs, each prompt's KV sent from one to
+# the other (DistServe, OSDI '24).
 #
 # **Targets first.** A request meets its *SLO* (service-level objective) when its TTFT and its *TPOT* (time per output
 # token: the mean gap after the first) are within target; *goodput* is the highest rate at which {glue}`goal_pct`% do,

@@ -276,11 +276,13 @@ def plot_deployment(ax, dt: DeploymentTrace, when: float | None = None) -> None:
 
 def deployment_figure(dt: DeploymentTrace, when: float | None = None):
     """A static picture of a deployment at time `when`, with the cursor's words under it."""
-    from .static import BOARD_IN, SMALL_PT, StaticFigure, _columns, _wrap
+    from .static import BOARD_IN, SMALL_PT, TITLE_PT, StaticFigure, _columns, _wrap
 
     fig = StaticFigure(figsize=(BOARD_IN, 1.6 + 0.75 * max(2, len(dt.instances))), layout="constrained")
     ax = fig.subplots()
     plot_deployment(ax, dt, when)
+    # a long title (the 繁體中文 one) would widen the picture past the panel: it wraps to the panel's width
+    ax.set_title(_wrap(title(dt), _columns(ax, TITLE_PT)), fontsize=TITLE_PT, pad=SMALL_PT * 2.2, loc="left")
     if when is not None:
         ax.set_xlabel(ax.get_xlabel() + "\n" + _wrap(DD.moment_sentence(dt, when), _columns(ax)), fontsize=SMALL_PT)
     return fig
