@@ -513,6 +513,9 @@ say("7.3.cases.light", rate=RATES[0], replicas=100 * light["replicas"], split=10
 xfer = {name: res["last"].metrics()["transfer_ms"] for name, res in (("nvlink", split), ("ib", ib))}
 say("7.3.cases.xfer", nvlink=xfer["nvlink"]["p50"], ib=xfer["ib"]["p50"], ib_max=xfer["ib"]["max"],
     rate=RATES[-1])
+
+# %% [hide-code]
+# the numbers the text below quotes, from the runs above
 glue("plain_step", step_ms, "{:.1f}")
 glue("lowest_per_gpu", RATES[0] / 2, "{:g}")
 glue("highest_per_gpu", RATES[-1] / 2, "{:g}")

@@ -23,6 +23,7 @@ CODES = V.CODES[:-1]  # the phases a block draws (a stretch with no step is left
 TRANSFER_COLOR = PALETTE["accent"]
 PX_PER_INSTANCE, PX_FRAME = 72, 180  # figure height: a block each, plus title, legend and axis
 WIDTH_PX = 810  # board.BOARD_WIDTH_PX (not imported: board imports the views)
+TOP_PX, TITLE_COLUMN_PX = 70, 7.5  # the top margin for a one-line title; a display column of the 13 px title
 
 
 class TimeCursor:
@@ -72,7 +73,7 @@ class DeploymentView:
     def __init__(self, dt: DeploymentTrace, time: float | None = None, cursor: TimeCursor | None = None,
                  width: int = WIDTH_PX):
         self.fig = V.new_figure()
-        self.fig.update_layout(width=width, font=V.FONT, margin=dict(l=110, r=20, t=70, b=75),
+        self.fig.update_layout(width=width, font=V.FONT, margin=dict(l=110, r=20, t=TOP_PX, b=95),
                                legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0,
                                            font=dict(size=10), bgcolor="rgba(255,255,255,0)"))
         for c in CODES:  # legend entries of the phases
@@ -86,10 +87,10 @@ class DeploymentView:
         self.fig.add_shape(type="line", xref="x", yref="y domain", x0=0, x1=0, y0=0, y1=1,
                            line=dict(color="#222", width=1.5))  # the cursor; then a step frame per instance
         self.fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=34, xanchor="left", yanchor="bottom",
-                                showarrow=False, text="", font=dict(size=13))  # the title
-        self.fig.add_annotation(xref="paper", yref="paper", x=0, y=0, yshift=-36, xanchor="left", yanchor="top",
+                                align="left", showarrow=False, text="", font=dict(size=13))  # the title
+        self.fig.add_annotation(xref="paper", yref="paper", x=0, y=0, yshift=-56, xanchor="left", yanchor="top",
                                 showarrow=False, text="", font=dict(size=10, color="#333"))  # the bins note,
-        # under the axis title: above the panel it would run into the legend
+        # under the axis title (above the panel it would run into the legend)
         self.fig.layout.yaxis.update(autorange="reversed", showgrid=False, zeroline=False, tickmode="array")
         self.fig.layout.xaxis.update(showgrid=False, zeroline=False)
         self.words = W.HTML()
@@ -178,7 +179,12 @@ class DeploymentView:
                                               counts=counts, time="%{x:.3f}") + "<extra></extra>"
         fig.layout.yaxis.ticktext = labels
         fig.layout.xaxis.title.text = D.time_label(dt.instances[0]) if dt.instances else ""
-        fig.layout.annotations[0].text = title(dt)
+        from .static import _wrap  # (static draws with matplotlib: imported when first needed)
+
+        # the title wraps to the figure's width (a long one, the 繁體中文 one, was cut at the right edge)
+        lines = _wrap(title(dt), int((fig.layout.width - 130) / TITLE_COLUMN_PX)).split("\n")
+        fig.layout.annotations[0].text = "<br>".join(lines)
+        fig.layout.margin.t = TOP_PX + 17 * (len(lines) - 1)
         binned = [label for label, b in zip(labels, bl) if b.note]
         fig.layout.annotations[1].text = t("widgets.deploy.note.binned", instances=t("widgets.join.list").join(
             binned)) if binned else ""
