@@ -23,7 +23,7 @@ from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 
 from .deployment import WIDTH_PX, DeploymentView, deployment_name
-from .explorer import CHUNKS, _box, _esc, _opts, _small
+from .explorer import CHUNKS, _box, _esc, _opts, _small, set_knobs
 from .views import follow_language
 from .words import policy_name, t
 
@@ -161,18 +161,12 @@ class DeploymentExplorer:
 
     def set(self, **values) -> DeploymentTrace | None:
         """Set several knobs (names as in the knobs dict) and re-run once; the new trace (None: a message)."""
-        unknown = set(values) - set(self.knobs)
-        if unknown:
-            raise ValueError(t("widgets.error.knobs", unknown=sorted(unknown), choices=", ".join(self.knobs)))
-        self._hold = True
-        try:
-            for name, v in values.items():
-                w = self.knobs[name]
-                if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
-                    w.options = _opts([o[1] for o in w.options], v)
-                w.value = v
-        finally:
-            self._hold = False
+        def prepare(name, w, v):
+            if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
+                w.options = _opts([o[1] for o in w.options], v)
+            return v
+
+        set_knobs(self, values, prepare)
         if set(values) <= set(TARGETS):
             self._numbers()
             return self.trace

@@ -94,6 +94,21 @@ def _slider(key: str, base: list, value, width: str = "300px") -> W.SelectionSli
                              layout=W.Layout(width=width))
 
 
+def set_knobs(owner, values: dict, prepare=lambda name, w, v: v) -> None:
+    """Set several of an explorer's knobs with its redraws held (prepare(name, widget, value) may widen a
+    slider's options for the value); an unknown knob name raises, naming the known ones."""
+    unknown = set(values) - set(owner.knobs)
+    if unknown:
+        raise ValueError(t("widgets.error.knobs", unknown=sorted(unknown), choices=", ".join(owner.knobs)))
+    owner._hold = True
+    try:
+        for name, v in values.items():
+            w = owner.knobs[name]
+            w.value = prepare(name, w, v)
+    finally:
+        owner._hold = False
+
+
 class Explorer:
     """Knobs -> the engine's dry run -> every view redrawn under one cursor; plus a real-model run button."""
 
@@ -246,22 +261,16 @@ class Explorer:
 
     def set(self, **values) -> Trace | None:
         """Set several knobs (names as in CONTROLS) and re-run once; returns the new trace (None: a message)."""
-        unknown = set(values) - set(self.knobs)
-        if unknown:
-            raise ValueError(t("widgets.error.knobs", unknown=sorted(unknown), choices=", ".join(self.knobs)))
-        self._hold = True
-        try:
-            for name, v in values.items():
-                w = self.knobs[name]
-                if v is None and isinstance(w, W.SelectionSlider):
-                    v = next(o[1] for o in w.options if isinstance(o, tuple) and o[1] in NONE)
-                if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
-                    keys = _KEYED.get(name, {})
-                    w.options = _opts([(keys[o[1]], o[1]) if o[1] in keys else o if isinstance(o[1], str) else o[1]
-                                       for o in w.options], v)
-                w.value = v
-        finally:
-            self._hold = False
+        def prepare(name, w, v):
+            if v is None and isinstance(w, W.SelectionSlider):
+                v = next(o[1] for o in w.options if isinstance(o, tuple) and o[1] in NONE)
+            if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
+                keys = _KEYED.get(name, {})
+                w.options = _opts([(keys[o[1]], o[1]) if o[1] in keys else o if isinstance(o[1], str) else o[1]
+                                   for o in w.options], v)
+            return v
+
+        set_knobs(self, values, prepare)
         if "x" in values and "timeline" in self.board.views:
             self.board.views["timeline"].x = values["x"]  # drawn by the re-run below
         return self.simulate()

@@ -7,13 +7,12 @@ bandwidth each way and a latency per transfer, so moving n bytes takes latency_s
 """
 from __future__ import annotations
 
-import json
-from dataclasses import MISSING, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import TinyserveError
 from ..lang import english, t
-from .presets import PRESET_DIR, _finite, find_preset, list_presets
+from .presets import PRESET_DIR, _finite, check_texts, find_preset, list_presets, read_fields
 
 LINK_DIR = PRESET_DIR / "links"
 
@@ -49,19 +48,7 @@ _NUMBERS = {"bandwidth_Bps": "> 0", "latency_s": ">= 0"}
 def load_link(path: str | Path) -> LinkPreset:
     """Read a link JSON file, checking every field (a user may pass their own)."""
     path = Path(path)
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise TinyserveError(t("engine.link.cannot_read", path=path, error=e)) from None
-    if not isinstance(d, dict):
-        raise TinyserveError(t("engine.link.not_object", path=path))
-    fields = LinkPreset.__dataclass_fields__
-    allowed = set(fields)
-    optional = {f for f, fd in fields.items() if fd.default is not MISSING or fd.default_factory is not MISSING}
-    unknown, missing = sorted(set(d) - allowed), sorted(allowed - optional - set(d))
-    if unknown or missing:
-        raise TinyserveError(t("engine.link.fields", path=path, fields=", ".join(fields), unknown=unknown,
-                               missing=missing))
+    d = read_fields(path, LinkPreset, "engine.link", list(LinkPreset.__dataclass_fields__))
     for k, op in _NUMBERS.items():
         v = d[k]
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)
@@ -69,10 +56,7 @@ def load_link(path: str | Path) -> LinkPreset:
         if not ok:
             raise TinyserveError(t("engine.link.number", path=path, field=k, op=op, value=v))
         d[k] = float(v)
-    if not (isinstance(d["name"], str) and isinstance(d["description"], str)
-            and isinstance(d["sources"], list) and all(isinstance(s, str) for s in d["sources"])
-            and isinstance(d.get("details", {}), dict)):
-        raise TinyserveError(t("engine.link.texts", path=path))
+    check_texts(d, path, "engine.link")
     return LinkPreset(**d)
 
 

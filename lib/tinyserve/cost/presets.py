@@ -93,21 +93,36 @@ def _finite(v: float) -> bool:
         return False
 
 
-def load_preset(path: str | Path) -> HardwarePreset:
-    """Read a preset JSON file, checking every field (a user may pass their own calibration file)."""
-    path = Path(path)
+def read_fields(path: Path, cls, what: str, field_order: list[str]) -> dict:
+    """A preset file's JSON object with exactly cls's fields (those with defaults optional); what: the messages'
+    key ("engine.hardware", "engine.link"); field_order: the fields as the message lists them."""
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise TinyserveError(t("engine.hardware.cannot_read", path=path, error=e)) from None
+        raise TinyserveError(t(f"{what}.cannot_read", path=path, error=e)) from None
     if not isinstance(d, dict):
-        raise TinyserveError(t("engine.hardware.not_object", path=path))
-    allowed = {f for f in HardwarePreset.__dataclass_fields__}
-    optional = {f for f, fd in HardwarePreset.__dataclass_fields__.items() if fd.default is not MISSING
-                or fd.default_factory is not MISSING}
-    if set(d) - allowed or allowed - optional - set(d):
-        raise TinyserveError(t("engine.hardware.fields", path=path, fields=", ".join(sorted(allowed)),
-                               unknown=sorted(set(d) - allowed), missing=sorted(allowed - optional - set(d))))
+        raise TinyserveError(t(f"{what}.not_object", path=path))
+    fields = cls.__dataclass_fields__
+    optional = {f for f, fd in fields.items() if fd.default is not MISSING or fd.default_factory is not MISSING}
+    unknown, missing = sorted(set(d) - set(fields)), sorted(set(fields) - optional - set(d))
+    if unknown or missing:
+        raise TinyserveError(t(f"{what}.fields", path=path, fields=", ".join(field_order), unknown=unknown,
+                               missing=missing))
+    return d
+
+
+def check_texts(d: dict, path: Path, what: str) -> None:
+    """name and description strings, sources a list of strings, details (optional) an object."""
+    if not (isinstance(d["name"], str) and isinstance(d["description"], str)
+            and isinstance(d["sources"], list) and all(isinstance(s, str) for s in d["sources"])
+            and isinstance(d.get("details", {}), dict)):
+        raise TinyserveError(t(f"{what}.texts", path=path))
+
+
+def load_preset(path: str | Path) -> HardwarePreset:
+    """Read a preset JSON file, checking every field (a user may pass their own calibration file)."""
+    path = Path(path)
+    d = read_fields(path, HardwarePreset, "engine.hardware", sorted(HardwarePreset.__dataclass_fields__))
     for k, typ in _NUMBERS.items():
         if k not in d:
             continue
@@ -133,10 +148,7 @@ def load_preset(path: str | Path) -> HardwarePreset:
         raise TinyserveError(t("engine.hardware.kv_memory", path=path, value=mem))
     if not isinstance(d.get("kv_dtype", ""), str):
         raise TinyserveError(t("engine.hardware.kv_dtype", path=path, value=d["kv_dtype"]))
-    if not (isinstance(d["name"], str) and isinstance(d["description"], str)
-            and isinstance(d["sources"], list) and all(isinstance(s, str) for s in d["sources"])
-            and isinstance(d.get("details", {}), dict)):
-        raise TinyserveError(t("engine.hardware.texts", path=path))
+    check_texts(d, path, "engine.hardware")
     return HardwarePreset(**d)
 
 
