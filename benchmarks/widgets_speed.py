@@ -1,5 +1,5 @@
 """How fast the widgets answer: a knob change (the engine's dry run + redrawing every view, Python side) and the
-first draw of an explorer, for each chapter workload at its default scale.
+first draw of an explorer, for each chapter workload at its default scale, and of 7.3's deployment explorer.
 
     OMP_NUM_THREADS=1 python benchmarks/widgets_speed.py [--repeats 5]
 
@@ -32,6 +32,38 @@ CASES = [  # (workload, policy, the knob moved and its two values[, other knobs,
     ("chapter-7.2-longtail", "continuous", "batch_size", (32, 16), {"kv_layout": "paged"}, "+blocks"),
     ("chapter-7.2-longtail", "continuous", "block_size", (16, 256), {"kv_layout": "paged"}, "+blocks"),
 ]
+
+# 7.3's deployment explorer (chapter-7.3-mixed, 200 requests): the knob moved and its two values, other knobs
+DEPLOY_CASES = [
+    ("disaggregated", "rate", (4.0, 6.0), {}),
+    ("colocated", "rate", (4.0, 6.0), {}),
+    ("disaggregated", "decode_instances", (1, 2), {"rate": 4.0}),
+]
+
+
+def deployment_rows(repeats: int) -> list[tuple]:
+    """Knob -> figures of tw.DeploymentExplorer: each deployment's dry runs, then the stacked timeline redrawn."""
+    import tinyserve_widgets as tw
+
+    rows = []
+    for kind, knob, values, extra in DEPLOY_CASES:
+        t0, c0 = time.perf_counter(), time.process_time()
+        ex = tw.DeploymentExplorer("chapter-7.3-mixed", "chunked", deployment=kind, chunk_size=512,
+                                   **{**extra, knob: values[0]})
+        first = f"{(time.perf_counter() - t0) * 1e3:.0f} / {(time.process_time() - c0) * 1e3:.0f}"
+        totals, cpu, dry, draw = [], [], [], []
+        for i in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            ex.set(**{knob: values[(i + 1) % 2]})
+            totals.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            dry.append(ex.timing["dry_run_ms"])
+            draw.append(ex.timing["draw_ms"])
+        med = statistics.median
+        rows.append((kind + "".join(f" {k}={v:g}" for k, v in extra.items()), f"{knob} {values[0]:g}↔{values[1]:g}",
+                     sum(len(x.steps) for x in ex.trace.instances), f"{med(dry):.0f}", f"{med(draw):.0f}",
+                     f"{med(totals) * 1e3:.0f} / {med(cpu) * 1e3:.0f}", first))
+    return rows
 
 
 def main() -> None:
@@ -78,6 +110,12 @@ def main() -> None:
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:,} | {r[4]} | {r[5]} | {r[6]} | {r[7]} | {r[8]} | {r[9]:.1f} |")
+    print("\nDeployment explorer (7.3), chapter-7.3-mixed, chunked 512, modeled h200-70b-fp8:\n")
+    print("| deployment | knob moved | steps (all instances) | dry runs ms (wall) | redraw ms (wall) | "
+          "knob → figures ms (wall / CPU) | first draw ms (wall / CPU) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for r in deployment_rows(args.repeats):
+        print(f"| {r[0]} | {r[1]} | {r[2]:,} | {r[3]} | {r[4]} | {r[5]} | {r[6]} |")
     sys.stdout.flush()
 
 
