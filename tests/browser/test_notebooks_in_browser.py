@@ -107,6 +107,9 @@ STATE_JS = """(path) => {
   const plots = [...document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')];
   r.plotlyDrawn = plots.filter(p => p.querySelector('svg.main-svg') && p.getBoundingClientRect().height > 0).length;
   r.plotlyAll = plots.length;
+  // legend entries plotly.js dropped: a trace meant for the legend that it found no data for and hid
+  r.unnamedInLegend = plots.flatMap(p => (p._fullData || []).filter(t => t.showlegend && t.visible === false
+      && t.name).map(t => t.name));
   r.sliders = document.querySelectorAll('.jp-OutputArea-output .widget-slider .noUi-handle').length;
   r.errorText = r.errorWidgets > 0 || document.body.innerText.includes('Error displaying widget');
   return r;
@@ -191,6 +194,8 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
         if s["plotlyDrawn"] != s["plotlyAll"] or s["plotlyOk"] != s["plotly"]:
             problems.append(f"plotly figures drawn {s['plotlyDrawn']} of {s['plotlyAll']} "
                             f"(plotly outputs {s['plotlyOk']} of {s['plotly']})")
+        if s["unnamedInLegend"]:  # e.g. the phases' colour key of a slot grid, lost in JupyterLab before
+            problems.append(f"legend entries plotly.js hid (no data reached it): {sorted(set(s['unnamedInLegend']))}")
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]

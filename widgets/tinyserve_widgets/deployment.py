@@ -76,9 +76,9 @@ class DeploymentView:
         self.fig.update_layout(width=width, font=V.FONT, margin=dict(l=110, r=20, t=TOP_PX, b=95),
                                legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0,
                                            font=dict(size=10), bgcolor="rgba(255,255,255,0)"))
-        for c in CODES:  # legend entries of the phases
-            self.fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
-                                          marker=dict(symbol="square", size=11, color=D.COLORS[c],
+        for c in CODES:  # legend entries of the phases (their point is given in _draw)
+            self.fig.add_trace(go.Scatter(mode="markers", hoverinfo="skip",
+                                          marker=dict(symbol="square", color=D.COLORS[c],
                                                       line=dict(width=0.5, color="#888"))))
         self.fig.add_trace(go.Scatter(x=[], y=[], mode="lines+markers", hovertemplate="%{text}<extra></extra>",
                                       line=dict(color=TRANSFER_COLOR, width=1), opacity=0.75,
@@ -157,7 +157,7 @@ class DeploymentView:
         self.drawn_transfers = int(np.sum(drawn[1:] & ~drawn[:-1]) + (len(x) > 0 and drawn[0]))  # runs of points
         present = DD.phases_present(bl)
         for c in CODES:  # a legend names only what is drawn
-            fig.data[c].showlegend = c in present
+            fig.data[c].update(x=V.NO_POINT, y=V.NO_POINT, marker_size=11, showlegend=c in present)  # (views)
         bottom = bl[-1].y1 if bl else 1.0
         fig.layout.yaxis.update(range=[bottom + 0.5, -0.5], autorange=False, tickvals=[b.centre for b in bl])
         pad = 0.01 * max(self.t1 - self.t0, 1e-3)

@@ -137,6 +137,12 @@ def arr(a) -> dict | list:
     return spec if isinstance(spec, dict) else a.tolist()
 
 
+# A legend entry's trace: one point at NaN (drawn nowhere, ignored by autorange), given when the view draws, not
+# when the trace is made: in JupyterLab a legend trace with no point, or with the point it was made with, got no
+# legend entry (its data never reached plotly.js, which then set it invisible), so the phases went unnamed
+NO_POINT = arr(np.array([np.nan]))
+
+
 def values(v) -> np.ndarray:
     """The numbers of a figure property, whether sent as a typed-array spec or as a list (for checks)."""
     if isinstance(v, dict) and "bdata" in v:
@@ -221,8 +227,8 @@ class View:
         self._add(go.Heatmap(z=[[0]], zmin=-0.5, zmax=len(colors) - 0.5, colorscale=step_scale(colors),
                              showscale=False, name=""))
         for c in range(legend):  # legend entries
-            self._add(go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="square", size=11, color=colors[c],
+            self._add(go.Scatter(mode="markers", hoverinfo="skip",  # its point: given by the view's draw (NO_POINT)
+                                 marker=dict(symbol="square", color=colors[c],
                                              line=dict(width=0.5, color="#888"))))
         self._add_shape(0, type="rect", x0=0, x1=0, y0=0, y1=1, line=dict(color="#222", width=1.5),
                         fillcolor="rgba(0,0,0,0.12)")
@@ -310,7 +316,7 @@ class SlotTimeline(View):
         self.yaxis().update(tickmode="linear", tick0=0, dtick=max(1, -(-tr.num_slots // 8)), tickformat="d")
         present = {int(c) for c in np.unique(d.z)} if d.z.size else set()
         for c in CODES[:-1]:  # a legend names only what is drawn
-            self.tr(1 + c).showlegend = c in present
+            self.tr(1 + c).update(x=NO_POINT, y=NO_POINT, marker_size=11, showlegend=c in present)
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -528,6 +534,8 @@ class BlockView(View):
         h = self.tr(0)
         h.z, h.x, h.y, h.text = arr(d.z), arr(d.x_edges), arr(d.y_edges), d.text
         h.hovertemplate = t("blocks.hover.cell" if d.exact else "blocks.hover.bin")
+        for c in range(len(D.BLOCK_STATES)):  # the legend entries' point (NO_POINT)
+            self.tr(1 + c).update(x=NO_POINT, y=NO_POINT, marker_size=11)
         paged = tr.kv_layout == "paged"
         notes = [d.note] if d.note else []
         if paged and 0 < d.top < tr.num_blocks:
