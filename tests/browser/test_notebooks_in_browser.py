@@ -110,6 +110,10 @@ STATE_JS = """(path) => {
   // legend entries plotly.js dropped: a trace meant for the legend that it found no data for and hid
   r.unnamedInLegend = plots.flatMap(p => (p._fullData || []).filter(t => t.showlegend && t.visible === false
       && t.name).map(t => t.name));
+  // and entries under plotly's default name ("trace 14"): a trace meant to stay out of the legend that did not
+  r.defaultNamed = plots.flatMap(p => (p._fullData || []).filter(t => t.showlegend && t.visible !== false
+      && /^trace [0-9]+$/.test(t.name) && (p._fullLayout[t.legend || 'legend'] || {}).visible !== false)
+      .map(t => t.name));
   r.sliders = document.querySelectorAll('.jp-OutputArea-output .widget-slider .noUi-handle').length;
   r.errorText = r.errorWidgets > 0 || document.body.innerText.includes('Error displaying widget');
   return r;
@@ -196,6 +200,8 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
                             f"(plotly outputs {s['plotlyOk']} of {s['plotly']})")
         if s["unnamedInLegend"]:  # e.g. the phases' colour key of a slot grid, lost in JupyterLab before
             problems.append(f"legend entries plotly.js hid (no data reached it): {sorted(set(s['unnamedInLegend']))}")
+        if s["defaultNamed"]:
+            problems.append(f"legend entries under plotly's default name: {sorted(set(s['defaultNamed']))}")
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]

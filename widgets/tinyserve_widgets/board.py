@@ -63,7 +63,7 @@ ROWS = ((("timeline", 0),), 300), ((("blocks", 0),), 260), ((("waste", 0), ("kv"
     ((("composition", 1),), 60), ((("composition", 2),), 150), ((("requests", 0), ("latency", 0), ("latency", 1)), 300)
 SPAN = {1: (4,), 2: (2, 2), 3: (2, 1, 1)}  # columns each cell takes in a row of n cells (4 columns)
 BOARD_WIDTH_PX = 810  # fits the output area of a 900-px notebook column (the prompt takes ~80 px of it)
-GAP_PX = 100  # between rows: an x-axis title, then the next panel's title above its legend
+GAP_PX = 130  # between rows: an x-axis title, then the next panel's title above its legend (up to three rows)
 
 
 def _ref(axis) -> str:

@@ -141,6 +141,7 @@ def arr(a) -> dict | list:
 # when the trace is made: in JupyterLab a legend trace with no point, or with the point it was made with, got no
 # legend entry (its data never reached plotly.js, which then set it invisible), so the phases went unnamed
 NO_POINT = arr(np.array([np.nan]))
+HIDDEN_LEGEND = "legend99"  # a legend never drawn, for a trace that must have no entry (StepComposition's bar)
 
 
 def values(v) -> np.ndarray:
@@ -388,7 +389,7 @@ class StepComposition(View):
             self._add(go.Scatter(x=[], y=[], stackgroup="tokens", fillcolor=color,
                                  line=dict(width=0, shape="hv"), mode="lines"), 0)
         self._add(go.Bar(x=[], y=[], base=[], orientation="h", marker_color=[], text=[], textposition="inside",
-                         insidetextanchor="middle", showlegend=False), 1)
+                         insidetextanchor="middle"), 1)  # out of the legends: _labels
         self._add(go.Scatter(x=[], y=[], mode="lines", line=dict(color="#333", width=1.2, shape="hv")), 2)
         self._add(go.Scatter(x=[], y=[], mode="markers",
                              marker=dict(color=PALETTE["newcomer"], size=7, symbol="diamond")), 2)
@@ -406,7 +407,10 @@ class StepComposition(View):
     def _labels(self) -> None:
         for i, (name, _, _) in enumerate(COMP_SERIES):
             self.tr(i).name = t(f"comp.{name}")
-        self.tr(4).hovertemplate = t("hover.step_bar")
+        # the step bar in a legend never drawn: showlegend=False reached plotly.js in JupyterLab as null (shown,
+        # as "trace 14"), while a layout's visible=False arrives intact
+        self.tr(4).update(hovertemplate=t("hover.step_bar"), legend=HIDDEN_LEGEND)
+        self.fig.layout[HIDDEN_LEGEND] = dict(visible=False)
         self.tr(5).name, self.tr(6).name = t("comp.itl"), t("comp.ttft")
         self.note(0).text, self.note(2).text = t("title.composition"), t("title.gaps")  # note 1: the cursor's step
         self.xaxis(2).title.text = t("axis.step")
