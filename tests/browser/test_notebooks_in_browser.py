@@ -108,12 +108,12 @@ STATE_JS = """(path) => {
   r.plotlyDrawn = plots.filter(p => p.querySelector('svg.main-svg') && p.getBoundingClientRect().height > 0).length;
   r.plotlyAll = plots.length;
   // legend entries plotly.js dropped: a trace meant for the legend that it found no data for and hid
-  r.unnamedInLegend = plots.flatMap(p => (p._fullData || []).filter(t => t.showlegend && t.visible === false
-      && t.name).map(t => t.name));
+  // (a figure draws legends at all only when _fullLayout.showlegend: a lone trace gets none)
+  const legendOf = p => (p._fullData || []).filter(t => (p._fullLayout || {}).showlegend && t.showlegend);
+  r.unnamedInLegend = plots.flatMap(p => legendOf(p).filter(t => t.visible === false && t.name).map(t => t.name));
   // and entries under plotly's default name ("trace 14"): a trace meant to stay out of the legend that did not
-  r.defaultNamed = plots.flatMap(p => (p._fullData || []).filter(t => t.showlegend && t.visible !== false
-      && /^trace [0-9]+$/.test(t.name) && (p._fullLayout[t.legend || 'legend'] || {}).visible !== false)
-      .map(t => t.name));
+  r.defaultNamed = plots.flatMap(p => legendOf(p).filter(t => t.visible !== false && /^trace [0-9]+$/.test(t.name)
+      && (p._fullLayout[t.legend || 'legend'] || {}).visible !== false).map(t => t.name));
   r.sliders = document.querySelectorAll('.jp-OutputArea-output .widget-slider .noUi-handle').length;
   r.errorText = r.errorWidgets > 0 || document.body.innerText.includes('Error displaying widget');
   return r;
