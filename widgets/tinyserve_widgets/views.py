@@ -219,8 +219,8 @@ class View:
         return self.fig.layout.annotations[self._notes[i]]
 
     def _title(self, panel: int = 0) -> None:
-        # a line above the legend's (which sits on the panel's top edge): a long title never runs into it
-        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", yshift=22, font=dict(size=13))
+        # a line above the legend's one-row band (it sits on the panel's top edge, ~26 px): a long title clears it
+        self._add_note(panel, 0, 1.0, text="", xanchor="left", yanchor="bottom", yshift=30, font=dict(size=13))
 
     def _grid(self, colors: list[str], legend: int, reverse: bool) -> None:
         """A heatmap of integer codes (colors[c] for code c), legend entries for the first `legend` codes, the
