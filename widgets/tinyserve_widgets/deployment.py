@@ -157,7 +157,7 @@ class DeploymentView:
         self.drawn_transfers = int(np.sum(drawn[1:] & ~drawn[:-1]) + (len(x) > 0 and drawn[0]))  # runs of points
         present = DD.phases_present(bl)
         for c in CODES:  # a legend names only what is drawn
-            fig.data[c].update(x=V.NO_POINT, y=V.NO_POINT, marker_size=11, showlegend=c in present)  # (views)
+            fig.data[c].update(x=V.NO_POINT, y=V.NO_POINT, marker_size=11, showlegend=c in present)  # views.NO_POINT
         bottom = bl[-1].y1 if bl else 1.0
         fig.layout.yaxis.update(range=[bottom + 0.5, -0.5], autorange=False, tickvals=[b.centre for b in bl])
         pad = 0.01 * max(self.t1 - self.t0, 1e-3)
@@ -244,7 +244,7 @@ def plot_deployment(ax, dt: DeploymentTrace, when: float | None = None) -> None:
     from matplotlib.collections import LineCollection
     from matplotlib.patches import Patch
 
-    from .static import _CMAP, _NORM, SMALL_PT, TITLE_PT
+    from .static import _CMAP, _NORM, SMALL_PT, TITLE_PT, _columns, _wrap
 
     bl = DD.blocks(dt)
     for b in bl:
@@ -262,7 +262,8 @@ def plot_deployment(ax, dt: DeploymentTrace, when: float | None = None) -> None:
     ax.set_ylim((bl[-1].y1 if bl else 1) + 0.5, -0.5)
     ax.set_yticks([b.centre for b in bl], [b.label for b in bl])
     ax.set_xlabel(D.time_label(dt.instances[0]) if dt.instances else "")
-    ax.set_title(title(dt), fontsize=TITLE_PT, pad=SMALL_PT * 2.2, loc="left")
+    # a long title (the 繁體中文 one) would widen the picture past the panel: it wraps to the panel's width
+    ax.set_title(_wrap(title(dt), _columns(ax, TITLE_PT)), fontsize=TITLE_PT, pad=SMALL_PT * 2.2, loc="left")
     if when is not None:
         ax.axvline(when, color="k", lw=1.2)
         for b, s in zip(bl, DD.moment(dt, when)["instances"]):
@@ -282,13 +283,11 @@ def plot_deployment(ax, dt: DeploymentTrace, when: float | None = None) -> None:
 
 def deployment_figure(dt: DeploymentTrace, when: float | None = None):
     """A static picture of a deployment at time `when`, with the cursor's words under it."""
-    from .static import BOARD_IN, SMALL_PT, TITLE_PT, StaticFigure, _columns, _wrap
+    from .static import BOARD_IN, SMALL_PT, StaticFigure, _columns, _wrap
 
     fig = StaticFigure(figsize=(BOARD_IN, 1.6 + 0.75 * max(2, len(dt.instances))), layout="constrained")
     ax = fig.subplots()
     plot_deployment(ax, dt, when)
-    # a long title (the 繁體中文 one) would widen the picture past the panel: it wraps to the panel's width
-    ax.set_title(_wrap(title(dt), _columns(ax, TITLE_PT)), fontsize=TITLE_PT, pad=SMALL_PT * 2.2, loc="left")
     if when is not None:
         ax.set_xlabel(ax.get_xlabel() + "\n" + _wrap(DD.moment_sentence(dt, when), _columns(ax)), fontsize=SMALL_PT)
     return fig

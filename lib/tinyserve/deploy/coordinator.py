@@ -1,9 +1,9 @@
 """The coordinator: instances (each a Run with its own clock), the requests' routes and the K/V transfers.
 
 One event loop, in time order: the next arrival is routed, a finished prompt's K/V is put on its link, the next
-transfer lands on its decode instance, or the instance whose clock is earliest runs one step (a step is never cut: what arrives during it waits for the next
-one, as on a real server). An idle instance jumps its clock to its own next event, but never past the deployment's
-next event, which may bring it work. Under the modeled clock that is the instances running in parallel.
+transfer lands on its decode instance, or the instance whose clock is earliest runs one step (a step is never cut:
+what arrives during it waits for the next one, as on a real server). An idle instance jumps its clock to its own
+next event, but never past the deployment's next event, which may bring it work. Under the modeled clock that is the instances running in parallel.
 
 Routing: the least-loaded instance of the pool (requests queued, running or on their way to it; ties: the lowest
 index), counted at the moment of the arrival. Transfers: a prefill instance sends over its own link, one transfer
@@ -129,7 +129,8 @@ class Deployment:
     @property
     def done(self) -> bool:
         """Nothing left to arrive, transfer, wait or run."""
-        return not self.arrivals and not self._ready and not self._landing and all(x.run.done for x in self.instances)
+        return (not self.arrivals and not self._ready and not self._landing
+                and all(x.run.done for x in self.instances))
 
     def step(self) -> bool:
         """Advance the earliest event (an arrival, a prompt ready to send, a landing transfer or one instance's
