@@ -80,9 +80,10 @@ class Engine:
         return self.start_requests(name, requests, rc, policy, hooks)
 
     def start_requests(self, name: str, requests: list[Request], rc: RunConfig, policy: Policy | None = None,
-                       hooks: Sequence[StepHook] = (), later: Sequence[Request] = ()) -> Run:
+                       hooks: Sequence[StepHook] = (), later: Sequence[Request] = (),
+                       prompts_checked: bool = False) -> Run:
         """A run of these requests (fresh ones: the run fills them in); later: requests a deployment may admit
-        (Run.admit), laid out for but not queued."""
+        (Run.admit), laid out for but not queued; prompts_checked: their token ids were checked by an earlier run."""
         policy = policy if policy is not None else policy_for(rc)
         clk = make_clock(rc.clock, rc.hardware)
         dry_run = rc.dry_run
@@ -94,7 +95,7 @@ class Engine:
             if clk.name == "wall" and not dry_run:
                 self._warm_up(m)
         return Run(rc, requests, policy, clk, model=cfg, dtype=dt, make_runner=None if dry_run else self._runner_for,
-                   workload_name=name, hooks=hooks, later=later)
+                   workload_name=name, hooks=hooks, later=later, prompts_checked=prompts_checked)
 
     def _runner_for(self, num_slots: int, slab_positions: int, block_size: int | None = None) -> ModelRunner:
         """The model's runner with KV slabs for a run, or a block pool (Run sizes them: slots and positions)."""

@@ -85,13 +85,14 @@ class Run:
 
     def __init__(self, config: RunConfig, requests: list[Request], policy: Policy, clock: Clock, *,
                  model: GPTConfig, dtype, make_runner: Callable[..., Runner] | None = None,
-                 workload_name: str = "custom", hooks: Sequence[StepHook] = (), later: Sequence[Request] = ()):
+                 workload_name: str = "custom", hooks: Sequence[StepHook] = (), later: Sequence[Request] = (),
+                 prompts_checked: bool = False):
         """config: the run's checked knobs; model: the model's shape (GPTConfig; a dry run needs no torch); dtype:
         the model's (a torch dtype or its name) for the KV bytes under the wall clock; make_runner(num_slots,
         slab_positions[, block_size]): the model's runner with its KV slabs, or its block pool of
         slab_positions // block_size blocks (unused on a dry run). later: requests that may come through admit()
         (a deployment routes them here): the KV is laid out for them too and each that could never fit is marked
-        rejected now, alone, but none is queued."""
+        rejected now, alone, but none is queued. prompts_checked: their token ids were checked by an earlier run."""
         self.config = config
         self.policy, self.clock, self.dry_run = policy, clock, config.dry_run
         self.hooks = tuple(hooks)
@@ -107,8 +108,8 @@ class Run:
         self.carried: dict[str, object] = {}  # admitted with their prompt's K/V (from another instance), not yet run
         self.expecting = False  # a deployment may still admit requests here (admit()): waiting for them is no stall
         limit = config.context_limit(model.n_positions)
-        check_requests([*requests, *later], model.vocab_size, limit,
-                       'max_model_len' if config.max_model_len else 'the context', self.dry_run)  # words: ok (a name check_requests compares)
+        named = 'max_model_len' if config.max_model_len else 'the context'  # words: ok (a name check_requests compares)
+        check_requests([*requests, *later], model.vocab_size, limit, named, self.dry_run, prompts_checked)
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)
         self.paged = config.kv_layout == "paged"

@@ -191,6 +191,23 @@ def test_parts_of_a_mixed_step_add_up_and_a_chunk_no_longer_hides_the_decode_rea
     assert toy().step_time(works) - toy().step_time(works[1:]) == pytest.approx(0.2 + 1 + 0.01 + 0.5)
 
 
+def test_exact_terms_of_decode_only_steps_and_of_a_one_token_prompt_with_padding():
+    # decodes only (the dry run's commonest step): one call; each row reads start + 1 + pad_keys keys, here 100 each
+    # (a live row at 99, a row of a static batch's rectangle at 49 + 50, a wasted row at 9 + 90)
+    works = [Work(0, None, "decode", 99, 1), Work(1, None, "decode", 49, 1, pad_keys=50),
+             Work(2, None, "wasted", 9, 1, pad_keys=90)]
+    assert toy().terms(works) == {"tokens": 3, "kv_written": 3, "calls": 1, "rows": 3, "walk": 100,
+                                  "attn": [("decode", 300, 300, 3)], "masked_pairs": 0, "gathers": 0, "gathered": 0}
+    assert toy().terms([]) == {"tokens": 0, "kv_written": 0, "calls": 0, "rows": 0, "walk": 0, "attn": [],
+                               "masked_pairs": 0, "gathers": 0, "gathered": 0}
+    # a 1-token prompt padded by 3 beside a decode at 9: the prompt reads its one key in the decode call (keys
+    # 1 + 10 = 11, 2 rows); its padding is a segment of its own (3 x 4 / 2 = 6 pairs) and stores nothing
+    works = [Work(0, None, "prefill", 0, 1, padding=3), Work(1, None, "decode", 9, 1)]
+    assert toy().terms(works) == {"tokens": 5, "kv_written": 2, "calls": 2, "rows": 3, "walk": 10,
+                                  "attn": [("padding", 0, 6, 1), ("decode", 11, 11, 2)], "masked_pairs": 0,
+                                  "gathers": 0, "gathered": 0}
+
+
 def test_tinyserve_attention_prices_the_groups_and_masks_forward_step_uses():
     works = [Work(0, None, "decode", 9, 1), Work(1, None, "decode", 9, 1), Work(2, None, "decode", 999, 1),
              Work(3, None, "prefill", 30, 20)]

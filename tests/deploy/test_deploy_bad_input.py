@@ -141,3 +141,21 @@ def test_a_request_too_long_for_max_model_len_is_rejected_with_its_own_numbers(p
     got = {r.id: r for r in dep.requests}
     assert got["long"].status == REJECTED and got["long"].finish_reason == why  # what the client asked, not the copy
     assert got["s"].status == FINISHED
+
+
+TWO_OR_MORE = [DC("colocated", replicas=3), DC("disaggregated", prefill_instances=2, decode_instances=2)]
+
+
+@pytest.mark.parametrize("dc", TWO_OR_MORE, ids=["colocated", "disaggregated"])
+@pytest.mark.parametrize("bad", [-1, 10**9, 2.0, True])
+def test_a_bad_token_id_is_refused_with_the_plain_runs_line(dc, bad):
+    # the instances share the prompts and only the first scans their ids (the others are told they were checked)
+    def reqs():
+        r = req("bad", 12, 3, seed=1)
+        r.prompt[5] = bad
+        return [req("ok", 10, 3), r]
+    with pytest.raises(TinyserveError) as plain:
+        Engine().run(reqs(), "continuous", dry_run=True)
+    with pytest.raises(TinyserveError) as e:
+        run_deployment(Engine(), reqs(), RunConfig("continuous", dry_run=True), dc)
+    assert str(e.value) == str(plain.value) and "'bad'" in str(e.value)

@@ -118,15 +118,19 @@ def vformat(template: str, **arrays) -> np.ndarray:
     return np.asarray(out if out is not None else "", dtype=object)
 
 
-def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS) -> TimelineData:
-    """The slot timeline: one column per step, or per bin of steps when there are more steps than max_columns."""
+def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS,
+                  words: bool = True) -> TimelineData:
+    """The slot timeline: one column per step, or per bin of steps when there are more steps than max_columns;
+    words=False leaves out the per-cell hover words (the deployment picture writes its own from the numbers)."""
     if x not in ("steps", "time"):
         raise ValueError(t("widgets.error.x", x=x, steps="steps", time="time"))
     grid = trace.phase_grid()
     n, slots = len(trace.steps), trace.num_slots
     b, first, last = _bins(n, max_columns)
     sa = trace.step_arrays()
-    if b == 1:
+    if b == 1 and not words:
+        z, text, note, hover = grid.phase.astype(np.int8), None, "", None
+    elif b == 1:
         z = grid.phase.astype(np.int8)
         ids = np.array([r.id for r in trace.requests] + [""], dtype=object)
         names = np.array([phase_name(c) for c in range(len(GRID_PHASES))], dtype=object)
@@ -152,10 +156,10 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
     left, right = sa.start_s[first], sa.end_s[last]
     gaps = np.flatnonzero(left[1:] > right[:-1] + 1e-12) + 1  # idle stretches between steps: white columns
     if len(gaps):
-        if text is None:  # a gap column's words are not numbers: every cell as words
+        if text is None and words:  # a gap column's words are not numbers: every cell as words
             text = bin_text(hover)
         z = np.insert(z, gaps, GAP, axis=1)
-        text = np.insert(text, gaps, t("hover.gap"), axis=1)
+        text = np.insert(text, gaps, t("hover.gap"), axis=1) if words else None
         first, last = np.insert(first, gaps, -1), np.insert(last, gaps, -1)
         edges = np.sort(np.concatenate([left, right[-1:], right[gaps - 1]]))
     else:

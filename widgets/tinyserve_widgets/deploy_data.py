@@ -66,7 +66,7 @@ def max_columns(dt: DeploymentTrace) -> int:
 def _columns(tr: Trace, cols: int) -> tuple[np.ndarray, ...]:
     """One instance's columns on the time axis: timeline_data's step columns (bins past `cols` steps), their hover
     numbers, and a NaN column wherever no step runs (an idle stretch between two columns)."""
-    d = D.timeline_data(tr, "steps", cols)
+    d = D.timeline_data(tr, "steps", cols, words=False)
     slots, n = tr.num_slots, len(d.first_step)
     if d.hover is None:  # one step per column: its phase counted once
         z = d.z.astype(np.int64)

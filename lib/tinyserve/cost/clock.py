@@ -117,6 +117,40 @@ def cpu_causal_pairs(n: int) -> int:
     return pairs
 
 
+def _exact_terms(works: list[Work]) -> dict:
+    """ModeledClock.terms under an exact preset: every decode in one call reading exactly its keys (the rectangle of
+    a static batch included), a prefill computing only its causal pairs. A dry run prices every step with it, most
+    of them decodes only: those take one list comprehension (a third of a loop's time), their keys summed in C."""
+    # each decode's keys less one: start + pad_keys (a static batch's rectangle: Work.pad_keys)
+    keys = [w.start + w.pad_keys for w in works if w.tokens == 1 and not w.padding]
+    d = len(keys)
+    if d == len(works):
+        k = sum(keys) + d
+        return {"tokens": d, "kv_written": d, "calls": 1 if d else 0, "rows": d, "walk": max(keys) + 1 if d else 0,
+                "attn": [("decode", k, k, d)] if d else [], "masked_pairs": 0, "gathers": 0, "gathered": 0}
+    stored = padding = 0  # beside the decodes: prompt tokens (their K/V stored) and padding (stored nowhere)
+    attn: list[tuple] = []
+    keys = []
+    for w in works:
+        n, p = w.tokens, w.padding
+        if n == 1:  # a decode (or a 1-token chunk): reads its slab
+            keys.append(w.start + w.pad_keys)
+        elif n:  # causal from position 0 or after a prefix: only the pairs a serving kernel computes
+            s = w.start
+            stored += n
+            attn.append(("prefill", s + n, n * s + n * (n + 1) // 2, 1))
+        if p:  # a padding segment: computed, attends to itself only, reads no slab
+            padding += p
+            attn.append(("padding", 0, p * (p + 1) // 2, 1))
+    d = len(keys)
+    if d:
+        k = sum(keys) + d
+        attn.append(("decode", k, k, d))
+    return {"tokens": stored + padding + d, "kv_written": stored + d, "calls": len(attn),
+            "rows": sum(a[3] for a in attn), "walk": max(keys) + 1 if d else 0, "attn": attn, "masked_pairs": 0,
+            "gathers": 0, "gathered": 0}
+
+
 class ModeledClock:
     """Modeled time of a step on a hardware preset: its parts priced as they run, then added (module docstring)."""
 
@@ -141,31 +175,22 @@ class ModeledClock:
         first) and gathered (positions copied: whole blocks, as model/gpt.gather copies them).
         """
         mode = self.hardware.attention
-        exact = mode == "exact"
-        bs = 0 if exact else self.block_size  # exact presets: a paged kernel reads through the table in place
+        if mode == "exact":
+            return _exact_terms(works)
+        bs = self.block_size  # (an exact preset's paged kernel reads through the table in place: _exact_terms)
         tokens = written = masked = gathers = gathered = 0
         attn: list[tuple[str, int, int]] = []
         decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.step.build_step lists them
-        dec_n = dec_keys = dec_max = 0  # exact: one call, so only the count, total and longest keys matter
         for w in works:  # runs for every slot of every step of a dry run: keep it lean
             n, s, p = w.tokens, w.start, w.padding
             tokens += n + p  # padding and wasted decodes go through every matmul like useful tokens
             written += n  # padding is stored nowhere
             if n == 1:  # a decode (or a 1-token chunk): reads its slab
-                if exact:
-                    k = s + 1 + w.pad_keys  # the rectangle: see the docstring
-                    dec_n += 1
-                    dec_keys += k
-                    if k > dec_max:
-                        dec_max = k
-                else:
-                    decodes.append((len(decodes), w.slot, s + 1))
+                decodes.append((len(decodes), w.slot, s + 1))
             elif n:
                 # causal from position 0; after a prefix, serving kernels skip the masked half, tinyserve's explicit
                 # mask computes the whole n x (s + n) block
-                if exact:
-                    pairs = n * s + n * (n + 1) // 2
-                elif s:
+                if s:
                     pairs = n * (s + n)
                     masked += pairs
                 else:
@@ -176,22 +201,19 @@ class ModeledClock:
                     gathered += -(-(s + n) // bs) * bs
             if p:  # a padding segment: computed, attends to itself only, reads no slab
                 attn.append(("padding", 0, cpu_causal_pairs(p) if mode == "tinyserve-cpu" else p * (p + 1) // 2, 1))
-        if exact:  # one batched call, each decode reading exactly its keys
-            if dec_n:
-                attn.append(("decode", dec_keys, dec_keys, dec_n))
-        else:  # the groups forward_step really makes, each reading (slots in range) x (longest context)
-            cost = GROUP_CALL_COST_CUDA if mode == "tinyserve-cuda" else GROUP_CALL_COST
-            for g in group_decodes(sorted(decodes, key=lambda d: d[1]), cost):
-                if bs:  # paged: a row per decode, each gathered to the group's longest context in whole blocks
-                    rows = len(g)
-                    keys = rows * -(-max(k for _, _, k in g) // bs) * bs
-                    gathers += 1
-                    gathered += keys
-                else:
-                    rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
-                    keys = rows * max(k for _, _, k in g)
-                attn.append(("decode", keys, keys, rows))
-        walk = dec_max if exact else sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
+        # the groups forward_step really makes, each reading (slots in range) x (longest context)
+        cost = GROUP_CALL_COST_CUDA if mode == "tinyserve-cuda" else GROUP_CALL_COST
+        for g in group_decodes(sorted(decodes, key=lambda d: d[1]), cost):
+            if bs:  # paged: a row per decode, each gathered to the group's longest context in whole blocks
+                rows = len(g)
+                keys = rows * -(-max(k for _, _, k in g) // bs) * bs
+                gathers += 1
+                gathered += keys
+            else:
+                rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
+                keys = rows * max(k for _, _, k in g)
+            attn.append(("decode", keys, keys, rows))
+        walk = sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
                 "walk": walk, "attn": attn, "masked_pairs": masked, "gathers": gathers, "gathered": gathered}
 

@@ -100,20 +100,23 @@ class Deployment:
         self._by_id = {r.id: r for r in self.requests}
         if dc.kind == "colocated":
             for i in range(dc.replicas):  # every replica sized for every request; each is admitted to one
-                self.instances.append(Instance("replica", i, engine.start_requests(name, [], rc, later=self.requests)))
+                self.instances.append(Instance("replica", i, engine.start_requests(name, [], rc, later=self.requests,
+                                                                                   prompts_checked=i > 0)))
             self.front = self.instances
         else:
             pre = [Request(r.id, r.prompt, 1, r.arrival_s, r.ignore_eos, 1 if r.known_output_len() is not None
                            else None) for r in self.requests]
             dec = [r.fresh() for r in self.requests]  # stand-ins: the decode runs are laid out (and reject) by these
             for i in range(dc.prefill_instances):
-                run = engine.start_requests(name, [], rc, later=pre, hooks=[_Handoff(self, i)])
+                # the instances share the prompts: the first checks their token ids, the others need not
+                run = engine.start_requests(name, [], rc, later=pre, hooks=[_Handoff(self, i)], prompts_checked=i > 0)
                 self.instances.append(Instance("prefill", i, run))
                 self._link_free.append(0.0)
             rc_dec = dc.decode_config(rc)
             for j in range(dc.decode_instances):
                 k = dc.prefill_instances + j
-                self.instances.append(Instance("decode", k, engine.start_requests(name, [], rc_dec, later=dec)))
+                self.instances.append(Instance("decode", k, engine.start_requests(name, [], rc_dec, later=dec,
+                                                                                  prompts_checked=True)))
             self.front = self.instances[:dc.prefill_instances]
             for r, p, d in zip(self.requests, pre, dec):
                 why = d if d.status == REJECTED else p if p.status == REJECTED else None  # d: the client's own limits

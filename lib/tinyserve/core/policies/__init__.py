@@ -147,6 +147,8 @@ class StaticBatching(Policy):
         self.timeout = timeout  # None: wait for a full batch (or the end of the stream)
         self.padded_len = self.decode_steps = 0  # the running batch's padded prompt length, decode steps so far
         self._rows: list[Work] | None = None  # the running batch's decode Works, moved on in place each step
+        self._live: list[Work] = []  # those rows still decoding, and those wasted (a long tail: most of them)
+        self._wasted: list[Work] = []
 
     def knobs(self) -> dict:
         return {"batch_size": self.batch_size, "timeout": self.timeout}
@@ -203,16 +205,21 @@ class StaticBatching(Policy):
         edge = self.padded_len + self.decode_steps - 1
         if self._rows is None:
             self._rows = [Work(r.slot, r, "decode", 0, 1) for r in self.running]
-        for w in self._rows:  # one loop, no property calls: this runs for every slot of every step
-            if w.phase == "wasted":  # it re-runs the same position again; only the rectangle grows
-                w.pad_keys += 1
-                continue
+            self._live, self._wasted = list(self._rows), []
+        for w in self._wasted:  # it re-runs the same position again; only the rectangle grows
+            w.pad_keys += 1
+        turned = False
+        for w in self._live:  # one loop, no property calls: this runs for every slot of every step
             r = w.request
             w.start = start = r.num_prefilled + len(r.output) - 1
             w.pad_keys = edge - start
             if r.status in DONE:  # wasted: a done member re-runs its last decode, output thrown away
                 w.phase = "wasted"
                 w.record = SlotWork(w.slot, r.id, "wasted", start, 1, 0)  # the same every step from now on
+                turned = True
+        if turned:
+            self._wasted = [w for w in self._rows if w.phase == "wasted"]
+            self._live = [w for w in self._rows if w.phase != "wasted"]
         return list(self._rows)
 
     def finished(self, req: Request) -> None:
