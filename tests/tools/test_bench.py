@@ -59,7 +59,7 @@ def test_quick_bench_structure(quick_result: dict) -> None:
         assert [c["batch"] for c in curve] == [1, 8] and all(c["step_ms"] > 0 for c in curve)
     m = res["machine"]
     assert m["torch"] and m["transformers"] and m["cpu"] and m["date"]
-    # each system ran in its own process with its own default threads: ours tinyserve's, transformers' torch's own
+    # each kind ran in its own process (--quick) with its own default threads: ours tinyserve's, transformers' torch's
     from tinyserve import threads
 
     want_ours = int(os.environ.get("OMP_NUM_THREADS", threads.recommended_threads()))

@@ -313,7 +313,8 @@ def machine_info(device: torch.device) -> dict:
 
 def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed: int = 0,
               log: Callable[[str], None] | None = None) -> dict:
-    """Run every system `repeats` times (interleaved), each time in a fresh process; return the JSON-able result."""
+    """Run every system `repeats` times (interleaved), each time in a fresh process (--quick: one process per kind,
+    ours and transformers', each with its threads: a smoke run, not a measurement); return the JSON-able result."""
     from ..model.checkpoint import resolve_device
 
     log = log or (lambda msg: None)
@@ -325,8 +326,9 @@ def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed:
     outputs: dict[str, list[dict[str, list[int]]]] = {name: [] for name in SYSTEM_NAMES}
     info: dict[str, dict] = {}
     for r in range(repeats):
+        done = _children(SYSTEM_NAMES, {"quick": quick, "seed": seed, "device": str(dev)})
         for name in SYSTEM_NAMES:
-            got = _in_child({"system": name, "quick": quick, "seed": seed, "device": str(dev)})
+            got = done[name]
             walls[name].append(got["wall_s"])
             outputs[name].append(got["tokens"])
             info[name] = got
@@ -350,14 +352,16 @@ def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed:
         x["vs_hf_continuous"] = x["tokens_per_s"] / by[HF_CONT]["tokens_per_s"]
         x["vs_hf_oracle_static"] = x["tokens_per_s"] / by[HF_ORACLE]["tokens_per_s"]
     log("bookkeeping share and decode step curves ...")
-    ours = _in_child({"system": "extras ours", "quick": quick, "seed": seed, "device": str(dev)})
-    theirs = _in_child({"system": "extras hf", "quick": quick, "seed": seed, "device": str(dev)})
+    extras = _children(["extras ours", "extras hf"], {"quick": quick, "seed": seed, "device": str(dev)})
+    ours, theirs = extras["extras ours"], extras["extras hf"]
     head = by[HEADLINE]
     return {
         "workload": _workload_info(specs, quick, seed),
         "settings": {"repeats": repeats, "quick": quick, "dtype": "float32", "static_batch_size": STATIC_B,
                      "continuous_batch_size": CONT_B, "chunk_size": CHUNK_SIZE, "chunk_max_batch_tokens": CHUNK_BUDGET,
-                     "processes": "one per system and repeat, each with its own default thread settings",
+                     "processes": "one per kind (ours, transformers') and repeat, each kind with its own default "
+                                  "thread settings" if quick else
+                                  "one per system and repeat, each with its own default thread settings",
                      "hf_continuous": {**info[HF_CONT]["hf_continuous"], "setup_s": info[HF_CONT]["setup_s"]},
                      "reference": REFERENCE, "headline": HEADLINE},
         "machine": {**theirs["machine"], "torch_threads": {k: v["threads"] for k, v in info.items()},
@@ -384,12 +388,30 @@ SYSTEM_NAMES = ["ours static B=16", "ours dynamic B=16", "ours continuous B=16",
                 "ours continuous B=64", f"ours chunked B={CONT_B}", REFERENCE, HF_ORACLE, HF_CONT]
 
 
+def _ours(name: str) -> bool:
+    return name.startswith(("ours", "extras ours"))
+
+
+def _children(names: list[str], job: dict) -> dict[str, dict]:
+    """child_main's result for each name: each in a fresh process, or under --quick one process per kind (the
+    ~3 s of importing torch and transformers paid twice instead of once per system)."""
+    if not job["quick"]:
+        return {name: _in_child({**job, "system": name}) for name in names}
+    out: dict[str, dict] = {}
+    for kind in (True, False):
+        group = [n for n in names if _ours(n) == kind]
+        if group:
+            out.update(_in_child({**job, "system": group[0], "systems": group}))
+    return out
+
+
 def _in_child(job: dict) -> dict:
-    """Run one job of child_main in a fresh interpreter: ours with tinyserve's threads, transformers' with torch's."""
+    """Run one job of child_main in a fresh interpreter: ours with tinyserve's threads, transformers' with torch's
+    (job["systems"]: several of one kind in turn, a dict of their results)."""
     import subprocess
 
     env = dict(os.environ)
-    if not job["system"].startswith(("ours", "extras ours")):
+    if not _ours(job["system"]):
         env["TINYSERVE_THREADS"] = "off"
     out = subprocess.run([sys.executable, "-m", "tinyserve.tools.bench", json.dumps(job)], env=env,
                          capture_output=True, text=True)
@@ -457,7 +479,9 @@ def format_table(res: dict) -> str:
     w, m = res["workload"], res["machine"]
     lines = [f"tinyserve bench: {w['num_requests']} requests ({w['prompt_tokens']} prompt, {w['output_tokens']} "
              f"output tokens, all at t=0, EOS ignored), float32, {m['device']} "
-             f"({m.get('gpu', m['cpu'])}), {res['settings']['repeats']} repeats, each system in its own process",
+             f"({m.get('gpu', m['cpu'])}), {res['settings']['repeats']} repeats, "
+             + ("one process per kind (--quick: a smoke run)" if res["settings"]["quick"] else
+                "each system in its own process"),
              "",
              f"{'system':34s} {'threads':>7s} {'tok/s':>8s} {'min-max':>15s} {'x hf cont':>9s} {'x oracle':>8s} "
              f"{'tokens':>8s}"]
@@ -498,4 +522,6 @@ def main(a) -> None:
 
 
 if __name__ == "__main__":  # a child process of run_bench: one job, its result as one JSON line
-    print(json.dumps(child_main(json.loads(sys.argv[1]))))
+    _job = json.loads(sys.argv[1])
+    print(json.dumps({n: child_main({**_job, "system": n}) for n in _job["systems"]} if "systems" in _job
+                     else child_main(_job)))
