@@ -106,7 +106,10 @@ class Deployment:
         else:
             pre = [Request(r.id, r.prompt, 1, r.arrival_s, r.ignore_eos, 1 if r.known_output_len() is not None
                            else None) for r in self.requests]
-            dec = [r.fresh() for r in self.requests]  # stand-ins: the decode runs are laid out (and reject) by these
+            # stand-ins: the decode runs are laid out (and reject) by these; like `pre`, they share the client's
+            # prompt (Request.fresh would copy 200 prompts of 2,000-3,500 tokens on every dry run of a sweep)
+            dec = [Request(r.id, r.prompt, r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len_hint)
+                   for r in self.requests]
             for i in range(dc.prefill_instances):
                 # the instances share the prompts: the first checks their token ids, the others need not
                 run = engine.start_requests(name, [], rc, later=pre, hooks=[_Handoff(self, i)], prompts_checked=i > 0)
