@@ -229,7 +229,9 @@ def _move_sliders_until_a_figure_changes(page, state) -> str | None:
         before = page.evaluate(FIGURES_JS)
         h = handles.nth(i)
         h.scroll_into_view_if_needed()
-        for key in ("ArrowRight", "ArrowLeft"):  # a slider at its maximum moves left instead
+        # a slider at its maximum moves left (trying right first cost 3 s of waiting for nothing to change)
+        now, top = h.get_attribute("aria-valuenow"), h.get_attribute("aria-valuemax")
+        for key in ("ArrowLeft", "ArrowRight") if top is not None and now == top else ("ArrowRight", "ArrowLeft"):
             h.focus()
             h.press(key)
             deadline, idle_since = time.monotonic() + REPAINT_TIMEOUT_S, None
