@@ -128,19 +128,7 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
     n, slots = len(trace.steps), trace.num_slots
     b, first, last = _bins(n, max_columns)
     sa = trace.step_arrays()
-    if b == 1 and not words:
-        z, text, note, hover = grid.phase.astype(np.int8), None, "", None
-    elif b == 1:
-        z = grid.phase.astype(np.int8)
-        ids = np.array([r.id for r in trace.requests] + [""], dtype=object)
-        names = np.array([phase_name(c) for c in range(len(GRID_PHASES))], dtype=object)
-        pos1 = np.where(grid.tokens > 0, grid.start + grid.tokens - 1, 0)
-        ms = np.broadcast_to(np.round(sa.duration_s * 1e3, 2), (slots, n))
-        text = vformat(t("hover.cell"), step=np.broadcast_to(np.arange(n), (slots, n)), id=ids[grid.request],
-                       phase=names[z], tokens=grid.tokens, padding=grid.padding, a=grid.start, b=pos1, ms=ms)
-        text = np.where(z == IDLE, vformat(t("hover.idle"), step=np.broadcast_to(np.arange(n), (slots, n))), text)
-        note, hover = "", None
-    else:  # counts of each phase per (slot, bin); the column shows the most frequent (ties: the later code)
+    if b > 1:  # counts of each phase per (slot, bin); the column shows the most frequent (ties: the later code)
         pad = len(first) * b - n
         g = np.concatenate([grid.phase, np.full((slots, pad), -1, dtype=np.int8)], axis=1).reshape(slots, -1, b)
         counts = np.stack([(g == c).sum(axis=2) for c in range(len(GRID_PHASES))], axis=-1)
@@ -150,6 +138,17 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
                          + [counts[..., code[f]] for f in BIN_FIELDS[2:]], axis=-1)  # BIN_FIELDS' order
         text = None
         note = t("note.binned", steps=n, cols=len(first), bin=b)
+    else:  # a column per step; its hover words unless words=False
+        z, text, note, hover = grid.phase.astype(np.int8), None, "", None
+        if words:
+            ids = np.array([r.id for r in trace.requests] + [""], dtype=object)
+            names = np.array([phase_name(c) for c in range(len(GRID_PHASES))], dtype=object)
+            pos1 = np.where(grid.tokens > 0, grid.start + grid.tokens - 1, 0)
+            ms = np.broadcast_to(np.round(sa.duration_s * 1e3, 2), (slots, n))
+            text = vformat(t("hover.cell"), step=np.broadcast_to(np.arange(n), (slots, n)), id=ids[grid.request],
+                           phase=names[z], tokens=grid.tokens, padding=grid.padding, a=grid.start, b=pos1, ms=ms)
+            idle = vformat(t("hover.idle"), step=np.broadcast_to(np.arange(n), (slots, n)))
+            text = np.where(z == IDLE, idle, text)
     if x == "steps":
         edges = np.append(first, n).astype(np.float64) - 0.5
         return TimelineData(z, edges, first, last, b, x, t("axis.step"), text, note, hover)

@@ -123,32 +123,28 @@ def _exact_terms(works: list[Work]) -> dict:
     of them decodes only: those take one list comprehension (a third of a loop's time), their keys summed in C."""
     # each decode's keys less one: start + pad_keys (a static batch's rectangle: Work.pad_keys)
     keys = [w.start + w.pad_keys for w in works if w.tokens == 1 and not w.padding]
-    d = len(keys)
-    if d == len(works):
-        k = sum(keys) + d
-        return {"tokens": d, "kv_written": d, "calls": 1 if d else 0, "rows": d, "walk": max(keys) + 1 if d else 0,
-                "attn": [("decode", k, k, d)] if d else [], "masked_pairs": 0, "gathers": 0, "gathered": 0}
     stored = padding = 0  # beside the decodes: prompt tokens (their K/V stored) and padding (stored nowhere)
     attn: list[tuple] = []
-    keys = []
-    for w in works:
-        n, p = w.tokens, w.padding
-        if n == 1:  # a decode (or a 1-token chunk): reads its slab
-            keys.append(w.start + w.pad_keys)
-        elif n:  # causal from position 0 or after a prefix: only the pairs a serving kernel computes
-            s = w.start
-            stored += n
-            attn.append(("prefill", s + n, n * s + n * (n + 1) // 2, 1))
-        if p:  # a padding segment: computed, attends to itself only, reads no slab
-            padding += p
-            attn.append(("padding", 0, p * (p + 1) // 2, 1))
+    if len(keys) < len(works):  # prompts or padding in the step: every work in turn
+        keys = []
+        for w in works:
+            n, p = w.tokens, w.padding
+            if n == 1:  # a decode (or a 1-token chunk): reads its slab
+                keys.append(w.start + w.pad_keys)
+            elif n:  # causal from position 0 or after a prefix: only the pairs a serving kernel computes
+                s = w.start
+                stored += n
+                attn.append(("prefill", s + n, n * s + n * (n + 1) // 2, 1))
+            if p:  # a padding segment: computed, attends to itself only, reads no slab
+                padding += p
+                attn.append(("padding", 0, p * (p + 1) // 2, 1))
     d = len(keys)
+    rows = len(attn) + d  # a row per prefill and padding call, one per decode
     if d:
         k = sum(keys) + d
         attn.append(("decode", k, k, d))
-    return {"tokens": stored + padding + d, "kv_written": stored + d, "calls": len(attn),
-            "rows": sum(a[3] for a in attn), "walk": max(keys) + 1 if d else 0, "attn": attn, "masked_pairs": 0,
-            "gathers": 0, "gathered": 0}
+    return {"tokens": stored + padding + d, "kv_written": stored + d, "calls": len(attn), "rows": rows,
+            "walk": max(keys) + 1 if d else 0, "attn": attn, "masked_pairs": 0, "gathers": 0, "gathered": 0}
 
 
 class ModeledClock:

@@ -3,7 +3,8 @@
 One event loop, in time order: the next arrival is routed, a finished prompt's K/V is put on its link, the next
 transfer lands on its decode instance, or the instance whose clock is earliest runs one step (a step is never cut:
 what arrives during it waits for the next one, as on a real server). An idle instance jumps its clock to its own
-next event, but never past the deployment's next event, which may bring it work. Under the modeled clock that is the instances running in parallel.
+next event, but never past the deployment's next event, which may bring it work. Under the modeled clock that is
+the instances running in parallel.
 
 Routing: the least-loaded instance of the pool (requests queued, running or on their way to it; ties: the lowest
 index), counted at the moment of the arrival. Transfers: a prefill instance sends over its own link, one transfer
