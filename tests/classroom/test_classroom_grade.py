@@ -26,7 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
 SOL, EX = CHAPTERS / "solutions", CHAPTERS / "exercises"
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-SETTINGS = grade.Settings(cpu_s=60, cell_cpu_s=4, memory_bytes=2 << 30, max_procs=24, wall_s=180)
+# a cell's CPU seconds: the heaviest reference check (7.2 d) takes ~2 s alone, and this host's CPU seconds for the
+# same work double in its slow stretches; at 4, CI failed that check once (2026-12-03, its message cut off in the
+# log: this limit is the likeliest cause). 10 still stops dave's endless loop
+SETTINGS = grade.Settings(cpu_s=60, cell_cpu_s=10, memory_bytes=2 << 30, max_procs=24, wall_s=180)
 
 
 def edit(src: Path, dest: Path, changes: dict[str, str | None], add: list[tuple[int, str]] = ()) -> None:
