@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import threads
-from .core.config import GPTConfig, RunConfig, check_dtype
+from .core.config import GPTConfig, RunConfig, check_device, check_dtype
 from .core.policies import Policy, policy_for
 from .core.request import Request, check_requests  # noqa: F401  check_requests: re-exported (an old engine name)
 from .core.workloads import Workload, resolve_workload
@@ -32,10 +32,11 @@ class Engine:
         self._warm = False  # the wall clock's warm-up step has run
         threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
         check_dtype(dtype)
-        if model is None and device not in ("auto", "cpu"):  # only these are valid without asking torch
+        check_device(device)  # a bad --device is an error for dry runs too, and without torch
+        if model is None and device == "cuda":  # whether there is one only torch can say
             from .model.checkpoint import resolve_device
 
-            resolve_device(device)  # a bad --device is an error for dry runs too
+            resolve_device(device)
 
     @property
     def model(self) -> TinyGPT:

@@ -198,6 +198,11 @@ def test_resolve_device_and_dtype_errors() -> None:
         resolve_dtype("float16", cpu)
     with pytest.raises(TinyserveError, match=r"^dtype: bfloat16 is supported on cuda only"):
         resolve_dtype("bfloat16", cpu)
+    # the names the CLI and the engine check before torch loads are the ones torch is then asked for
+    from tinyserve.core.config import DEVICES, DTYPE_BYTES
+    from tinyserve.model.checkpoint import DTYPES
+
+    assert set(DTYPES) == set(DTYPE_BYTES) and set(DEVICES) == {"auto", "cpu", "cuda"}
 
 
 @pytest.fixture

@@ -96,6 +96,20 @@ def check_dtype(dtype: str) -> str:
     return dtype
 
 
+def check_device(device: str) -> str:
+    """A device by name, without torch (whether cuda is there only torch knows: model.checkpoint.resolve_device)."""
+    if device not in DEVICES:
+        raise TinyserveError(t("engine.device.unknown", device=device))
+    return device
+
+
+def check_load_dtype(dtype: str) -> str:
+    """The dtype a checkpoint is loaded in, by name, without torch (model.checkpoint.resolve_dtype's own words)."""
+    if dtype not in DTYPE_BYTES:
+        raise TinyserveError(t("engine.dtype.unknown", dtype=dtype))
+    return dtype
+
+
 def check_token_budget(batch_size: int, max_batch_tokens: int) -> None:
     """Chunked prefill's budget must leave room for every slot's decode."""
     if max_batch_tokens < batch_size:
@@ -213,6 +227,7 @@ class RunConfig:
 RUN_FIELDS = tuple(f.name for f in fields(RunConfig))
 
 DTYPE_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2}  # bytes per element, for KV sizes
+DEVICES = ("auto", "cpu", "cuda")
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from ..core.config import GPTConfig
+from ..core.config import GPTConfig, check_device, check_load_dtype
 from ..errors import TinyserveError
 from ..lang import t
 from .gpt import TinyGPT
@@ -18,8 +18,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.
 
 def resolve_device(device: str = "auto") -> torch.device:
     """'auto' -> cuda when present, else cpu; 'cuda' without a GPU is an error."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise TinyserveError(t("engine.device.unknown", device=device))
+    check_device(device)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
@@ -29,8 +28,7 @@ def resolve_device(device: str = "auto") -> torch.device:
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     """float32 | float64 | bfloat16 (bfloat16 on CUDA only)."""
-    if dtype not in DTYPES:
-        raise TinyserveError(t("engine.dtype.unknown", dtype=dtype))
+    check_load_dtype(dtype)
     if dtype == "bfloat16" and device.type != "cuda":
         raise TinyserveError(t("engine.dtype.bfloat16"))
     return DTYPES[dtype]

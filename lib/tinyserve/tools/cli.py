@@ -248,13 +248,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_generate(a) -> None:
-    from ..model.checkpoint import load_model
+    from ..core.config import GPTConfig, check_device, check_load_dtype
+    from ..core.request import check_length
     from ..core.tokenizer import EOS, decode, encode
 
     if not a.prompt:
         raise TinyserveError(t("cli.prompt_empty"))
-    model = load_model(device=a.device, dtype=a.dtype)
+    # what can be wrong is said before torch and the weights load (2 s), in the order load_model would say it
+    check_device(a.device)
+    check_load_dtype(a.dtype)
     ids = encode(a.prompt)
+    check_length(len(ids), a.max_new_tokens, GPTConfig().n_positions)  # the shipped model's context
+
+    from ..model.checkpoint import load_model
+
+    model = load_model(device=a.device, dtype=a.dtype)
     out = model.generate(ids, a.max_new_tokens, eos=EOS)
     text = decode(out)
     if a.json:
