@@ -3,7 +3,8 @@ no error output, no "Error displaying widget", every explorer's real-run button 
 opens with (pressed before any knob moves: the run finishes, no refusal), and moving a slider changes a drawn figure.
 
 A screenshot of every notebook goes to the screenshots folder (conftest.screens_dir); on failure the
-screenshot is taken first and its path is in the message.
+screenshot is taken first and its path is in the message. Each worker keeps one JupyterLab page and opens the
+notebooks in it one after another, each alone (lab_page): JupyterLab's own start is most of a page's CPU.
 """
 from __future__ import annotations
 
@@ -73,7 +74,10 @@ STATE_JS = """(path) => {
              pending: 0, running: 0, errors: [], widgets: 0, widgetsOk: 0, widgetsBad: [], plotly: 0,
              plotlyOk: 0, sliders: 0, cells: 0, code: 0,
              status: (document.querySelector('#jp-main-statusbar') || {}).textContent || ''};
+  r.ready = r.ready && [...window.jupyterapp.shell.widgets('main')].length === 1;  // the notebook alone
   if (!r.ready) return r;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  r.kernel = kernel ? kernel.status : '';  // this notebook's own kernel (the status bar may lag a switch)
   panel.content.widgets.forEach((cell, i) => {
     const m = cell.model;
     if (m.type !== 'code') return;
@@ -144,10 +148,38 @@ def _shutdown_kernels(lab: str) -> None:
         urllib.request.urlopen(req, timeout=30).read()
 
 
+# Opens a notebook in the running JupyterLab, then closes every other document in the main area, unsaved or not
+# (the notebook before it ran its cells), without a dialog; the file browser goes to the notebook's folder, as a
+# fresh page's does. The commands' promises stay in the page.
+OPEN_JS = """(path) => {
+  const app = window.jupyterapp;
+  const before = [...app.shell.widgets('main')];
+  app.commands.execute('filebrowser:go-to-path', {path: path.split('/').slice(0, -1).join('/')});
+  app.commands.execute('docmanager:open', {path, factory: 'Notebook'}).then(() => {
+    for (const w of before) {
+      if (w.context) w.context.model.dirty = false;
+      w.dispose();
+    }
+  });
+}"""
+
+
+@pytest.fixture(scope="session")
+def lab_page(browser):
+    """The worker's JupyterLab page, kept from one notebook to the next: JupyterLab's own start costs ~6 s of
+    Chromium's CPU, paid once per worker instead of once per notebook. A page whose notebook failed is closed;
+    the next notebook starts a fresh one."""
+    held: dict = {}
+    yield held
+    if "context" in held:
+        held["context"].close()
+
+
 @pytest.mark.parametrize("notebook", pages_under_test())
-def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
+def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_dir):
     name = notebook.replace("/", "__").removesuffix(".ipynb")
     console: list[str] = []
+    lab_page["console"] = console
 
     def shot(page, tag: str = "") -> str:
         h = page.evaluate("() => Math.max(...[...document.querySelectorAll('.jp-WindowedPanel-outer, "
@@ -157,15 +189,24 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
         page.screenshot(path=str(path), full_page=True)
         return str(path)
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+    page = lab_page.get("page")
+    if page is None:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.on("console", lambda m: lab_page["console"].append(f"{m.type}: {m.text}") if m.type == "error" else None)
+        lab_page.update(context=context, page=page, fresh=True)
     state = lambda: page.evaluate(STATE_JS, notebook)  # noqa: E731
+    passed = False
     try:
-        # a workspace of its own, reset: only this notebook open, so run-all and every check address it
-        workspace = re.sub(r"[^A-Za-z0-9-]", "-", name)  # a dot in the name breaks the workspace route
-        page.goto(f"{lab}/lab/workspaces/{workspace}/tree/{notebook}?reset", timeout=120_000)
-        _wait(lambda: state()["ready"] and "| Idle" in state()["status"], 180, "the kernel to be idle", page, shot)
+        if lab_page.pop("fresh", False):
+            # a workspace of its own, reset: only this notebook open, so run-all and every check address it
+            workspace = re.sub(r"[^A-Za-z0-9-]", "-", name)  # a dot in the name breaks the workspace route
+            page.goto(f"{lab}/lab/workspaces/{workspace}/tree/{notebook}?reset", timeout=120_000)
+        else:
+            page.set_viewport_size({"width": 1400, "height": 1000})  # the last screenshot stretched it
+            page.evaluate(OPEN_JS, notebook)
+        _wait(lambda: (lambda s: s["ready"] and s["kernel"] == "idle" and "| Idle" in s["status"])(state()), 180,
+              "the kernel to be idle", page, shot)
         # the committed notebook is already executed: clear it, so a cell counts as run only once it ran here
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'); }")
         _wait(lambda: (lambda s: s["pending"] == s["code"])(state()), 60, "outputs to clear", page, shot)
@@ -217,8 +258,11 @@ def test_notebook_renders_and_reacts(notebook, lab, browser, screens_dir):
         elif notebook != "tests/browser/placeholder.ipynb" and notebook.startswith("widgets/"):
             pytest.fail(f"{notebook} shows no slider beside a figure " + where.format(shot(page, "FAILED")))
         shot(page)
+        passed = True
     finally:
-        context.close()
+        if not passed:  # what it left behind (a dialog, a hung kernel) stays out of the next notebook's page
+            lab_page.pop("page", None)
+            lab_page.pop("context").close()
         _shutdown_kernels(lab)
 
 
