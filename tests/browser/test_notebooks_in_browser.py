@@ -189,16 +189,17 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
         page.screenshot(path=str(path), full_page=True)
         return str(path)
 
-    page = lab_page.get("page")
-    if page is None:
+    fresh = "page" not in lab_page
+    if fresh:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.on("console", lambda m: lab_page["console"].append(f"{m.type}: {m.text}") if m.type == "error" else None)
-        lab_page.update(context=context, page=page, fresh=True)
+        lab_page.update(context=context, page=context.new_page())
+        lab_page["page"].on("console", lambda m: lab_page["console"].append(f"{m.type}: {m.text}")
+                            if m.type == "error" else None)
+    page = lab_page["page"]
     state = lambda: page.evaluate(STATE_JS, notebook)  # noqa: E731
     passed = False
     try:
-        if lab_page.pop("fresh", False):
+        if fresh:
             # a workspace of its own, reset: only this notebook open, so run-all and every check address it
             workspace = re.sub(r"[^A-Za-z0-9-]", "-", name)  # a dot in the name breaks the workspace route
             page.goto(f"{lab}/lab/workspaces/{workspace}/tree/{notebook}?reset", timeout=120_000)
@@ -261,7 +262,7 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
         passed = True
     finally:
         if not passed:  # what it left behind (a dialog, a hung kernel) stays out of the next notebook's page
-            lab_page.pop("page", None)
+            lab_page.pop("page")
             lab_page.pop("context").close()
         _shutdown_kernels(lab)
 
