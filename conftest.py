@@ -1,8 +1,11 @@
 """The README's full run (`python -m pytest -q -n 2`) runs, in this order: the unit tests (tests/), the notebooks
-under nbval in lax mode (chapters/, widgets/demo.ipynb; chapters/exercises/ is left out by chapters/conftest.py),
-then the real-browser tests (tests/browser/, marker `browser`), the slowest. Without -n the same order, serially."""
+under nbval in lax mode that have no browser page (the exercise solutions; chapters/exercises/ is left out by
+chapters/conftest.py), then the real-browser tests (tests/browser/, marker `browser`), the slowest: each chapter
+notebook's page and widgets/demo.ipynb's run its cells and check their outputs as nbval would. Without -n the same
+order, serially. A run without the pages (`-m "not browser"`, or a notebook named alone) runs them under nbval."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,6 +14,7 @@ if TYPE_CHECKING:
     from xdist.remote import Producer
     from xdist.scheduler import LoadFileScheduling
 
+ROOT = Path(__file__).resolve().parent
 collect_ignore = ["tests/browser/placeholder.ipynb"]  # the browser harness's control page, not a lesson
 # each of these tests is one notebook page in JupyterLab: a work unit of its own under xdist (see below)
 BROWSER_PAGES = "tests/browser/test_notebooks_in_browser.py::"
@@ -22,8 +26,17 @@ def _stage(item: pytest.Item) -> int:
     return 1 if item.path.suffix == ".ipynb" else 0
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: only pages that really run count
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Unit tests first, notebooks next, browser last (a stable sort keeps each notebook's cells in order)."""
+    """Leave out nbval's items of a notebook whose browser page runs in this session (the page checks its outputs
+    as nbval would: tests/browser/nbval_lax.py); then unit tests first, notebooks next, browser last (a stable
+    sort keeps each notebook's cells in order)."""
+    pages = {ROOT / item.callspec.params["notebook"] for item in items
+             if item.nodeid.startswith(BROWSER_PAGES) and hasattr(item, "callspec")}
+    proven = [item for item in items if item.path.suffix == ".ipynb" and item.path in pages]
+    if proven:
+        config.hook.pytest_deselected(items=proven)
+        items[:] = [item for item in items if item.path not in pages or item.path.suffix != ".ipynb"]
     items.sort(key=_stage)
 
 

@@ -2,7 +2,8 @@
 
 Matplotlib draws a character no font in its list has as an empty box and only warns ("Glyph 20301 (...)
 missing from font(s) DejaVu Sans."); nbval --nbval-lax would pass such a cell. chapters/conftest.py loads
-this hook, so every notebook of both editions, run under nbval, fails on that warning instead.
+this hook, so every notebook of both editions, run under nbval, fails on that warning instead; the browser pages,
+which run the chapter notebooks in the full run, call missing_glyphs on every cell (tests/browser/nbval_lax.py).
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """Each notebook in real JupyterLab in headless Chromium: run all cells, every widget and plotly figure renders,
-no error output, no "Error displaying widget", every explorer's real-run button works at the settings the explorer
-opens with (pressed before any knob moves: the run finishes, no refusal), and moving a slider changes a drawn figure.
+no error output, no "Error displaying widget", the cells' outputs pass nbval's --nbval-lax check against the
+committed ones (nbval_lax.py: the full run does not run these notebooks under nbval a second time), every
+explorer's real-run button works at the settings the explorer opens with (pressed before any knob moves: the run
+finishes, no refusal), and moving a slider changes a drawn figure.
 
 A screenshot of every notebook goes to the screenshots folder (conftest.screens_dir); on failure the
 screenshot is taken first and its path is in the message. Each worker keeps one JupyterLab page and opens the
@@ -15,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from .nbval_lax import OUTPUTS_JS, problems as nbval_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -244,6 +248,7 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             problems.append(f"legend entries plotly.js hid (no data reached it): {sorted(set(s['unnamedInLegend']))}")
         if s["defaultNamed"]:
             problems.append(f"legend entries under plotly's default name: {sorted(set(s['defaultNamed']))}")
+        problems += nbval_problems(notebook, page.evaluate(OUTPUTS_JS))  # before a button or slider is touched
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]
