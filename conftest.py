@@ -33,10 +33,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     sort keeps each notebook's cells in order)."""
     pages = {ROOT / item.callspec.params["notebook"] for item in items
              if item.nodeid.startswith(BROWSER_PAGES) and hasattr(item, "callspec")}
-    proven = [item for item in items if item.path.suffix == ".ipynb" and item.path in pages]
+    proven = {item for item in items if item.path.suffix == ".ipynb" and item.path in pages}  # nbval's cells
     if proven:
-        config.hook.pytest_deselected(items=proven)
-        items[:] = [item for item in items if item.path not in pages or item.path.suffix != ".ipynb"]
+        config.hook.pytest_deselected(items=list(proven))
+        items[:] = [item for item in items if item not in proven]
     items.sort(key=_stage)
 
 
