@@ -23,6 +23,11 @@ def missing_glyphs(outputs) -> list[str]:
     return lines
 
 
+def glyph_failure(lines: list[str]) -> str:
+    """The failure's words for a cell whose outputs have missing-glyph lines (nbval's and the browser pages')."""
+    return f"a figure drew characters its font lacks (install fonts-noto-cjk, see tinyserve.lang.fonts): {lines[:3]}"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Turn a passing nbval cell into a failure when its outputs say a glyph was missing."""
@@ -33,5 +38,4 @@ def pytest_runtest_makereport(item, call):
     lines = missing_glyphs(getattr(item, "test_outputs", None))
     if lines:
         report.outcome = "failed"
-        report.longrepr = (f"{item.nodeid}: a figure drew characters its font lacks (install fonts-noto-cjk, "
-                           f"see tinyserve.lang.fonts): {lines[:3]}")
+        report.longrepr = f"{item.nodeid}: {glyph_failure(lines)}"

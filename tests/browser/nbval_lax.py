@@ -34,13 +34,14 @@ OUTPUTS_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
 
 
 def _nbfonts():
+    """chapters/nbfonts.py, the nbval run's glyph check (chapters/ is not on the tests' import path)."""
     spec = importlib.util.spec_from_file_location("nbfonts", ROOT / "chapters" / "nbfonts.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-missing_glyphs = _nbfonts().missing_glyphs
+nbfonts = _nbfonts()
 
 
 def options(cell) -> dict:
@@ -90,10 +91,9 @@ def problems(notebook: str, cells: list[dict]) -> list[str]:
         opts = options(cell)
         if opts["skip"]:
             continue
-        glyphs = missing_glyphs(test)
+        glyphs = nbfonts.missing_glyphs(test)
         if glyphs:
-            found.append(f"Cell {i}: a figure drew characters its font lacks (install fonts-noto-cjk, see "
-                         f"tinyserve.lang.fonts): {glyphs[:3]}")
+            found.append(f"Cell {i}: {nbfonts.glyph_failure(glyphs)}")
         if cell.execution_count is None:
             if cell.outputs:
                 found.append(f"Cell {i}: unrun reference cell has outputs")

@@ -57,7 +57,8 @@ def test_a_notebook_fails_on_a_changed_checked_output_or_a_missing_glyph_and_pas
     path = nb_with(tmp_path, [checked, free])
     page = lambda a, b: [{"source": checked.source, "outputs": a}, {"source": free.source, "outputs": b}]  # noqa: E731
     assert problems(path, page([stdout("1\n")], [stdout("anything\n")])) == []
-    assert [p.split(":")[0] for p in problems(path, page([stdout("7\n")], [stdout("2\n")]))] == ["Cell 0 (NBVAL_CHECK_OUTPUT)"]
+    assert [p.split(":")[0] for p in problems(path, page([stdout("7\n")], [stdout("2\n")]))] == \
+        ["Cell 0 (NBVAL_CHECK_OUTPUT)"]
     glyph = out("stream", name="stderr", text="UserWarning: Glyph 20301 (\\N{CJK}) missing from font(s) DejaVu Sans.\n")
     assert [p.split(":")[0] for p in problems(path, page([stdout("1\n")], [stdout("2\n"), glyph]))] == ["Cell 1"]
     assert problems(path, page([stdout("1\n")], [])[:1]) == [f"the page's code cells are not {path}'s"]
