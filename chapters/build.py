@@ -18,9 +18,11 @@ kept, so a grader matches check cells across languages) into `zh-TW/solutions/`,
 generated from them.
 
 Glue: prose writes {glue}`name` where a value computed by the notebook's code goes, and the code records it with
-tinyserve.lang.glue.glue(name, value, fmt). The kernel runs with $TINYSERVE_GLUE_FILE set; after the run every
+tinyserve.lang.glue.glue(name, value, fmt, measured=False). The kernel runs with $TINYSERVE_GLUE_FILE set; after
+the run every
 {glue}`name` of the notebook's markdown is filled from what its code recorded (each edition from its own kernel,
-so a glued word is in the edition's language). A name no cell recorded stops the build naming it. --no-exec
+so a glued word is in the edition's language), and kept in the notebook's metadata (tinyserve.glue). A name no
+cell recorded, or a wall-clock measurement (measured=True) in prose, stops the build naming it. --no-exec
 leaves the roles as they are.
 
 A source is a plain Python file in "percent" format: `# %% [markdown]` starts a markdown cell (its lines are
@@ -58,11 +60,25 @@ class EditionError(Exception):
     """A notebook that cannot be built as asked: its setup line, its catalog, a glue name; the message names it."""
 
 
-# a code cell's header may ask JupyterLab to show it folded (metadata.jupyter, which JupyterLab honours):
-# `# %% [reveal]` stores the outputs collapsed (a prediction's answer stays hidden until the learner opens it or
-# runs the cell; nbval still compares them), `# %% [hide-code]` folds the source (long plotting code), both may
-# be given: `# %% [reveal, hide-code]`
-FOLDS = {"reveal": "outputs_hidden", "hide-code": "source_hidden"}
+# a code cell's header may mark it: `# %% [reveal]` a cell that settles a prediction (tagged "reveal": its code is
+# one `with QUESTION.after_prediction():` block, so until the learner predicts it shows a hint and keeps the
+# answer in a closed <details>, on any run; nbval still compares the whole output), `# %% [hide-code]` folds
+# the source (long plotting code; metadata.jupyter, which JupyterLab honours); both may be given:
+# `# %% [reveal, hide-code]`
+MARKS = ("reveal", "hide-code")
+REVEAL_BLOCK = re.compile(r"\Awith \w+\.after_prediction\(\):\n(?:(?:    .*|)\n)*(?:    .*)?\Z")
+
+
+def _mark(cell, marks: list) -> None:
+    """Set what a code cell's header asks; a reveal cell that is not one after_prediction block stops the build."""
+    if "hide-code" in marks:
+        cell.metadata["jupyter"] = {"source_hidden": True}
+    if "reveal" in marks:
+        code = "\n".join(ln for ln in cell.source.splitlines() if not (ln.startswith("#") and not ln.startswith("#!")))
+        if not REVEAL_BLOCK.match(code.strip("\n")):
+            raise EditionError("a reveal cell must be one `with QUESTION.after_prediction():` block (after its "
+                               f"comment lines), so that Run All shows no answer: {cell.source[:160]!r}")
+        cell.metadata["tags"] = ["reveal"]
 
 
 def parse(text: str) -> list:
@@ -78,8 +94,7 @@ def parse(text: str) -> list:
             cells.append(nbformat.v4.new_markdown_cell(body))
         elif body:
             cell = nbformat.v4.new_code_cell(body)
-            if folds:
-                cell.metadata["jupyter"] = {FOLDS[f]: True for f in folds}
+            _mark(cell, folds)
             cells.append(cell)
 
     for ln in text.splitlines():
@@ -89,12 +104,12 @@ def parse(text: str) -> list:
             if not m:
                 raise EditionError(f"a cell header that build.py does not read: {ln!r}")
             words = [w.strip() for w in (m.group(1) or "").split(",") if w.strip()]
-            unknown = [w for w in words if w != "markdown" and w not in FOLDS]
+            unknown = [w for w in words if w != "markdown" and w not in MARKS]
             if unknown or ("markdown" in words and len(words) > 1):
                 raise EditionError(f"a cell header that build.py does not read: {ln!r} (a code cell takes "
-                                   f"{', '.join(FOLDS)}; a markdown cell nothing else)")
+                                   f"{', '.join(MARKS)}; a markdown cell nothing else)")
             kind = "markdown" if "markdown" in words else "code"
-            folds, lines = [w for w in words if w in FOLDS], []
+            folds, lines = [w for w in words if w in MARKS], []
         elif kind is not None:
             lines.append(ln)
     flush()
@@ -125,17 +140,24 @@ def translate(cells: list, stem: str, lang: str) -> None:
     setups[0].source = setups[0].source.replace(SETUP, SETUP.replace('"en"', f'"{lang}"'))
 
 
-def fill_glue(nb, stem: str, values: dict[str, str]) -> None:
-    """Put each recorded value where the markdown says {glue}`name`; EditionError naming a name nobody recorded."""
-    missing = sorted({n for c in nb.cells if c.cell_type == "markdown" for n in editions.glue_names(c.source)}
-                     - values.keys())
+def fill_glue(nb, stem: str, values: dict[str, dict]) -> None:
+    """Put each recorded value where the markdown says {glue}`name` and keep what was glued in the notebook's
+    metadata (tinyserve.glue: name -> {"text", "measured"}), where a test compares the two editions. EditionError
+    naming a name nobody recorded, or a wall-clock measurement put in prose."""
+    used = sorted({n for c in nb.cells if c.cell_type == "markdown" for n in editions.glue_names(c.source)})
+    missing = [n for n in used if n not in values]
     if missing:
         raise EditionError(f"{stem}: {{glue}}`{missing[0]}` is in the text but no cell recorded it"
                            + (f" (nor {', '.join(missing[1:])})" if missing[1:] else "")
                            + "; record it with tinyserve.lang.glue.glue(name, value)")
+    measured = [n for n in used if values[n].get("measured")]
+    if measured:
+        raise EditionError(f"{stem}: {{glue}}`{measured[0]}` is a wall-clock measurement: it differs between builds "
+                           "(and editions), so the prose must point at the reader's own output instead")
     for c in nb.cells:
         if c.cell_type == "markdown":
-            c.source = editions.GLUE.sub(lambda m: values[m.group(1)], c.source)
+            c.source = editions.GLUE.sub(lambda m: values[m.group(1)]["text"], c.source)
+    nb.metadata.setdefault("tinyserve", {})["glue"] = {n: values[n] for n in used}
 
 
 def build(src: Path, execute: bool = True, lang: str = "en") -> float:

@@ -8,6 +8,9 @@
 #
 # Every number comes from the engine `tinyserve` running here. *Modeled* cells use a stated cost model of
 # real hardware and print the same numbers everywhere; *measured* cells use your clock.
+#
+# Plotting code is collapsed (View → Expand All Code); an answer stays closed under its hint until you predict and
+# run its cell again, or click it open.
 
 # %%
 import tinyserve
@@ -23,7 +26,7 @@ model = engine.model
 cfg = model.config
 say("7.0.model", params=model.num_params(), layers=cfg.n_layer, width=cfg.n_embd, context=cfg.n_positions,
     vocab=cfg.vocab_size)
-_ = glue("tiny_weights_mb", sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6, "{:.0f}")
+glue("tiny_weights_mb", sum(p.numel() * p.element_size() for p in model.parameters()) / 1e6, "{:.0f}")
 
 # %% [markdown]
 # ## 1. One token per forward pass
@@ -79,38 +82,38 @@ measured = {b: decode_step_ms(b) for b in batches}
 # %% [reveal]
 # NBVAL_IGNORE_OUTPUT
 # (wall clock: your machine, your numbers)
-t1 = measured[1]
-for b, ms in measured.items():
-    say("7.0.measured_row", b=b, ms=ms, ratio=ms / t1, per_token=ms / b)
-print()
-b_max = max(batches)
-_ = glue("cpu_ratio32", measured[32] / t1, "{:.1f}")
-_ = glue("cpu_bmax", b_max)
-_ = glue("cpu_token_fall", t1 / (measured[b_max] / b_max), "{:.1f}")
-_ = glue("cpu_step_growth", measured[b_max] / t1, "{:.1f}")
-print(p_wide.reveal(round(measured[32] / t1, 2)))
+with p_wide.after_prediction():
+    t1 = measured[1]
+    for b, ms in measured.items():
+        say("7.0.measured_row", b=b, ms=ms, ratio=ms / t1, per_token=ms / b)
+    print()
+    b_max = max(batches)
+    glue("cpu_bmax", b_max)  # a count: the wall-clock numbers stay in the table, which differs between machines
+    print(p_wide.reveal(round(measured[32] / t1, 2)))
+
 
 # %% [reveal, hide-code]
 # NBVAL_IGNORE_OUTPUT
 # (a picture of the measured numbers)
-import matplotlib.pyplot as plt
-from tinyserve_widgets.palette import OKABE_ITO
+with p_wide.after_prediction():
+    import matplotlib.pyplot as plt
+    from tinyserve_widgets.palette import OKABE_ITO
 
-fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
-ax[0].plot(batches, [measured[b] for b in batches], "o-", color=OKABE_ITO["blue"])
-ax[0].set(ylabel=t("7.0.y_step_ms"), title=t("7.0.title_step_measured"), ylim=(0, None))
-ax[1].plot(batches, [measured[b] / b for b in batches], "s-", color=OKABE_ITO["orange"])
-ax[1].set(ylabel=t("7.0.y_token_ms"), title=t("7.0.title_token_measured"), ylim=(0, None))
-for a in ax:
-    a.set(xscale="log", xlabel=t("7.0.x_batch"))
-    a.set_xticks(batches, [str(b) for b in batches])
-    a.minorticks_off()
-plt.tight_layout()
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
+    ax[0].plot(batches, [measured[b] for b in batches], "o-", color=OKABE_ITO["blue"])
+    ax[0].set(ylabel=t("7.0.y_step_ms"), title=t("7.0.title_step_measured"), ylim=(0, None))
+    ax[1].plot(batches, [measured[b] / b for b in batches], "s-", color=OKABE_ITO["orange"])
+    ax[1].set(ylabel=t("7.0.y_token_ms"), title=t("7.0.title_token_measured"), ylim=(0, None))
+    for a in ax:
+        a.set(xscale="log", xlabel=t("7.0.x_batch"))
+        a.set_xticks(batches, [str(b) for b in batches])
+        a.minorticks_off()
+    plt.tight_layout()
+
 
 # %% [markdown]
-# Here a 32-wide step took {glue}`cpu_ratio32`× a 1-wide one; from B = 1 to B = {glue}`cpu_bmax` the step
-# grew {glue}`cpu_step_growth`-fold and the cost per token fell {glue}`cpu_token_fall`-fold. Section 3 shows
-# why a GPU serving a big model differs.
+# Read the table above, your machine's own: from B = 1 to B = {glue}`cpu_bmax` the step grows far more slowly than
+# the batch, so each token gets cheaper. Section 3 shows why a big model's GPU differs.
 
 # %% [markdown]
 # ## 3. The same question for a 70B model on an H200 — modeled
@@ -166,59 +169,63 @@ model_batches = [1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024]
 step_ms = {b: 1e3 * clock.step_time(decode_works([CONTEXT] * b)) for b in model_batches}
 bound = {b: clock.cost(decode_works([CONTEXT] * b))["bound"] for b in model_batches}
 ridge = ridge_tokens(hw)
-_ = glue("ridge", ridge, "{:.0f}")
+glue("ridge", ridge, "{:.0f}")
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
 # (modeled: the same on every machine)
-one = step_ms[1]
-for b in (1, 8, 32, 64, 128, 256, 512):
-    say("7.0.modeled_row", b=b, ms=step_ms[b], ratio=step_ms[b] / one, per_token=step_ms[b] / b,
-        bound=t(f"7.0.bound.{bound[b]}"))
-knee = next(b for b in range(1, 4097)
-            if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
-print()
-say("7.0.chapter_claim")
-say("7.0.engine_claim", ratio=step_ms[64] / one, cheaper=one / (step_ms[64] / 64))
-say("7.0.ridge", ms=weight_stream_s(hw) * 1e3, tokens=ridge, last=knee - 1, knee=knee)
-doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
-say("7.0.doubled", b=doubled)
-at_ridge = int(ridge)  # the widest step still memory-bound
-glue("per_token_fall", one / (1e3 * clock.decode_step_time(at_ridge, CONTEXT) / at_ridge), "{:.0f}")
-glue("ratio128", step_ms[128] / one, "{:.2f}")
-print(p_knee.reveal(doubled))
+with p_knee.after_prediction():
+    one = step_ms[1]
+    for b in (1, 8, 32, 64, 128, 256, 512):
+        say("7.0.modeled_row", b=b, ms=step_ms[b], ratio=step_ms[b] / one, per_token=step_ms[b] / b,
+            bound=t(f"7.0.bound.{bound[b]}"))
+    knee = next(b for b in range(1, 4097)
+                if clock.cost(decode_works([CONTEXT] * b))["bound"] == "compute")
+    print()
+    say("7.0.chapter_claim")
+    say("7.0.engine_claim", ratio=step_ms[64] / one, cheaper=one / (step_ms[64] / 64))
+    say("7.0.ridge", ms=weight_stream_s(hw) * 1e3, tokens=ridge, last=knee - 1, knee=knee)
+    doubled = next(b for b in range(1, 4097) if clock.decode_step_time(b, CONTEXT) >= 2 * one / 1e3)
+    say("7.0.doubled", b=doubled)
+    at_ridge = int(ridge)  # the widest step still memory-bound
+    glue("per_token_fall", one / (1e3 * clock.decode_step_time(at_ridge, CONTEXT) / at_ridge), "{:.0f}")
+    glue("ratio128", step_ms[128] / one, "{:.2f}")
+    print(p_knee.reveal(doubled))
+
 
 # %% [reveal, hide-code]
-from tinyserve.analysis.prefill import achieved_flops, intensity
+with p_knee.after_prediction():
+    from tinyserve.analysis.prefill import achieved_flops, intensity
 
-BLUE, ORANGE, VERMILLION, GREY = OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["vermillion"], "#999999"
-fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
-xs = np.arange(1, 1025)
-ts = [1e3 * clock.decode_step_time(int(b), CONTEXT) for b in xs]
-ax[0].plot(xs, ts, color=BLUE)
-ax[0].axvline(ridge, ls="--", color=GREY)
-ax[0].text(ridge * 1.1, max(ts) * 0.85, t("7.0.ridge_label", tokens=ridge), fontsize=9)
-ax[0].set(xscale="log", xlabel=t("7.0.x_batch"), ylabel=t("7.0.y_step_modeled"),
-          title=t("7.0.title_step_70b"), ylim=(0, None))
-# the roofline: useful arithmetic rate of the linear layers against tokens per step (flops per weight byte)
-tflops = [achieved_flops(clock, int(b)) / 1e12 for b in xs]
-ax[1].plot(xs, tflops, color=BLUE, lw=2, label=t("7.0.legend.reached"))
-ax[1].plot(xs, hw.bandwidth_Bps * intensity(hw, xs) / 1e12, ":", color=ORANGE,
-           label=t("7.0.legend.memory_roof"))
-ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label=t("7.0.legend.arithmetic_roof"))
-ax[1].axvline(ridge, ls="--", color=GREY)
-for b in (1, 8, 64, 512):
-    ax[1].plot(b, achieved_flops(clock, b) / 1e12, "o", color="k", ms=4)
-    ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points",  # words: ok
-                   xytext=(4, -11), fontsize=9)
-ax[1].set(xscale="log", yscale="log", ylim=(1, 5000),
-          xlabel=t("7.0.x_roofline"), ylabel=t("7.0.y_roofline"), title=t("7.0.title_roofline"))
-ax[1].set_yticks([1, 10, 100, 1000], ["1", "10", "100", "1,000"])
-ax[1].legend(fontsize=9, loc="lower right", frameon=False)  # words: ok (a matplotlib location)
-for a in ax:
-    a.set_xticks([1, 4, 16, 64, 256, 1024], ["1", "4", "16", "64", "256", "1024"])
-    a.minorticks_off()
-plt.tight_layout()
+    BLUE, ORANGE, VERMILLION, GREY = OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["vermillion"], "#999999"
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3.4))
+    xs = np.arange(1, 1025)
+    ts = [1e3 * clock.decode_step_time(int(b), CONTEXT) for b in xs]
+    ax[0].plot(xs, ts, color=BLUE)
+    ax[0].axvline(ridge, ls="--", color=GREY)
+    ax[0].text(ridge * 1.1, max(ts) * 0.85, t("7.0.ridge_label", tokens=ridge), fontsize=9)
+    ax[0].set(xscale="log", xlabel=t("7.0.x_batch"), ylabel=t("7.0.y_step_modeled"),
+              title=t("7.0.title_step_70b"), ylim=(0, None))
+    # the roofline: useful arithmetic rate of the linear layers against tokens per step (flops per weight byte)
+    tflops = [achieved_flops(clock, int(b)) / 1e12 for b in xs]
+    ax[1].plot(xs, tflops, color=BLUE, lw=2, label=t("7.0.legend.reached"))
+    ax[1].plot(xs, hw.bandwidth_Bps * intensity(hw, xs) / 1e12, ":", color=ORANGE,
+               label=t("7.0.legend.memory_roof"))
+    ax[1].axhline(hw.peak_flops / 1e12, ls="--", color=VERMILLION, label=t("7.0.legend.arithmetic_roof"))
+    ax[1].axvline(ridge, ls="--", color=GREY)
+    for b in (1, 8, 64, 512):
+        ax[1].plot(b, achieved_flops(clock, b) / 1e12, "o", color="k", ms=4)
+        ax[1].annotate(f"B={b}", (b, achieved_flops(clock, b) / 1e12), textcoords="offset points",  # words: ok
+                       xytext=(4, -11), fontsize=9)
+    ax[1].set(xscale="log", yscale="log", ylim=(1, 5000),
+              xlabel=t("7.0.x_roofline"), ylabel=t("7.0.y_roofline"), title=t("7.0.title_roofline"))
+    ax[1].set_yticks([1, 10, 100, 1000], ["1", "10", "100", "1,000"])
+    ax[1].legend(fontsize=9, loc="lower right", frameon=False)  # words: ok (a matplotlib location)
+    for a in ax:
+        a.set_xticks([1, 4, 16, 64, 256, 1024], ["1", "4", "16", "64", "256", "1024"])
+        a.minorticks_off()
+    plt.tight_layout()
+
 
 # %% [markdown]
 # Left: the step time stays nearly flat while the weights dominate ({glue}`ratio128`× at B = 128). Right, as a roofline: a narrow step reaches a

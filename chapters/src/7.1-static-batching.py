@@ -6,9 +6,9 @@
 # finished — and a timeout changes only part of that.
 #
 # A **slot** holds one sequence of the batch. **Prefill** computes a request's whole prompt in one step;
-# **decode** then makes one token per step. Counts (tokens, steps) come from the real tiny GPT or its
-# step-for-step replay; times are *modeled* for a 70B-class model on one H200 (notebook 7.0), the same on every
-# machine.
+# **decode** then makes one token per step. Counts (tokens, steps) come from the real tiny GPT or from a *dry
+# run* (the same schedule, step for step, without the model); times are *modeled* for a 70B-class model on one
+# H200 (notebook 7.0), the same on every machine.
 
 # %%
 import tinyserve
@@ -49,28 +49,32 @@ short, long_ = sorted(padded.requests, key=lambda r: r.prompt_len)
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-print(p_pad.reveal(short.prefill_computed_tokens))  # first: a folded output shows its first line
-say("7.1.padding_row", own=short.prompt_len, computed=short.prefill_computed_tokens,
-    padding=short.prefill_computed_tokens - short.prompt_len)
-say("7.1.padding_chapter")
-say("7.1.padding_engine", ratio=short.prefill_computed_tokens / short.prompt_len)
-glue("padding_x", short.prefill_computed_tokens / short.prompt_len, "{:.0f}")
-alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
-say("7.1.padding_modeled", alone=alone_ms, padded=padded_ms)
+with p_pad.after_prediction():
+    print(p_pad.reveal(short.prefill_computed_tokens))
+    say("7.1.padding_row", own=short.prompt_len, computed=short.prefill_computed_tokens,
+        padding=short.prefill_computed_tokens - short.prompt_len)
+    say("7.1.padding_chapter")
+    say("7.1.padding_engine", ratio=short.prefill_computed_tokens / short.prompt_len)
+    glue("padding_x", short.prefill_computed_tokens / short.prompt_len, "{:.0f}")
+    alone_ms, padded_ms = 1e3 * clock.prefill_time(short.prompt_len), 1e3 * padded.steps[0].duration_s
+    say("7.1.padding_modeled", alone=alone_ms, padded=padded_ms)
+
 
 # %% [reveal, hide-code]
-import matplotlib.pyplot as plt
-from tinyserve_widgets.palette import HATCH, PALETTE
+with p_pad.after_prediction():
+    import matplotlib.pyplot as plt
+    from tinyserve_widgets.palette import HATCH, PALETTE
 
-fig, ax = plt.subplots(figsize=(8, 1.8), layout="constrained")
-for i, r in enumerate((short, long_)):
-    ax.barh(i, r.prompt_len, color=PALETTE["prefill"], label=t("7.1.legend.own_prompt") if i == 0 else None)
-    ax.barh(i, r.prefill_computed_tokens - r.prompt_len, left=r.prompt_len, color=PALETTE["padding"],
-            hatch=HATCH["padding"], edgecolor="#8a7d00", lw=0, label=t("7.1.legend.padding") if i == 0 else None)
-ax.set(yticks=[0, 1], yticklabels=[t("7.1.prompt_tick", n=short.prompt_len), t("7.1.prompt_tick", n=long_.prompt_len)],
-       xlabel=t("7.1.x_padding"))
-ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)  # words: ok (a location)
-ax.set_title(t("7.1.title_padding"), fontsize=10);
+    fig, ax = plt.subplots(figsize=(8, 1.8), layout="constrained")
+    for i, r in enumerate((short, long_)):
+        ax.barh(i, r.prompt_len, color=PALETTE["prefill"], label=t("7.1.legend.own_prompt") if i == 0 else None)
+        ax.barh(i, r.prefill_computed_tokens - r.prompt_len, left=r.prompt_len, color=PALETTE["padding"],
+                hatch=HATCH["padding"], edgecolor="#8a7d00", lw=0, label=t("7.1.legend.padding") if i == 0 else None)
+    ax.set(yticks=[0, 1], yticklabels=[t("7.1.prompt_tick", n=short.prompt_len), t("7.1.prompt_tick", n=long_.prompt_len)],
+           xlabel=t("7.1.x_padding"))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False)  # words: ok (a location)
+    ax.set_title(t("7.1.title_padding"), fontsize=10);
+
 
 # %% [markdown]
 # ## 2. The fastest finisher
@@ -97,12 +101,14 @@ replay = dry.run("chapter-7.1-finisher", "static", batch_size=32, workload_knobs
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-say("7.1.real_run", long=LONG, steps=len(real.steps), wasted=real.metrics()["wasted_decode_tokens"])
-say("7.1.dry_same" if ab.schedule(real) == ab.schedule(replay) else "7.1.dry_differs")
-_ = glue("long", LONG)
+with p_slot7.after_prediction():
+    say("7.1.real_run", long=LONG, steps=len(real.steps), wasted=real.metrics()["wasted_decode_tokens"])
+    say("7.1.dry_same" if ab.schedule(real) == ab.schedule(replay) else "7.1.dry_differs")
+    glue("long", LONG)
+
 
 # %% [markdown]
-# The replay agrees step for step with the real model, so the chapter-scale numbers below come from dry runs.
+# The dry run agrees step for step with the real model, so the chapter-scale numbers below come from dry runs.
 
 # %%
 import numpy as np
@@ -116,16 +122,18 @@ slot7 = grid[7, :group_steps]
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-n_dec = int(np.sum(slot7 != "prefill"))
-n_wasted = int(np.sum(slot7 == "wasted"))
-print(p_slot7.reveal(n_wasted))  # first: a folded output shows its first line
-say("7.1.group_steps", steps=group_steps, decodes=group_steps - 1)
-say("7.1.slot7", decodes=n_dec, useful=n_dec - n_wasted, wasted=n_wasted)
-wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
-say("7.1.finisher_chapter")
-glue("finisher_slots", len(shorts))
-glue("finisher_waste", min(wasted_shares), "{:.0%}")
-say("7.1.finisher_engine", slots=len(shorts), share=min(wasted_shares))
+with p_slot7.after_prediction():
+    n_dec = int(np.sum(slot7 != "prefill"))
+    n_wasted = int(np.sum(slot7 == "wasted"))
+    print(p_slot7.reveal(n_wasted))
+    say("7.1.group_steps", steps=group_steps, decodes=group_steps - 1)
+    say("7.1.slot7", decodes=n_dec, useful=n_dec - n_wasted, wasted=n_wasted)
+    wasted_shares = [float(np.mean(grid[r.slot, 1:group_steps] == "wasted")) for r in shorts]
+    say("7.1.finisher_chapter")
+    glue("finisher_slots", len(shorts))
+    glue("finisher_waste", min(wasted_shares), "{:.0%}")
+    say("7.1.finisher_engine", slots=len(shorts), share=min(wasted_shares))
+
 
 # %% [markdown]
 # Step through the real-model run (long answer: {glue}`long` tokens): each slot's phase, and a meter of useful,
@@ -237,32 +245,34 @@ runs = timeout_runs(0.5)
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-from tinyserve.lang import width
+with p_waste.after_prediction():
+    from tinyserve.lang import width
 
-say("7.1.wait_note")
-w = max(16, 1 + max(width(run_name(timeout)) for timeout in runs))
-print(t("7.1.table_policy") + " " * (w - width(t("7.1.table_policy"))) + t("7.1.table_head"))
-for timeout, tr in runs.items():
-    name = run_name(timeout)
-    print(f"{name}{' ' * (w - width(name))} {ab.queue_wait_s(tr):10.2f}s "
-          f"{tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s {ab.wasted_share(tr):18.1%}")
-full, quick = runs[None], runs[0.5]
-say("7.1.timeout_chapter")
-say("7.1.timeout_engine", full_wait=ab.queue_wait_s(full), quick_wait=ab.queue_wait_s(quick),
-    full_size=median_group(full), quick_size=median_group(quick))
-say("7.1.timeout_waste", full_waste=ab.wasted_share(full), quick_waste=ab.wasted_share(quick))
-glue("full_waste", ab.wasted_share(full), "{:.0%}")  # the premise of the prediction above
-glue("quick_waste", ab.wasted_share(quick), "{:.0%}")
-glue("full_wait", ab.queue_wait_s(full), "{:.1f}")
-glue("quick_wait", ab.queue_wait_s(quick), "{:.1f}")
-waits = [ab.queue_wait_s(runs[timeout]) for timeout in TIMEOUTS]
-glue("wait_lo", min(waits), "{:.1f}")
-glue("wait_hi", max(waits), "{:.1f}")
-rq = quick.request_arrays()
-group_s = [rq.finish_s[rq.first_step == g].max() - quick.steps[g].start_s
-           for g in np.unique(rq.first_step[rq.first_step >= 0])]
-glue("group_s", np.mean(group_s), "{:.1f}")
-print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
+    say("7.1.wait_note")
+    w = max(16, 1 + max(width(run_name(timeout)) for timeout in runs))
+    print(t("7.1.table_policy") + " " * (w - width(t("7.1.table_policy"))) + t("7.1.table_head"))
+    for timeout, tr in runs.items():
+        name = run_name(timeout)
+        print(f"{name}{' ' * (w - width(name))} {ab.queue_wait_s(tr):10.2f}s "
+              f"{tr.metrics()['e2el_ms']['p99'] / 1e3:7.1f}s {ab.wasted_share(tr):18.1%}")
+    full, quick = runs[None], runs[0.5]
+    say("7.1.timeout_chapter")
+    say("7.1.timeout_engine", full_wait=ab.queue_wait_s(full), quick_wait=ab.queue_wait_s(quick),
+        full_size=median_group(full), quick_size=median_group(quick))
+    say("7.1.timeout_waste", full_waste=ab.wasted_share(full), quick_waste=ab.wasted_share(quick))
+    glue("full_waste", ab.wasted_share(full), "{:.0%}")  # the premise of the prediction above
+    glue("quick_waste", ab.wasted_share(quick), "{:.0%}")
+    glue("full_wait", ab.queue_wait_s(full), "{:.1f}")
+    glue("quick_wait", ab.queue_wait_s(quick), "{:.1f}")
+    waits = [ab.queue_wait_s(runs[timeout]) for timeout in TIMEOUTS]
+    glue("wait_lo", min(waits), "{:.1f}")
+    glue("wait_hi", max(waits), "{:.1f}")
+    rq = quick.request_arrays()
+    group_s = [rq.finish_s[rq.first_step == g].max() - quick.steps[g].start_s
+               for g in np.unique(rq.first_step[rq.first_step >= 0])]
+    glue("group_s", np.mean(group_s), "{:.1f}")
+    print(p_waste.reveal(round(100 * ab.wasted_share(quick), 1)))
+
 
 # %% [markdown]
 # Starting groups before they are full cut the median wait from {glue}`full_wait` s to {glue}`quick_wait` s.
@@ -279,17 +289,19 @@ for rate, rr in ((0.5, runs), (0.1, light)):
     say("7.1.light_row", rate=rate, waits=" / ".join(f"{ab.queue_wait_s(rr[timeout]):.2f}" for timeout in TIMEOUTS))
 
 # %% [reveal, hide-code]
-fig, ax = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
-for rate, rr, color in ((0.5, runs, PALETTE["prefill"]), (0.1, light, PALETTE["accent"])):
-    ax[0].plot(TIMEOUTS, [ab.queue_wait_s(rr[timeout]) for timeout in TIMEOUTS], "o-", color=color,
-               label=t("7.1.rate", rate=rate))
-ax[0].set(xscale="log", xlabel=t("7.1.x_timeout"), ylabel=t("7.1.y_wait"), title=t("7.1.title_wait"))
-ax[0].set_xticks(TIMEOUTS, [f"{timeout:g}" for timeout in TIMEOUTS])
-ax[0].minorticks_off()
-ax[0].legend(fontsize=9, frameon=False)
-ax[1].barh([run_name(k) for k in runs], [100 * ab.wasted_share(tr) for tr in runs.values()],
-           color=PALETTE["wasted"], hatch=HATCH["wasted"], edgecolor="white", lw=0)
-ax[1].set(xlabel=t("7.1.x_waste"), title=t("7.1.title_waste"));
+with p_waste.after_prediction():
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
+    for rate, rr, color in ((0.5, runs, PALETTE["prefill"]), (0.1, light, PALETTE["accent"])):
+        ax[0].plot(TIMEOUTS, [ab.queue_wait_s(rr[timeout]) for timeout in TIMEOUTS], "o-", color=color,
+                   label=t("7.1.rate", rate=rate))
+    ax[0].set(xscale="log", xlabel=t("7.1.x_timeout"), ylabel=t("7.1.y_wait"), title=t("7.1.title_wait"))
+    ax[0].set_xticks(TIMEOUTS, [f"{timeout:g}" for timeout in TIMEOUTS])
+    ax[0].minorticks_off()
+    ax[0].legend(fontsize=9, frameon=False)
+    ax[1].barh([run_name(k) for k in runs], [100 * ab.wasted_share(tr) for tr in runs.values()],
+               color=PALETTE["wasted"], hatch=HATCH["wasted"], edgecolor="white", lw=0)
+    ax[1].set(xlabel=t("7.1.x_waste"), title=t("7.1.title_waste"));
+
 
 # %% [markdown]
 # The timeout decides when a group *starts*. Smaller groups waste less ({glue}`full_waste` → {glue}`quick_waste`

@@ -53,19 +53,21 @@ first = [i for i, ok in zip(ra.ids, twenty & (ra.first_step == 0)) if ok]
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-for name, tr in (("static", stat), ("continuous", cont)):
-    say("7.2.finisher.row", name=t(f"7.2.name.{name}"), steps=int(np.median(ab.steps_until_done(tr, queued))),
-        wasted=tr.metrics()["wasted_decode_tokens"])
-glue("static_queued_steps", int(np.median(ab.steps_until_done(stat, queued))), "{:,}")  # the premise above
-its = sorted(set(ab.iterations_computed(cont, first + queued).tolist()))
-say("7.2.finisher.chapter")
-say("7.2.finisher.engine", its=t("7.2.or").join(map(str, its)))
-print(p_queue.reveal(int(np.median(ab.steps_until_done(cont, queued)))))
-# the text under this cell: the steps split into the wait for a slot and the iterations computed in it
-done, ran = ab.steps_until_done(cont, queued), ab.iterations_computed(cont, queued)
-glue("cont_queued_steps", int(np.median(done)))
-glue("cont_queued_wait", int(np.median(done - ran)))
-_ = glue("cont_queued_ran", int(np.median(ran)))
+with p_queue.after_prediction():
+    for name, tr in (("static", stat), ("continuous", cont)):
+        say("7.2.finisher.row", name=t(f"7.2.name.{name}"), steps=int(np.median(ab.steps_until_done(tr, queued))),
+            wasted=tr.metrics()["wasted_decode_tokens"])
+    glue("static_queued_steps", int(np.median(ab.steps_until_done(stat, queued))), "{:,}")  # the premise above
+    its = sorted(set(ab.iterations_computed(cont, first + queued).tolist()))
+    say("7.2.finisher.chapter")
+    say("7.2.finisher.engine", its=t("7.2.or").join(map(str, its)))
+    print(p_queue.reveal(int(np.median(ab.steps_until_done(cont, queued)))))
+    # the text under this cell: the steps split into the wait for a slot and the iterations computed in it
+    done, ran = ab.steps_until_done(cont, queued), ab.iterations_computed(cont, queued)
+    glue("cont_queued_steps", int(np.median(done)))
+    glue("cont_queued_wait", int(np.median(done - ran)))
+    glue("cont_queued_ran", int(np.median(ran)))
+
 
 # %% [markdown]
 # Of those {glue}`cont_queued_steps` steps, {glue}`cont_queued_wait` are spent queueing and {glue}`cont_queued_ran`
@@ -112,7 +114,7 @@ phase_legend(fig, ax)
 
 # %% [markdown]
 # No vermillion in the continuous run: nothing is computed for a finished request. Slot 0 (r0) decodes for
-# 2,000 steps; the other 31 serve the queue, then idle.
+# 2,000 steps; the rest serve the queue, then idle.
 #
 # ## 2. The moment a slot changes hands
 #
@@ -125,25 +127,29 @@ p_swap
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-changes = {k: ab.slot_changes(cont, k) for k in range(1, len(cont.steps))}
-print(p_swap.reveal(len(changes[20])))  # first: a folded output shows its first line
-for k in [k for k, c in changes.items() if c][:4]:
-    moves = t("7.2.swap.sep").join(t("7.2.swap.move", s=s, a=a or "-", b=b or t("7.2.swap.idle"))
-                                   for s, a, b in changes[k][:3])
-    kinds = [w.phase for w in cont.steps[k].works]
-    say("7.2.swap.row", k=k, n=len(changes[k]), moves=moves, prefills=kinds.count("prefill"),
-        decodes=kinds.count("decode"))
-glue("first_wave_last_step", max(int(ra.last_step[ra.ids.index(i)]) for i in first))  # the premise above
+with p_swap.after_prediction():
+    changes = {k: ab.slot_changes(cont, k) for k in range(1, len(cont.steps))}
+    print(p_swap.reveal(len(changes[20])))
+    for k in [k for k, c in changes.items() if c][:4]:
+        moves = t("7.2.swap.sep").join(t("7.2.swap.move", s=s, a=a or "-", b=b or t("7.2.swap.idle"))
+                                       for s, a, b in changes[k][:3])
+        kinds = [w.phase for w in cont.steps[k].works]
+        say("7.2.swap.row", k=k, n=len(changes[k]), moves=moves, prefills=kinds.count("prefill"),
+            decodes=kinds.count("decode"))
+    glue("first_wave_last_step", max(int(ra.last_step[ra.ids.index(i)]) for i in first))  # the premise above
+
 
 # %% [reveal]
-fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
-plot_timeline(ax, cont, k=20, max_columns=len(cont.steps))  # one column per step: nothing binned
-ax.set_xlim(14.5, 25.5)
-for s, a, b in [c for c in changes[20] if c[0] in (1, 11, 21, 31)]:
-    ax.annotate(t("7.2.swap.move", s=s, a=a, b=b), (20, s), xytext=(22.3, s), fontsize=9, va="center",
-                bbox=dict(boxstyle="round", fc="white", lw=0.4), arrowprops=dict(arrowstyle="->", lw=0.8))
-ax.set_title(t("7.2.fig.zoom"), fontsize=11)
-phase_legend(fig, [ax])
+with p_swap.after_prediction():
+    fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
+    plot_timeline(ax, cont, k=20, max_columns=len(cont.steps))  # one column per step: nothing binned
+    ax.set_xlim(14.5, 25.5)
+    for s, a, b in [c for c in changes[20] if c[0] in (1, 11, 21, 31)]:
+        ax.annotate(t("7.2.swap.move", s=s, a=a, b=b), (20, s), xytext=(22.3, s), fontsize=9, va="center",
+                    bbox=dict(boxstyle="round", fc="white", lw=0.4), arrowprops=dict(arrowstyle="->", lw=0.8))
+    ax.set_title(t("7.2.fig.zoom"), fontsize=11)
+    phase_legend(fig, [ax])
+
 
 # %% [markdown]
 # Two facts make the swap cheap. Every decode step is the *same operation* whoever sits in each slot: one token
@@ -153,10 +159,11 @@ phase_legend(fig, [ax])
 # ## 3. Realistic traffic on a 70B model
 #
 # `chapter-7.2-longtail` mixes short chat turns with long retrieval-augmented answers (a fifth of the requests,
-# with long prompts too), arriving at random. Serve it on the modeled 70B/H200 clock with continuous batching
-# and with dynamic batching (groups of 32, 0.1 s timeout), standing in for the static family: the book's 10–20%
-# is said of static batching, whose fastest-finisher problem dynamic batching inherits (§7.1). Two measures of
-# how busy the GPU is:
+# with long prompts too), arriving at random, {glue}`longtail_rate` requests per second on average (7.1 used 0.5):
+# at this load dynamic batching falls behind, so its latencies far exceed 7.1's. Serve it on the modeled 70B/H200
+# clock with continuous batching and with dynamic batching (groups of 32, 0.1 s timeout), standing in for the
+# static family: the book's 10–20% is said of static batching, whose fastest-finisher problem dynamic batching
+# inherits (§7.1). Two measures of how busy the GPU is:
 #
 # * **slot-time utilisation**: useful slot-seconds ÷ (slots × the run's duration); it counts time;
 # * **share of decode capacity**: output tokens per second ÷ what the modeled GPU makes with all 32 slots
@@ -170,6 +177,8 @@ p_util
 
 # %%
 traffic = get_workload("chapter-7.2-longtail")
+from tinyserve.core.workloads import WORKLOADS
+glue("longtail_rate", WORKLOADS["chapter-7.2-longtail"][2]["rate"][0], "{:g}")  # the premise above
 policies = {"dynamic": dict(policy="dynamic", timeout=0.1), "continuous": dict(policy="continuous")}
 
 
@@ -183,30 +192,34 @@ say("7.2.longtail.capacity", n=len(traffic), cap=ab.decode_capacity_tok_s(longta
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-for name, tr in longtail.items():
-    m = tr.metrics()
-    say("7.2.longtail.row", name=t(f"7.2.name.{name}"), util=m["time_utilization"], share=ab.capacity_share(tr),
-        p50=m["e2el_ms"]["p50"] / 1e3, p99=m["e2el_ms"]["p99"] / 1e3)
-s, c = longtail["dynamic"], longtail["continuous"]
-say("7.2.longtail.chapter")
-say("7.2.longtail.engine", share_s=ab.capacity_share(s), share_c=ab.capacity_share(c),
-    util_s=s.metrics()["time_utilization"], util_c=c.metrics()["time_utilization"],
-    p99_s=s.metrics()["e2el_ms"]["p99"] / 1e3, p99_c=c.metrics()["e2el_ms"]["p99"] / 1e3)
-print(p_util.reveal(round(100 * ab.capacity_share(c), 1)))
+with p_util.after_prediction():
+    for name, tr in longtail.items():
+        m = tr.metrics()
+        say("7.2.longtail.row", name=t(f"7.2.name.{name}"), util=m["time_utilization"], share=ab.capacity_share(tr),
+            p50=m["e2el_ms"]["p50"] / 1e3, p99=m["e2el_ms"]["p99"] / 1e3)
+    s, c = longtail["dynamic"], longtail["continuous"]
+    say("7.2.longtail.chapter")
+    say("7.2.longtail.engine", share_s=ab.capacity_share(s), share_c=ab.capacity_share(c),
+        util_s=s.metrics()["time_utilization"], util_c=c.metrics()["time_utilization"],
+        p99_s=s.metrics()["e2el_ms"]["p99"] / 1e3, p99_c=c.metrics()["e2el_ms"]["p99"] / 1e3)
+    print(p_util.reveal(round(100 * ab.capacity_share(c), 1)))
 
-# %% [hide-code]
-from matplotlib.ticker import FuncFormatter, NullLocator
 
-plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.1, 1, 10 rather than powers of ten
-fig, ax = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
-for (name, tr), color in zip(longtail.items(), (PALETTE["accent"], PALETTE["prefill"])):
-    e2e = np.sort(ab.e2e_s(tr))
-    ax[0].step(e2e, np.arange(1, len(e2e) + 1) / len(e2e), where="post", label=t(f"7.2.name.{name}"), color=color)
-    ax[1].plot(tr.step_arrays().start_s, ab.useful_slots_per_step(tr), lw=0.8, color=color)
-ax[0].set(xscale="log", xlabel=t("7.2.fig.e2e"), ylabel=t("7.2.fig.done_fraction"), title=t("7.2.fig.latency"))
-ax[0].xaxis.set_major_formatter(plain)
-ax[1].set(xlabel=t("7.2.fig.time"), ylabel=t("7.2.fig.useful_slots"), title=t("7.2.fig.useful_per_step"))
-fig.legend(loc="outside upper center", ncol=2, fontsize=9, frameon=False);
+# %% [reveal, hide-code]
+with p_util.after_prediction():
+    from matplotlib.ticker import FuncFormatter, NullLocator
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.1, 1, 10 rather than powers of ten
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    for (name, tr), color in zip(longtail.items(), (PALETTE["accent"], PALETTE["prefill"])):
+        e2e = np.sort(ab.e2e_s(tr))
+        ax[0].step(e2e, np.arange(1, len(e2e) + 1) / len(e2e), where="post", label=t(f"7.2.name.{name}"), color=color)
+        ax[1].plot(tr.step_arrays().start_s, ab.useful_slots_per_step(tr), lw=0.8, color=color)
+    ax[0].set(xscale="log", xlabel=t("7.2.fig.e2e"), ylabel=t("7.2.fig.done_fraction"), title=t("7.2.fig.latency"))
+    ax[0].xaxis.set_major_formatter(plain)
+    ax[1].set(xlabel=t("7.2.fig.time"), ylabel=t("7.2.fig.useful_slots"), title=t("7.2.fig.useful_per_step"))
+    fig.legend(loc="outside upper center", ncol=2, fontsize=9, frameon=False);
+
 
 # %% [markdown]
 # ## 4. A load knob: where the claim holds
@@ -228,19 +241,21 @@ glue("dynamic_share_top", ab.capacity_share(sweep["dynamic"][-1]), "{:.0%}")
 top = sweep["continuous"][-1]
 glue("rate_top", rates[-1], "{:g}")
 glue("util_c_default", longtail["continuous"].metrics()["time_utilization"], "{:.1%}")
-_ = glue("share_c_top", ab.capacity_share(top), "{:.1%}")
+glue("share_c_top", ab.capacity_share(top), "{:.1%}")
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-say("7.2.sweep.head")
-for i, rate in enumerate(rates):
-    s, c = sweep["dynamic"][i], sweep["continuous"][i]
-    util = [t.metrics()["time_utilization"] for t in (s, c)]
-    cap = [ab.capacity_share(t) for t in (s, c)]
-    step = [1e3 * float(np.mean(t.step_arrays().duration_s)) for t in (s, c)]
-    p99 = [t.metrics()["e2el_ms"]["p99"] / 1e3 for t in (s, c)]
-    print(f"{rate:5.1f}   {util[0]:6.1%} / {util[1]:5.1%}    {cap[0]:6.1%} / {cap[1]:5.1%}     "
-          f"{step[0]:5.1f} / {step[1]:4.1f}     {p99[0]:6.1f} / {p99[1]:5.1f}")
+with p_util.after_prediction():
+    say("7.2.sweep.head")
+    for i, rate in enumerate(rates):
+        s, c = sweep["dynamic"][i], sweep["continuous"][i]
+        util = [t.metrics()["time_utilization"] for t in (s, c)]
+        cap = [ab.capacity_share(t) for t in (s, c)]
+        step = [1e3 * float(np.mean(t.step_arrays().duration_s)) for t in (s, c)]
+        p99 = [t.metrics()["e2el_ms"]["p99"] / 1e3 for t in (s, c)]
+        print(f"{rate:5.1f}   {util[0]:6.1%} / {util[1]:5.1%}    {cap[0]:6.1%} / {cap[1]:5.1%}     "
+              f"{step[0]:5.1f} / {step[1]:4.1f}     {p99[0]:6.1f} / {p99[1]:5.1f}")
+
 
 # %% [markdown]
 # At {glue}`dynamic_higher_from`–{glue}`dynamic_higher_to` requests/s dynamic batching *scores higher* on
@@ -342,7 +357,7 @@ glue("decode_step_ms", 1e3 * float(dur[~pre].mean()), "{:.0f}")
 glue("prefill_time_top", float(dur[pre].sum() / dur.sum()), "{:.0%}")
 glue("n_requests", len(traffic))
 flood = serve(get_workload("chapter-7.2-longtail", rate=1e6), policies["continuous"])
-_ = glue("share_c_flood", ab.capacity_share(flood), "{:.1%}")
+glue("share_c_flood", ab.capacity_share(flood), "{:.1%}")
 
 # %% [markdown]
 # Slot-time utilisation there is {glue}`util_c_top`; the share of decode capacity over the whole run is

@@ -6,7 +6,7 @@
 # it keeps both waits short; a chunk rides for free up to the *ridge* of the GPU's roofline. Then the chunk
 # length as a knob, and what is left for Chapter 12.
 #
-# Times are modeled for a 70B-class model on one H200; the schedule is made by the real engine.
+# Times are modeled for a 70B-class model on one H200; the real engine makes the schedule.
 
 # %% [hide-code]
 import math
@@ -31,7 +31,7 @@ from tinyserve.deploy import DeploymentConfig, run_deployment
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, rjust, say, t
 from tinyserve.lang.glue import glue
-from tinyserve_widgets.predict import Predict
+from tinyserve_widgets.predict import Choose, Predict
 from tinyserve_widgets.data import composition_sentence
 from tinyserve_widgets.static import plot_composition
 from tinyserve_widgets.views import COMP_SERIES
@@ -90,15 +90,17 @@ traces = {name: run(kw) for name, kw in policies.items()}
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-say("7.3.gaps.head")
-for name, tr in traces.items():
-    say("7.3.gaps.row", name=label[name], gap=worst_gap_ms(tr, inflight), ttft=ttft_ms(tr, "long"))
-pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked-512"))
-print()
-say("7.3.gaps.chapter")
-say("7.3.gaps.engine", gap=worst_gap_ms(pf, inflight), ttft=ttft_ms(df, "long") / 1e3)
-glue("chunked_gap_x", worst_gap_ms(ch, inflight) / step_ms, "{:.1f}")  # chunked-512's worst gap, in plain steps
-print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
+with p_gap.after_prediction():
+    say("7.3.gaps.head")
+    for name, tr in traces.items():
+        say("7.3.gaps.row", name=label[name], gap=worst_gap_ms(tr, inflight), ttft=ttft_ms(tr, "long"))
+    pf, df, ch = (traces[k] for k in ("prefill-first", "decode-first", "chunked-512"))
+    print()
+    say("7.3.gaps.chapter")
+    say("7.3.gaps.engine", gap=worst_gap_ms(pf, inflight), ttft=ttft_ms(df, "long") / 1e3)
+    glue("chunked_gap_x", worst_gap_ms(ch, inflight) / step_ms, "{:.1f}")  # chunked-512's worst gap, in plain steps
+    print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
+
 
 # %% [markdown]
 # Forcing the newcomer in after a bounded wait (TGI's rule) only moves the stall. Chunking keeps both low: the
@@ -107,9 +109,9 @@ print(p_gap.reveal(round(worst_gap_ms(pf, inflight), 1)))
 #
 # ## 2. What the steps look like
 #
-# Left, each step's tokens and (chunked only) the **token budget**, the most a step may carry: by default the
-# chunk length + 32, so every slot's decode fits beside a full chunk. Right, the longest gap (line) and the
-# newcomer's TTFT (diamond); the vertical line marks the newcomer's first step.
+# Left, each step's tokens and (chunked only) the **token budget**, the most a step may carry: by default the chunk
+# length + 32, so every slot's decode fits beside a full chunk. Right, the longest gap (line) and each first token
+# (diamonds: the thirty's at the start, the newcomer's later); the vertical line marks the newcomer's first step.
 
 # %%
 first_chunk = ch.timeline("long").first_step
@@ -163,22 +165,24 @@ ridge = ridge_tokens(hw)
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-say("7.3.ridge.stream", gb=hw.weight_bytes / 1e9, tbs=hw.bandwidth_Bps / 1e12, ms=weight_stream_s(hw) * 1e3)
-say("7.3.ridge.arithmetic", params=hw.nonembed_params / 1e9, tflops=hw.peak_flops / 1e12,
-    ms=compute_s_per_token(hw) * 1e3)
-fits = math.floor(ridge) - len(inflight)
-say("7.3.ridge.ridge", stream=weight_stream_s(hw) * 1e3, per_token=compute_s_per_token(hw) * 1e3, ridge=ridge)
-say("7.3.ridge.fits", n=len(inflight), fits=fits)
-print()
-say("7.3.ridge.head")
-for c, tr in sweep.items():
-    n = worst_gap_step(tr, inflight).tokens  # the step the thirty waited longest for
-    gap = worst_gap_ms(tr, inflight)
-    extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
-    print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
-say("7.3.ridge.plain", ms=step_ms)
-glue("ridge", ridge, "{:.0f}")
-print(p_ridge.reveal(fits))
+with p_ridge.after_prediction():
+    say("7.3.ridge.stream", gb=hw.weight_bytes / 1e9, tbs=hw.bandwidth_Bps / 1e12, ms=weight_stream_s(hw) * 1e3)
+    say("7.3.ridge.arithmetic", params=hw.nonembed_params / 1e9, tflops=hw.peak_flops / 1e12,
+        ms=compute_s_per_token(hw) * 1e3)
+    fits = math.floor(ridge) - len(inflight)
+    say("7.3.ridge.ridge", stream=weight_stream_s(hw) * 1e3, per_token=compute_s_per_token(hw) * 1e3, ridge=ridge)
+    say("7.3.ridge.fits", n=len(inflight), fits=fits)
+    print()
+    say("7.3.ridge.head")
+    for c, tr in sweep.items():
+        n = worst_gap_step(tr, inflight).tokens  # the step the thirty waited longest for
+        gap = worst_gap_ms(tr, inflight)
+        extra = max(0.0, n - ridge) * compute_s_per_token(hw) * 1e3
+        print(f"{c:6d} {n:25d} {extra:23.1f} ms {gap:7.1f} ms {gap / step_ms:14.2f}×")
+    say("7.3.ridge.plain", ms=step_ms)
+    glue("ridge", ridge, "{:.0f}")
+    print(p_ridge.reveal(fits))
+
 
 # %% [markdown]
 # Left, one forward pass each: the weights stream once (top bar) while the decodes' and the chunk's arithmetic
@@ -227,43 +231,50 @@ plt.tight_layout(rect=(0, 0.07, 1, 1))
 #
 # Small chunks: short gaps, but the prompt needs many steps. Large chunks: fewer steps, longer gaps.
 #
-# **Predict.** Which chunk length gives the newcomer its first token *soonest*: 64, 512, or 4,096 tokens?
+# **Predict.** Which chunk length gives the newcomer its first token *soonest*: 64, 512 or 4,096?
 
 # %%
-p_chunk = Predict(t("7.3.predict.chunk"), unit=t("7.3.unit.tokens"), lo=1)
+p_chunk = Choose(t("7.3.predict.chunk"), {c: f"{c:,}" for c in (64, 512, 4096)})
 p_chunk
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-waits = (0, 5, 20, 50, 100, 200, math.inf)
-bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
-say("7.3.chunks.head")
-for c, tr in sweep.items():
-    k = len(tr.timeline("long").chunks)
-    print(f"{c:6d} {k:19d} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
-best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
-say("7.3.chunks.best", best=best)
-print(p_chunk.reveal(best))
+with p_chunk.after_prediction():
+    waits = (0, 5, 20, 50, 100, 200, math.inf)
+    bounded = {n: run(policies["decode-first"], max_waiting_steps=n) for n in waits}
+    say("7.3.chunks.head")
+    for c, tr in sweep.items():
+        k = len(tr.timeline("long").chunks)
+        print(f"{c:6d} {k:19d} {worst_gap_ms(tr, inflight):8.1f} ms {ttft_ms(tr, 'long'):11.1f} ms")
+    best = min(sweep, key=lambda c: ttft_ms(sweep[c], "long"))
+    say("7.3.chunks.best", best=best)
+    offered = sorted(p_chunk.options, key=lambda c: ttft_ms(sweep[c], "long"))  # soonest first
+    print(p_chunk.reveal(offered[0], why=t("7.3.chunks.why", best=offered[0], best_ms=ttft_ms(sweep[offered[0]], "long"),
+                                           worst=offered[-1], worst_ms=ttft_ms(sweep[offered[-1]], "long"),
+                                           steps=len(sweep[offered[-1]].timeline("long").chunks))))
 
-# %% [hide-code]
-fig, ax = plt.subplots(figsize=(7, 4))
-point = {c: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for c, t in sweep.items()}
-held = {n: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for n, t in bounded.items()}
-ax.plot(*zip(*point.values()), "o-", color=BLUE, label=t("7.3.fig.chunked"))
-for c, xy in point.items():
-    ax.annotate(str(c), xy, textcoords="offset points", xytext=(4, 4), fontsize=8)
-ax.plot(*zip(*held.values()), "s--", color=GREY, label=t("7.3.fig.held"))
-for n, xy in held.items():
-    ax.annotate("∞" if n == math.inf else str(n), xy, textcoords="offset points",
-                xytext=(4, -10), fontsize=8, color=GREY)
-ax.axhline(step_ms, ls=":", color="k", lw=0.8)
-ax.text(1800, step_ms * 1.05, t("7.3.fig.plain_step"), fontsize=7)
-ax.set(xscale="log", yscale="log", xlabel=t("7.3.fig.newcomer_ttft"), ylabel=t("7.3.fig.worst_gap"),
-       title=t("7.3.fig.tradeoff"))
-ax.minorticks_off()
-ax.set_xticks([500, 1000, 2000, 5000], ["500", "1,000", "2,000", "5,000"])
-ax.set_yticks([20, 50, 100, 200, 500], ["20", "50", "100", "200", "500"])
-ax.legend(fontsize=8, loc="center right", frameon=False);
+
+# %% [reveal, hide-code]
+with p_chunk.after_prediction():
+    fig, ax = plt.subplots(figsize=(7, 4))
+    point = {c: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for c, t in sweep.items()}
+    held = {n: (ttft_ms(t, "long"), worst_gap_ms(t, inflight)) for n, t in bounded.items()}
+    ax.plot(*zip(*point.values()), "o-", color=BLUE, label=t("7.3.fig.chunked"))
+    for c, xy in point.items():
+        ax.annotate(str(c), xy, textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.plot(*zip(*held.values()), "s--", color=GREY, label=t("7.3.fig.held"))
+    for n, xy in held.items():
+        ax.annotate("∞" if n == math.inf else str(n), xy, textcoords="offset points",
+                    xytext=(4, -10), fontsize=8, color=GREY)
+    ax.axhline(step_ms, ls=":", color="k", lw=0.8)
+    ax.text(1800, step_ms * 1.05, t("7.3.fig.plain_step"), fontsize=7)
+    ax.set(xscale="log", yscale="log", xlabel=t("7.3.fig.newcomer_ttft"), ylabel=t("7.3.fig.worst_gap"),
+           title=t("7.3.fig.tradeoff"))
+    ax.minorticks_off()
+    ax.set_xticks([500, 1000, 2000, 5000], ["500", "1,000", "2,000", "5,000"])
+    ax.set_yticks([20, 50, 100, 200, 500], ["20", "50", "100", "200", "500"])
+    ax.legend(fontsize=8, loc="center right", frameon=False);
+
 
 # %% [markdown]
 # Without chunking (grey), waiting only postpones the stall; never interrupting (∞) makes the newcomer wait
@@ -317,16 +328,16 @@ glue("slo_ttft", TTFT_MS)
 glue("slo_tpot", TPOT_MS)
 glue("idle_miss", idle_miss)
 glue("goal_pct", 100 * GOAL, "{:.0f}")
-_ = glue("n_mixed", len(idle.requests))
+glue("n_mixed", len(idle.requests))
 
 # %% [markdown]
 # Two H200s serve `chapter-7.3-mixed` (chat turns mixed with 2,000–3,500-token prompts): two chunked replicas,
 # or a prefill and a decode GPU over NVLink.
 #
-# **Predict.** Which has the higher goodput per GPU: 1 (replicas) or 2 (split)?
+# **Predict.** Which has the higher goodput per GPU: the two replicas or the split?
 
 # %%
-p_split = Predict(t("7.3.predict.split"), lo=1, hi=2)
+p_split = Choose(t("7.3.predict.split"), {"replicas": t("7.3.choice.replicas"), "split": t("7.3.choice.split")})
 p_split
 
 # %%
@@ -362,39 +373,46 @@ def per_gpu(g):
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-best = max(CHUNKS, key=lambda c: shared[c]["distserve"]["goodput"] or 0)
-print(p_split.reveal(1 if (shared[best]["distserve"]["goodput"] or 0) > split["distserve"]["goodput"] else 2))
-say("7.3.split.head", ttft=TTFT_MS, tpot=TPOT_MS, tight=TIGHT_TPOT_MS)
-for c in CHUNKS:
-    print(ljust(t("7.3.split.replicas", chunk=c), 38) + "".join(rjust(per_gpu(shared[c][p]["goodput"]), 12)
-                                                              for p in PAIRS))
-print(ljust(t("7.3.split.split"), 38) + "".join(rjust(per_gpu(split[p]["goodput"]), 12) for p in PAIRS))
-tight_best = max(CHUNKS, key=lambda c: shared[c]["tight"]["goodput"] or 0)
-glue("gp_split", split["distserve"]["goodput"], "{:g}")
-glue("gp_co", shared[best]["distserve"]["goodput"], "{:g}")
-glue("best_chunk", best, "{:,}")
-glue("tpot_tight", TIGHT_TPOT_MS)
-glue("gp_split_t", split["tight"]["goodput"], "{:g}")
-_ = glue("gp_co_t", shared[tight_best]["tight"]["goodput"], "{:g}")
+with p_split.after_prediction():
+    best = max(CHUNKS, key=lambda c: shared[c]["distserve"]["goodput"] or 0)
+    winner = "replicas" if (shared[best]["distserve"]["goodput"] or 0) > (split["distserve"]["goodput"] or 0) else "split"
+    print(p_split.reveal(winner, why=t("7.3.split.why", ttft=TTFT_MS, tpot=TPOT_MS, chunk=best,
+                                       co=per_gpu(shared[best]["distserve"]["goodput"]),
+                                       split=per_gpu(split["distserve"]["goodput"]))))
+    say("7.3.split.head", ttft=TTFT_MS, tpot=TPOT_MS, tight=TIGHT_TPOT_MS)
+    for c in CHUNKS:
+        print(ljust(t("7.3.split.replicas", chunk=c), 38) + "".join(rjust(per_gpu(shared[c][p]["goodput"]), 12)
+                                                                  for p in PAIRS))
+    print(ljust(t("7.3.split.split"), 38) + "".join(rjust(per_gpu(split[p]["goodput"]), 12) for p in PAIRS))
+    tight_best = max(CHUNKS, key=lambda c: shared[c]["tight"]["goodput"] or 0)
+    glue("gp_split", split["distserve"]["goodput"], "{:g}")
+    glue("gp_co", shared[best]["distserve"]["goodput"], "{:g}")
+    glue("best_chunk", best, "{:,}")
+    glue("tpot_tight", TIGHT_TPOT_MS)
+    glue("gp_split_t", split["tight"]["goodput"], "{:g}")
+    glue("gp_co_t", shared[tight_best]["tight"]["goodput"], "{:g}")
+
 
 # %% [reveal, hide-code]
-fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
-per_gpu_rates = [r / 2 for r in RATES]
-styles = {128: dict(color=SKY, ls=":", marker="."), 512: dict(color=BLUE, ls="--", marker="."),
-          4096: dict(color=BLUE, ls="-", marker=".")}
-for a, (pair, (ttft, tpot)) in zip(ax, PAIRS.items()):
-    for c in CHUNKS:
-        a.plot(per_gpu_rates, [100 * x for x in shared[c][pair]["attainment"]],
-               label=t("7.3.split.replicas", chunk=c), **styles[c])
-    a.plot(per_gpu_rates, [100 * x for x in split[pair]["attainment"]], color=ORANGE, lw=2.2, marker="o",
-           ms=4, label=t("7.3.split.split"))
-    a.axhline(90, color=GREY, ls="--", lw=0.8)
-    a.text(per_gpu_rates[-1], 91, t("7.3.fig.goal"), ha="right", va="bottom", fontsize=8, color=GREY)
-    a.set(title=t("7.3.fig.slo_panel", ttft=ttft, tpot=tpot), xlabel=t("7.3.fig.rate_per_gpu"), ylim=(0, 102))
-ax[0].set_ylabel(t("7.3.fig.attainment"))
-fig.suptitle(t("7.3.fig.slo_title"), fontsize=11)
-fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8, frameon=False)
-plt.tight_layout(rect=(0, 0.07, 1, 1))
+with p_split.after_prediction():
+    fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
+    per_gpu_rates = [r / 2 for r in RATES]
+    styles = {128: dict(color=SKY, ls=":", marker="."), 512: dict(color=BLUE, ls="--", marker="."),
+              4096: dict(color=BLUE, ls="-", marker=".")}
+    for a, (pair, (ttft, tpot)) in zip(ax, PAIRS.items()):
+        for c in CHUNKS:
+            a.plot(per_gpu_rates, [100 * x for x in shared[c][pair]["attainment"]],
+                   label=t("7.3.split.replicas", chunk=c), **styles[c])
+        a.plot(per_gpu_rates, [100 * x for x in split[pair]["attainment"]], color=ORANGE, lw=2.2, marker="o",
+               ms=4, label=t("7.3.split.split"))
+        a.axhline(90, color=GREY, ls="--", lw=0.8)
+        a.text(per_gpu_rates[-1], 91, t("7.3.fig.goal"), ha="right", va="bottom", fontsize=8, color=GREY)
+        a.set(title=t("7.3.fig.slo_panel", ttft=ttft, tpot=tpot), xlabel=t("7.3.fig.rate_per_gpu"), ylim=(0, 102))
+    ax[0].set_ylabel(t("7.3.fig.attainment"))
+    fig.suptitle(t("7.3.fig.slo_title"), fontsize=11)
+    fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8, frameon=False)
+    plt.tight_layout(rect=(0, 0.07, 1, 1))
+
 
 # %% [markdown]
 # Left, at DistServe's targets, the split loses: {glue}`gp_split` against {glue}`gp_co` requests/s per GPU. Its
@@ -450,7 +468,7 @@ glue("p99_4_512", p99[4, 512], "{:.2f}")
 glue("p99_4_2048", p99[4, 2048], "{:.2f}")
 # prompt tokens arriving per second at the heavy load, and how many ride free beside thirty decodes (section 3)
 glue("prompt_tokens_s", rate * np.mean([r.prompt_len for r in load]), "{:,.0f}")
-_ = glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
+glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
 
 # %% [markdown]
 # At 4 requests/s nobody waits for a slot, yet section 4's ranking fails: TTFT p99 is lowest at 512
@@ -537,7 +555,7 @@ glue("four_co", four["replicas"]["distserve"]["goodput"], "{:g}")
 glue("four_31", four["3+1"]["distserve"]["goodput"], "{:g}")
 glue("four_co_t", four["replicas"]["tight"]["goodput"], "{:g}")
 glue("four_31_t", four["3+1"]["tight"]["goodput"], "{:g}")
-_ = glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:g}")
+glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:g}")
 
 # %% [markdown]
 # * **Light load.** At {glue}`light_rate` requests/s there is nothing to win: the replicas meet their targets for

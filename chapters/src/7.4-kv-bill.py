@@ -32,7 +32,7 @@ hw = get_preset("h200-70b-fp8")
 print(hw.text("description"))
 say("7.4.kv_left", gb=hw.kv_memory_bytes / 1e9, n=hw.max_model_len)
 glue("weights_gb", hw.weight_bytes / 1e9, "{:.0f}")
-_ = glue("kv_gb", hw.kv_memory_bytes / 1e9, "{:.0f}")
+glue("kv_gb", hw.kv_memory_bytes / 1e9, "{:.0f}")
 
 # %% [markdown]
 # ## 1. A sequence's KV grows with it
@@ -65,24 +65,28 @@ p_used
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-sa = trace.step_arrays()
-say("7.4.slots", slots=trace.num_slots, slab=trace.slab_tokens, rule=trace.slab_rule)
-say("7.4.reserved", gb=sa.kv_reserved_bytes[0] / 1e9, slots=trace.num_slots, slab=trace.slab_tokens, bpp=per_position)
-say("7.4.peak", gb=sa.kv_used_bytes.max() / 1e9)
-say("7.4.share", share=ab.kv_used_share(trace))
-print(p_used.reveal(round(100 * ab.kv_used_share(trace), 1)))
+with p_used.after_prediction():
+    sa = trace.step_arrays()
+    say("7.4.slots", slots=trace.num_slots, slab=trace.slab_tokens, rule=trace.slab_rule)
+    say("7.4.reserved", gb=sa.kv_reserved_bytes[0] / 1e9, slots=trace.num_slots, slab=trace.slab_tokens, bpp=per_position)
+    say("7.4.peak", gb=sa.kv_used_bytes.max() / 1e9)
+    say("7.4.share", share=ab.kv_used_share(trace))
+    print(p_used.reveal(round(100 * ab.kv_used_share(trace), 1)))
+
 
 # %%
 tw.show(trace, k=len(trace.steps) // 2, views=("kv",))
 
-# %% [hide-code]
-fig, ax = plt.subplots(figsize=(9, 3), layout="constrained")
-ax.fill_between(sa.start_s, sa.kv_reserved_bytes / 1e9, step="post", color=PALETTE["kv_reserved"],
-                label=t("7.4.fig.reserved"))
-ax.fill_between(sa.start_s, sa.kv_used_bytes / 1e9, step="post", color=PALETTE["kv_used"],
-                label=t("7.4.fig.used"))
-ax.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.fig.kv_gb"), title=t("7.4.fig.title"))
-ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);  # words: ok
+# %% [reveal, hide-code]
+with p_used.after_prediction():
+    fig, ax = plt.subplots(figsize=(9, 3), layout="constrained")
+    ax.fill_between(sa.start_s, sa.kv_reserved_bytes / 1e9, step="post", color=PALETTE["kv_reserved"],
+                    label=t("7.4.fig.reserved"))
+    ax.fill_between(sa.start_s, sa.kv_used_bytes / 1e9, step="post", color=PALETTE["kv_used"],
+                    label=t("7.4.fig.used"))
+    ax.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.fig.kv_gb"), title=t("7.4.fig.title"))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False);  # words: ok
+
 
 # %% [markdown]
 # The light area is held and empty.
@@ -110,28 +114,32 @@ from tinyserve.cost.clock import ModeledClock
 clock = ModeledClock("h200-70b-fp8")
 glue("ridge", ridge_tokens(hw), "{:.0f}")
 one_seq = clock.decode_step_time(1, 512)
-_ = glue("doubled", next(b for b in range(1, 4097) if clock.decode_step_time(b, 512) >= 2 * one_seq))
+glue("doubled", next(b for b in range(1, 4097) if clock.decode_step_time(b, 512) >= 2 * one_seq))
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-print(p.reveal(fit.slabs))
-say("7.4.one_slab", n=fit.slab_tokens, gb=fit.slab_tokens * fit.bytes_per_token / 1e9)
-say("7.4.mean_seq", n=fit.mean_tokens, gb=fit.mean_tokens * fit.bytes_per_token / 1e9)
-say("7.4.chapter")
-glue("mean_tokens", fit.mean_tokens, "{:,.0f}")
-glue("fit_slabs", fit.slabs)
-glue("fit_exact", fit.exact)
-glue("fit_gain", fit.gain, "{:.0f}")
-say("7.4.engine", slabs=fit.slabs, exact=fit.exact, gain=fit.gain)
+with p.after_prediction():
+    print(p.reveal(fit.slabs))
+    say("7.4.one_slab", n=fit.slab_tokens, gb=fit.slab_tokens * fit.bytes_per_token / 1e9)
+    say("7.4.mean_seq", n=fit.mean_tokens, gb=fit.mean_tokens * fit.bytes_per_token / 1e9)
+    say("7.4.chapter")
+    glue("mean_tokens", fit.mean_tokens, "{:,.0f}")
+    glue("fit_slabs", fit.slabs)
+    glue("fit_exact", fit.exact)
+    glue("fit_gain", fit.gain, "{:.0f}")
+    say("7.4.engine", slabs=fit.slabs, exact=fit.exact, gain=fit.gain)
 
-# %% [hide-code]
-fig, ax = plt.subplots(figsize=(7, 2), layout="constrained")
-ax.barh([t("7.4.bar.slabs"), t("7.4.bar.exact")], [fit.slabs, fit.exact],
-        color=[PALETTE["kv_reserved"], PALETTE["kv_used"]])
-for i, v in enumerate((fit.slabs, fit.exact)):
-    ax.text(v, i, f" {v}", va="center")
-ax.set(xlabel=t("7.4.bar.xlabel"), title=t("7.4.bar.title"),
-       xlim=(0, fit.exact * 1.15));
+
+# %% [reveal, hide-code]
+with p.after_prediction():
+    fig, ax = plt.subplots(figsize=(7, 2), layout="constrained")
+    ax.barh([t("7.4.bar.slabs"), t("7.4.bar.exact")], [fit.slabs, fit.exact],
+            color=[PALETTE["kv_reserved"], PALETTE["kv_used"]])
+    for i, v in enumerate((fit.slabs, fit.exact)):
+        ax.text(v, i, f" {v}", va="center")
+    ax.set(xlabel=t("7.4.bar.xlabel"), title=t("7.4.bar.title"),
+           xlim=(0, fit.exact * 1.15));
+
 
 # %% [markdown]
 # 7.0 showed that extra sequences ride almost free in a decode step up to the ridge, about {glue}`ridge` a step,
@@ -188,31 +196,35 @@ slab8 = runs[8.0, "slab"]
 sa8 = slab8.step_arrays()
 glue("slab_slots", slab8.num_slots)
 all_busy = sa8.duration_s[sa8.busy_slots == slab8.num_slots].sum() / sa8.duration_s.sum()  # time-weighted
-_ = glue("all_busy_share", all_busy, "{:.0%}")
+glue("all_busy_share", all_busy, "{:.0%}")
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-say("7.4.cmp.head")
-for (rate, layout), tr in runs.items():
-    say("7.4.cmp.row", rate=rate, layout=ljust(t(f"7.4.layout.{layout}"), 6), **ab.layout_summary(tr))
-slabs, pages = ab.layout_summary(runs[16.0, "slab"]), ab.layout_summary(runs[16.0, "paged"])
-print(p_pages.reveal(pages["peak"]))
-glue("slab_peak", slabs["peak"])  # the premise of the prediction above
-glue("pages_gain", pages["peak"] / slabs["peak"], "{:.1f}")
-glue("paged_peak_share", runs[16.0, "paged"].metrics()["kv_reserved_bytes_peak"] / hw.kv_memory_bytes, "{:.0%}")
-say("7.4.cmp.engine", slabs=slabs["peak"], pages=pages["peak"], fit=fit.exact,
-    gain=pages["tok_s"] / slabs["tok_s"], ttft_s=slabs["ttft_p99"], ttft_p=pages["ttft_p99"])
+with p_pages.after_prediction():
+    say("7.4.cmp.head")
+    for (rate, layout), tr in runs.items():
+        say("7.4.cmp.row", rate=rate, layout=ljust(t(f"7.4.layout.{layout}"), 6), **ab.layout_summary(tr))
+    slabs, pages = ab.layout_summary(runs[16.0, "slab"]), ab.layout_summary(runs[16.0, "paged"])
+    print(p_pages.reveal(pages["peak"]))
+    glue("slab_peak", slabs["peak"])  # the premise of the prediction above
+    glue("pages_gain", pages["peak"] / slabs["peak"], "{:.1f}")
+    glue("paged_peak_share", runs[16.0, "paged"].metrics()["kv_reserved_bytes_peak"] / hw.kv_memory_bytes, "{:.0%}")
+    say("7.4.cmp.engine", slabs=slabs["peak"], pages=pages["peak"], fit=fit.exact,
+        gain=pages["tok_s"] / slabs["tok_s"], ttft_s=slabs["ttft_p99"], ttft_p=pages["ttft_p99"])
 
-# %% [hide-code]
-paged16 = runs[16.0, "paged"]
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
-for layout, color in (("slab", PALETTE["kv_reserved"]), ("paged", PALETTE["kv_used"])):
-    sa16 = runs[16.0, layout].step_arrays()
-    a1.plot(sa16.start_s, sa16.busy_slots, lw=0.8, color=color, label=t(f"7.4.layout.{layout}"))
-    a2.plot(sa16.start_s, sa16.num_waiting, lw=0.8, color=color, label=t(f"7.4.layout.{layout}"))
-a1.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.cmp.fig.running"), title=t("7.4.cmp.fig.running_title"))
-a2.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.cmp.fig.waiting"), title=t("7.4.cmp.fig.waiting_title"))
-a1.legend(fontsize=8, frameon=False);
+
+# %% [reveal, hide-code]
+with p_pages.after_prediction():
+    paged16 = runs[16.0, "paged"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), layout="constrained")
+    for layout, color in (("slab", PALETTE["kv_reserved"]), ("paged", PALETTE["kv_used"])):
+        sa16 = runs[16.0, layout].step_arrays()
+        a1.plot(sa16.start_s, sa16.busy_slots, lw=0.8, color=color, label=t(f"7.4.layout.{layout}"))
+        a2.plot(sa16.start_s, sa16.num_waiting, lw=0.8, color=color, label=t(f"7.4.layout.{layout}"))
+    a1.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.cmp.fig.running"), title=t("7.4.cmp.fig.running_title"))
+    a2.set(xlabel=t("7.4.fig.time"), ylabel=t("7.4.cmp.fig.waiting"), title=t("7.4.cmp.fig.waiting_title"))
+    a1.legend(fontsize=8, frameon=False);
+
 
 # %% [markdown]
 # Pages let the batch grow to where the traffic needs it: the queue for a place in the batch is gone and time

@@ -30,7 +30,7 @@ from tinyserve.deploy import DeploymentConfig, run_deployment
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
-from tinyserve_widgets.predict import Predict
+from tinyserve_widgets.predict import Choose, Predict
 
 dry = Engine()
 tw.set_static_fallback(False)  # each section draws its own static picture below the widgets (for GitHub)
@@ -152,28 +152,30 @@ p_any
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-static = run("anyscale-grid", "static", batch_size=4)
-cont = run("anyscale-grid", "continuous", batch_size=4)
-say("7.5.any.static")
-print(story(static))
-print()
-say("7.5.any.cont")
-print(story(cont))
-print()
-print(p_any.reveal(static.metrics()["wasted_decode_tokens"]))
-its = token_iterations(static)
-say("7.5.any.figure")
-say("7.5.any.engine", s3=its["S3"], until=iterations(static, "S3")[-1],
-    thrown=iterations(static, "S3", "wasted"), s2_last=its["S2"][-1])
-slot = dict(zip(cont.request_arrays().ids, cont.request_arrays().slot.tolist()))
-say("7.5.any.engine_cont")
-for r in ("S5", "S6", "S7"):
-    was = next(o for o in ("S1", "S2", "S3", "S4") if slot[o] == slot[r])
-    say("7.5.any.enters", r=r, it=iterations(cont, r)[0], slot=slot[r], was=was)
-    glue(f"any_enters_{r}", iterations(cont, r)[0])
-glue("any_second_from", iterations(static, "S5")[0])  # static's second batch: S5 to S7, to its last iteration
-glue("any_static_last", len(static.steps))
-say("7.5.any.summary", wasted=cont.metrics()["wasted_decode_tokens"], n=len(cont.steps), m=len(static.steps))
+with p_any.after_prediction():
+    static = run("anyscale-grid", "static", batch_size=4)
+    cont = run("anyscale-grid", "continuous", batch_size=4)
+    say("7.5.any.static")
+    print(story(static))
+    print()
+    say("7.5.any.cont")
+    print(story(cont))
+    print()
+    print(p_any.reveal(static.metrics()["wasted_decode_tokens"]))
+    its = token_iterations(static)
+    say("7.5.any.figure")
+    say("7.5.any.engine", s3=its["S3"], until=iterations(static, "S3")[-1],
+        thrown=iterations(static, "S3", "wasted"), s2_last=its["S2"][-1])
+    slot = dict(zip(cont.request_arrays().ids, cont.request_arrays().slot.tolist()))
+    say("7.5.any.engine_cont")
+    for r in ("S5", "S6", "S7"):
+        was = next(o for o in ("S1", "S2", "S3", "S4") if slot[o] == slot[r])
+        say("7.5.any.enters", r=r, it=iterations(cont, r)[0], slot=slot[r], was=was)
+        glue(f"any_enters_{r}", iterations(cont, r)[0])
+    glue("any_second_from", iterations(static, "S5")[0])  # static's second batch: S5 to S7, to its last iteration
+    glue("any_static_last", len(static.steps))
+    say("7.5.any.summary", wasted=cont.metrics()["wasted_decode_tokens"], n=len(cont.steps), m=len(static.steps))
+
 
 # %% [markdown]
 # In the static run, `S3:w` in iterations 3 to 6 is the picture's idle row: the engine really computes a token
@@ -215,16 +217,18 @@ p_orca
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-static = run("orca-early-finish", "static", batch_size=2)
-cont = run("orca-early-finish", "continuous", batch_size=2)
-say("7.5.orca.static")
-print(story(static))
-say("7.5.orca.cont")
-print(story(cont))
-say("7.5.orca.figure")
-say("7.5.orca.engine", its=token_iterations(static)["x2"], static=iterations(static, "x2", "wasted"),
-    cont=iterations(cont, "x2", "wasted"))
-print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
+with p_orca.after_prediction():
+    static = run("orca-early-finish", "static", batch_size=2)
+    cont = run("orca-early-finish", "continuous", batch_size=2)
+    say("7.5.orca.static")
+    print(story(static))
+    say("7.5.orca.cont")
+    print(story(cont))
+    say("7.5.orca.figure")
+    say("7.5.orca.engine", its=token_iterations(static)["x2"], static=iterations(static, "x2", "wasted"),
+        cont=iterations(cont, "x2", "wasted"))
+    print(p_orca.reveal(len(iterations(static, "x2", "wasted"))))
+
 
 # %% [markdown]
 # Same rule as the figure: our static policy keeps a done member's slot computing (`x2:w`) until the batch
@@ -264,20 +268,22 @@ p_trt
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
-chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
-say("7.5.trt.figure")
-say("7.5.trt.engine", r3=waiting_on(whole, 0)["R3"], r5=waiting_on(whole, 1)["R5"],
-    r1_its=iterations(whole, "R1"), r5_from=iterations(whole, "R5")[0])
-print()
-say("7.5.trt.whole")
-print(story(whole, last=3))
-say("7.5.trt.tokens", tokens=[s.tokens for s in whole.steps[:3]])
-print()
-say("7.5.trt.chunk")
-print(story(chunk, last=3))
-say("7.5.trt.tokens", tokens=[s.tokens for s in chunk.steps[:3]])
-print(p_trt.reveal(whole.steps[1].tokens))
+with p_trt.after_prediction():
+    whole = run("trtllm-budget", WholePromptBudget(batch_size=4, max_batch_tokens=12))
+    chunk = run("trtllm-budget", "chunked", batch_size=4, chunk_size=12, max_batch_tokens=12)
+    say("7.5.trt.figure")
+    say("7.5.trt.engine", r3=waiting_on(whole, 0)["R3"], r5=waiting_on(whole, 1)["R5"],
+        r1_its=iterations(whole, "R1"), r5_from=iterations(whole, "R5")[0])
+    print()
+    say("7.5.trt.whole")
+    print(story(whole, last=3))
+    say("7.5.trt.tokens", tokens=[s.tokens for s in whole.steps[:3]])
+    print()
+    say("7.5.trt.chunk")
+    print(story(chunk, last=3))
+    say("7.5.trt.tokens", tokens=[s.tokens for s in chunk.steps[:3]])
+    print(p_trt.reveal(whole.steps[1].tokens))
+
 
 # %% [markdown]
 # Frames 2 to 4 come out as drawn: R3 waits on the budget, R5 on the batch cap, and R5 enters once R1 is
@@ -325,27 +331,29 @@ p_sar
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-panels = {
-    "vLLM": run("sarathi-stalls", SeparatePrefill(batch_size=4)),
-    "Orca": run("sarathi-stalls", "continuous", batch_size=4),
-    "FasterTransformer": run("sarathi-stalls", "static", batch_size=2),
-    "Sarathi-Serve": run("sarathi-stalls", "chunked", batch_size=4, chunk_size=512, max_batch_tokens=514),
-}
+with p_sar.after_prediction():
+    panels = {
+        "vLLM": run("sarathi-stalls", SeparatePrefill(batch_size=4)),
+        "Orca": run("sarathi-stalls", "continuous", batch_size=4),
+        "FasterTransformer": run("sarathi-stalls", "static", batch_size=2),
+        "Sarathi-Serve": run("sarathi-stalls", "chunked", batch_size=4, chunk_size=512, max_batch_tokens=514),
+    }
 
 
-say("7.5.sar.figure")
-decode_ms = 1e3 * panels["Orca"].steps[1].duration_s  # iteration 2: A and B decoding alone
-say("7.5.sar.engine", ms=decode_ms)
-print()
-for name, trace in panels.items():
-    say("7.5.sar.panel", name=name)
-    print(story(trace, first=1, last=7))
-    say("7.5.sar.gaps", gap=worst_gap_ms(trace, "A"), ttft=ttft_ms(trace, "C"))
+    say("7.5.sar.figure")
+    decode_ms = 1e3 * panels["Orca"].steps[1].duration_s  # iteration 2: A and B decoding alone
+    say("7.5.sar.engine", ms=decode_ms)
     print()
-glue("sarathi_d_chunk", panels["Sarathi-Serve"].timeline("D").chunks[0][2])  # tokens in D's first chunk
-glue("gap_vllm", worst_gap_ms(panels["vLLM"], "A"), "{:.0f}")
-glue("gap_orca", worst_gap_ms(panels["Orca"], "A"), "{:.0f}")
-print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
+    for name, trace in panels.items():
+        say("7.5.sar.panel", name=name)
+        print(story(trace, first=1, last=7))
+        say("7.5.sar.gaps", gap=worst_gap_ms(trace, "A"), ttft=ttft_ms(trace, "C"))
+        print()
+    glue("sarathi_d_chunk", panels["Sarathi-Serve"].timeline("D").chunks[0][2])  # tokens in D's first chunk
+    glue("gap_vllm", worst_gap_ms(panels["vLLM"], "A"), "{:.0f}")
+    glue("gap_orca", worst_gap_ms(panels["Orca"], "A"), "{:.0f}")
+    print(p_sar.reveal(round(worst_gap_ms(panels["Orca"], "A"), 1)))
+
 
 # %% [markdown]
 # Reading the four runs against the figure: the vLLM rule pauses A and B for a whole iteration (`paused`), and
@@ -389,13 +397,15 @@ p_kv
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-kv = run("vllm-reservation", "continuous", batch_size=2)
-say("7.5.kv.figure")
-for k in (0, 100, 480, 1000):
-    s = kv.steps[k]
-    say("7.5.kv.step", it=k + 1, n=len(s.works), slab=kv.slab_tokens, used=s.kv_used_bytes / s.kv_reserved_bytes)
-glue("slab_tokens", kv.slab_tokens, "{:,}")
-print(p_kv.reveal(round(100 * kv.steps[0].kv_used_bytes / kv.steps[0].kv_reserved_bytes, 1)))
+with p_kv.after_prediction():
+    kv = run("vllm-reservation", "continuous", batch_size=2)
+    say("7.5.kv.figure")
+    for k in (0, 100, 480, 1000):
+        s = kv.steps[k]
+        say("7.5.kv.step", it=k + 1, n=len(s.works), slab=kv.slab_tokens, used=s.kv_used_bytes / s.kv_reserved_bytes)
+    glue("slab_tokens", kv.slab_tokens, "{:,}")
+    print(p_kv.reveal(round(100 * kv.steps[0].kv_used_bytes / kv.steps[0].kv_reserved_bytes, 1)))
+
 
 # %% [markdown]
 # **Where our layout differs.** The figure reserves 2,048 positions for A and 512 for B. Our slabs are all the same
@@ -445,67 +455,72 @@ for key, knobs in (("7.5.kv.share.context", {}), ("7.5.kv.share.longest", {"slab
 # measured, whose separate prefill steps stall decodes as long, section 4), two replicas with 512-token chunks
 # (`chunked`, Sarathi-Serve's answer, which came later), and one prefill GPU with one decode GPU over NVLink.
 #
-# **Predict.** Which has the highest goodput per GPU: 1 (whole prompts), 2 (chunks) or 3 (split)?
+# **Predict.** Which has the highest goodput per GPU: whole prompts, chunks or the split?
 
 # %%
-p_ds = Predict(t("7.5.ds.predict"), lo=1, hi=3)
+p_ds = Choose(t("7.5.ds.predict"), {k: t(f"7.5.ds.label.{k}") for k in ("continuous", "chunked", "split")})
 p_ds
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-DS_TTFT_MS, DS_TPOT_MS = 400, 100  # DistServe's artifact, Figure 8, OPT-66B on ShareGPT
-DS_RATES = (0.5, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12)  # requests/s for the two GPUs together
-SCALES = (2, 1.75, 1.5, 1.25, 1.1, 1, 0.9, 0.8, 0.7)  # both targets times this factor (the bottom row)
-SCALE_RATE = 4  # requests/s for the two GPUs: the bottom row's fixed rate
-ds_setups = {"continuous": (DeploymentConfig("colocated", replicas=2), "continuous", {}),
-             "chunked": (DeploymentConfig("colocated", replicas=2), "chunked", {"chunk_size": 512}),
-             "split": (DeploymentConfig("disaggregated", prefill_instances=1, decode_instances=1), "chunked",
-                       {"chunk_size": 512})}
-ds_rows, ds_scale = {}, {}
-for key, (dc, policy, knobs) in ds_setups.items():
-    ds_rows[key] = goodput_sweep([dc], "chapter-7.3-mixed", DS_RATES, DS_TTFT_MS, DS_TPOT_MS, engine=dry,
-                                 policy=policy, **knobs)
-    rc = RunConfig(policy, dry_run=True, workload_knobs={"rate": SCALE_RATE}, **knobs)
-    fixed = run_deployment(dry, "chapter-7.3-mixed", rc, dc)
-    ds_scale[key] = [fixed.slo(DS_TTFT_MS * s, DS_TPOT_MS * s)["attainment"] for s in SCALES]
-ds_goodput = {key: goodput_per_gpu(rows)[0]["goodput_per_gpu"] for key, rows in ds_rows.items()}
-tightest = {key: min((s for s, a in zip(SCALES, att) if a >= GOAL), default=None) for key, att in ds_scale.items()}
-order = list(ds_setups)
-print(p_ds.reveal(1 + order.index(max(order, key=lambda k: ds_goodput[k] or 0))))
-say("7.5.ds.head", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS, rate=SCALE_RATE / 2)
-for key in order:
-    print(ljust(t(f"7.5.ds.label.{key}"), 40) + f"{ds_goodput[key]:>10g}{tightest[key]:>12g}×")
-say("7.5.ds.ratio", rate=ds_goodput["split"] / ds_goodput["continuous"],
-    scale=tightest["split"] / tightest["continuous"])
-glue("ds_ttft", DS_TTFT_MS)
-glue("ds_goal", 100 * GOAL, "{:.0f}")
-glue("ds_tpot", DS_TPOT_MS)
-glue("ds_gp_cont", ds_goodput["continuous"], "{:g}")
-glue("ds_gp_chunk", ds_goodput["chunked"], "{:g}")
-glue("ds_gp_split", ds_goodput["split"], "{:g}")
-glue("ds_rate_ratio", ds_goodput["split"] / ds_goodput["continuous"], "{:.2f}")
-glue("ds_scale_rate", SCALE_RATE / 2, "{:g}")
-glue("ds_scale_cont", tightest["continuous"], "{:g}")
-_ = glue("ds_scale_split", tightest["split"], "{:g}")
+with p_ds.after_prediction():
+    DS_TTFT_MS, DS_TPOT_MS = 400, 100  # DistServe's artifact, Figure 8, OPT-66B on ShareGPT
+    DS_RATES = (0.5, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12)  # requests/s for the two GPUs together
+    SCALES = (2, 1.75, 1.5, 1.25, 1.1, 1, 0.9, 0.8, 0.7)  # both targets times this factor (the bottom row)
+    SCALE_RATE = 4  # requests/s for the two GPUs: the bottom row's fixed rate
+    ds_setups = {"continuous": (DeploymentConfig("colocated", replicas=2), "continuous", {}),
+                 "chunked": (DeploymentConfig("colocated", replicas=2), "chunked", {"chunk_size": 512}),
+                 "split": (DeploymentConfig("disaggregated", prefill_instances=1, decode_instances=1), "chunked",
+                           {"chunk_size": 512})}
+    ds_rows, ds_scale = {}, {}
+    for key, (dc, policy, knobs) in ds_setups.items():
+        ds_rows[key] = goodput_sweep([dc], "chapter-7.3-mixed", DS_RATES, DS_TTFT_MS, DS_TPOT_MS, engine=dry,
+                                     policy=policy, **knobs)
+        rc = RunConfig(policy, dry_run=True, workload_knobs={"rate": SCALE_RATE}, **knobs)
+        fixed = run_deployment(dry, "chapter-7.3-mixed", rc, dc)
+        ds_scale[key] = [fixed.slo(DS_TTFT_MS * s, DS_TPOT_MS * s)["attainment"] for s in SCALES]
+    ds_goodput = {key: goodput_per_gpu(rows)[0]["goodput_per_gpu"] for key, rows in ds_rows.items()}
+    tightest = {key: min((s for s, a in zip(SCALES, att) if a >= GOAL), default=None) for key, att in ds_scale.items()}
+    order = list(ds_setups)
+    print(p_ds.reveal(max(order, key=lambda k: ds_goodput[k] or 0),
+                      why=t("7.5.ds.why", gaps="; ".join(f"{t(f'7.5.ds.label.{k}')} {ds_goodput[k]:g}" for k in order))))
+    say("7.5.ds.head", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS, rate=SCALE_RATE / 2)
+    for key in order:
+        print(ljust(t(f"7.5.ds.label.{key}"), 40) + f"{ds_goodput[key]:>10g}{tightest[key]:>12g}×")
+    say("7.5.ds.ratio", rate=ds_goodput["split"] / ds_goodput["continuous"],
+        scale=tightest["split"] / tightest["continuous"])
+    glue("ds_ttft", DS_TTFT_MS)
+    glue("ds_goal", 100 * GOAL, "{:.0f}")
+    glue("ds_tpot", DS_TPOT_MS)
+    glue("ds_gp_cont", ds_goodput["continuous"], "{:g}")
+    glue("ds_gp_chunk", ds_goodput["chunked"], "{:g}")
+    glue("ds_gp_split", ds_goodput["split"], "{:g}")
+    glue("ds_rate_ratio", ds_goodput["split"] / ds_goodput["continuous"], "{:.2f}")
+    glue("ds_scale_rate", SCALE_RATE / 2, "{:g}")
+    glue("ds_scale_cont", tightest["continuous"], "{:g}")
+    glue("ds_scale_split", tightest["split"], "{:g}")
+
 
 # %% [reveal, hide-code]
-DS_STYLE = {"continuous": dict(color=OI["blue"], ls="-", marker="v"),
-            "chunked": dict(color=OI["sky_blue"], ls="--", marker="s", ms=4),
-            "split": dict(color=OI["vermillion"], ls="-", lw=2.2, marker="o")}
-fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
-for key in order:
-    ax[0].plot([r / 2 for r in DS_RATES], [100 * row["attainment"] for row in ds_rows[key]],
-               label=t(f"7.5.ds.label.{key}"), **DS_STYLE[key])
-    ax[1].plot(SCALES, [100 * a for a in ds_scale[key]], **DS_STYLE[key])
-for a in ax:
-    a.axhline(100 * GOAL, color=OI["black"], ls=":", lw=0.8)
-ax[1].invert_xaxis()  # tighter targets to the right, as in the paper
-ax[0].set(xlabel=t("7.5.ds.fig.rate"), ylabel=t("7.5.ds.fig.attainment"), ylim=(0, 102),
-          title=t("7.5.ds.fig.rate_title", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS))
-ax[1].set(xlabel=t("7.5.ds.fig.scale"), title=t("7.5.ds.fig.scale_title", rate=SCALE_RATE / 2))
-fig.suptitle(t("7.5.ds.fig.title"), fontsize=11)
-fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9, frameon=False)
-plt.tight_layout(rect=(0, 0.07, 1, 1))
+with p_ds.after_prediction():
+    DS_STYLE = {"continuous": dict(color=OI["blue"], ls="-", marker="v"),
+                "chunked": dict(color=OI["sky_blue"], ls="--", marker="s", ms=4),
+                "split": dict(color=OI["vermillion"], ls="-", lw=2.2, marker="o")}
+    fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
+    for key in order:
+        ax[0].plot([r / 2 for r in DS_RATES], [100 * row["attainment"] for row in ds_rows[key]],
+                   label=t(f"7.5.ds.label.{key}"), **DS_STYLE[key])
+        ax[1].plot(SCALES, [100 * a for a in ds_scale[key]], **DS_STYLE[key])
+    for a in ax:
+        a.axhline(100 * GOAL, color=OI["black"], ls=":", lw=0.8)
+    ax[1].invert_xaxis()  # tighter targets to the right, as in the paper
+    ax[0].set(xlabel=t("7.5.ds.fig.rate"), ylabel=t("7.5.ds.fig.attainment"), ylim=(0, 102),
+              title=t("7.5.ds.fig.rate_title", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS))
+    ax[1].set(xlabel=t("7.5.ds.fig.scale"), title=t("7.5.ds.fig.scale_title", rate=SCALE_RATE / 2))
+    fig.suptitle(t("7.5.ds.fig.title"), fontsize=11)
+    fig.legend(*ax[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9, frameon=False)
+    plt.tight_layout(rect=(0, 0.07, 1, 1))
+
 
 # %% [markdown]
 # The shape comes back: curves that hold near the top and then fall, a goodput where each crosses
@@ -589,19 +604,23 @@ capacity_figure(curves, targets)
 #
 # All with a 1,024-token budget and 128 slots, `chapter-7.2-longtail` at 8 requests/s.
 #
-# **Predict.** Which of the three has the lowest P99 gap: 1 (mixing), 2 (chunking) or 3 (both)?
+# **Predict.** Which of the three has the lowest P99 gap: mixing alone, chunking alone, or both?
 
 # %%
-p_abl = Predict(t("7.5.abl.predict"), lo=1, hi=3)
+p_abl = Choose(t("7.5.abl.predict"), {label: label for label in (t("figures.abl.mixing"), t("figures.abl.chunking"),
+                                                                  t("figures.abl.both"))})
 p_abl
 
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
-abl = sweeps.ablation(rate=8.0, budget=1024)
-say("7.5.abl.head")
-for label, m in abl.items():
-    print(f"{ljust(label, 16)}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
-print(p_abl.reveal(1 + min(range(3), key=lambda i: list(abl.values())[i]["p99_gap_ms"])))
+with p_abl.after_prediction():
+    abl = sweeps.ablation(rate=8.0, budget=1024)
+    say("7.5.abl.head")
+    for label, m in abl.items():
+        print(f"{ljust(label, 16)}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
+    gaps = "; ".join(f"{label} {m['p99_gap_ms']:.1f}" for label, m in abl.items())
+    print(p_abl.reveal(min(abl, key=lambda label: abl[label]["p99_gap_ms"]), why=t("7.5.abl.why", gaps=gaps)))
+
 
 # %% [markdown]
 # Each ingredient alone fixes one number: mixing keeps first tokens fast but long prompts stall everyone;

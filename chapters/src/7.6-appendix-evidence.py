@@ -137,7 +137,7 @@ Markdown(format_table([dict(r, policy=policy_label(r), kv_layout="slab") for r i
 # is exactly one step, and no step carries more than the token budget. The worst gap is therefore bounded by
 # the time of one full-budget step at the deepest context, whatever arrives (in this engine admitting a
 # newcomer costs no extra step). The project's tests check the bound on random workloads
-# (`tests/test_stall_bound.py`); here it is for each chunk length of 7.3's sweep.
+# (`tests/analysis/test_stall_bound.py`); here it is for each chunk length of 7.3's sweep.
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from . import reveal
 from .nbval_lax import OUTPUTS_JS, problems as nbval_problems
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,6 +250,11 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
         if s["defaultNamed"]:
             problems.append(f"legend entries under plotly's default name: {sorted(set(s['defaultNamed']))}")
         problems += nbval_problems(notebook, page.evaluate(OUTPUTS_JS))  # before a button or slider is touched
+        reveals = page.evaluate(reveal.REVEAL_JS)  # what Run All shows with no prediction typed
+        problems += reveal.before_prediction(reveals)
+        if notebook.startswith("chapters/7.") or notebook.startswith("chapters/zh-TW/7."):
+            if not reveals and "7.6-" not in notebook:
+                problems.append("no reveal cell found: the lesson's predictions lost their reveal tags")
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]
@@ -263,6 +269,10 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
                             f"{s2['widgetsBad']}, error text {s2['errorText']} " + where.format(shot(page, "FAILED")))
         elif notebook != "tests/browser/placeholder.ipynb" and notebook.startswith("widgets/"):
             pytest.fail(f"{notebook} shows no slider beside a figure " + where.format(shot(page, "FAILED")))
+        if reveals:  # the learner predicts, runs the first reveal cell again, and sees the answer
+            late = _predict_and_rerun(page, reveals[0], "1")
+            if late:
+                pytest.fail("; ".join(late) + " " + where.format(shot(page, "FAILED")))
         shot(page)
         passed = True
     finally:
@@ -270,6 +280,28 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             lab_page.pop("page")
             lab_page.pop("context").close()
         _shutdown_kernels(lab)
+
+
+RUN_CELL_JS = """(i) => { const p = window.jupyterapp.shell.currentWidget;
+  p.content.activeCellIndex = i; window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+
+
+def _predict_and_rerun(page, cell: dict, guess: str) -> list[str]:
+    """Type guess in the notebook's first question (Enter), run the first reveal cell again, read what it shows."""
+    box = page.locator(".tinyserve-predict input[type='text']").first
+    box.fill(guess)
+    box.press("Enter")
+    page.locator(".tinyserve-predict .widget-html", has_text=guess).first.wait_for(timeout=30_000)  # locked in
+    page.evaluate(RUN_CELL_JS, cell["cell"])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        now = next(c for c in page.evaluate(reveal.REVEAL_JS) if c["cell"] == cell["cell"])
+        if now["count"] not in (None, cell["count"]) and not page.evaluate(
+                "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
+                ".querySelector('.jp-InputPrompt').textContent.includes('*')", cell["cell"]):
+            return reveal.after_prediction(now, guess)
+        time.sleep(0.25)
+    return [f"reveal cell {cell['cell']} did not run again within 120 s"]
 
 
 def _move_sliders_until_a_figure_changes(page, state) -> str | None:

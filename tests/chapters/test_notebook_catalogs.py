@@ -182,7 +182,7 @@ def test_a_translation_that_drops_or_invents_a_glue_name_is_named_by_file_and_li
     assert "'worst_step'" in found and "'worst_step_pct'" in found
 
 
-HEAD_EN, HEAD_ZH = 'msgid "## 1. How the presets were sourced"', 'msgstr "## 1. 硬體預設的數字從哪裡來"'
+HEAD_EN, HEAD_ZH = 'msgid "## 1. How the presets were sourced"', 'msgstr "## 1. 硬體預設組態的數字從哪裡來"'
 
 
 @pytest.mark.parametrize("old, new, at, why", [

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 import tokenize
 from collections import defaultdict
 from pathlib import Path
@@ -165,7 +166,7 @@ def shown(nb_path: Path) -> list[tuple[int, str, str, set[str]]]:
                 continue
             data, md = o.get("data", {}), o.get("metadata", {})
             for mime, kind in ((PNG, "figure"), (WIDGET, "widget")):
-                if mime in data:
+                if mime in data or KEY in md.get(mime, {}):  # a figure kept closed under a hint: in its HTML
                     words = md.get(mime, {}).get(KEY)
                     if words is None:
                         out.append((i, "unrecorded", kind, set()))
@@ -299,31 +300,56 @@ def test_a_comment_counts_but_the_code_around_it_does_not():
 
 
 # ----------------------------------------------------------------------------------------- the terms
-# (a forbidden variant, the term the edition uses): chapters/README.md's glossary, the issue's decisions
+# (a forbidden variant, the term the edition uses[, a pattern that, found in the same line or list item, makes the
+# variant right there]): chapters/README.md's glossary, the issues' decisions (issue 42: one word each for replica,
+# dry run, stall, preset and default; 佔用 as the book writes it; JupyterLab's own words)
 TERMS = [
-    (r"佔用", "占用"),
+    (r"占用", "佔用 (as the book writes it)"),
     (r"視圖", "檢視"),
     (r"(?<![A-Za-z])[Cc]ells?(?![A-Za-z])", "儲存格"),
     (r"(?<![A-Za-z])[Nn]otebooks?(?![A-Za-z])", "筆記本"),
     (r"記住這些", "重點整理 (the closing heading)"),
     (r"激活函數", "激勵函數"),
     (r"(?<![A-Za-z])[Pp]olic(y|ies)(?![A-Za-z])", "策略"),
-    (r"(?<![A-Za-z])[Pp]resets?(?![A-Za-z])", "預設（硬體預設）"),
+    (r"(?<![A-Za-z])[Pp]resets?(?![A-Za-z])", "預設組態 (a preset)"),
+    (r"硬體預設(?!組態)", "預設組態 (a preset; 預設 alone is a default)"),
     (r"(?<![A-Za-z])[Pp]rompts?(?![A-Za-z])", "提示詞"),
     (r"(重新啟動|重啟|啟動|重新執行|中斷)\s*(Jupyter\s*的\s*)?[Kk]ernel|[Kk]ernel\s*(重新啟動|重啟|選單)|"
      r"[Kk]ernel\s*[→>]|Restart Kernel", "核心 (Jupyter's kernel; a GPU kernel stays kernel)"),
+    (r"副本", "複本 (a replica)"),
+    (r"重播", "模擬執行 (a dry run; 重播 is a replay against a real server)", r"伺服器"),
+    (r"停頓", "卡頓 (a stall; the verb: 卡住)"),
+    (r"收合|折疊", "摺疊 (JupyterLab's word: 全部摺疊, 摺疊所有輸出)"),
 ]
+CHAPTER_PO = CHAPTERS / "locale" / "zh_TW"  # the lessons' and exercises' catalogs: their markdown and comments
+INSTRUCTORS_ZH = sorted((CHAPTERS / "instructors").glob("*.zh-TW.md"))  # the teacher pack in 繁體中文
 
 
 def term_offenders(text: str, also: set[str] = frozenset()) -> list[str]:
     """The forbidden variants in a text (template fields, 'quoted' names, code names and URLs are not words; also:
     names allowed here, such as the argument an error message names)."""
     text = MARKUP.sub(" ", CODE_NAME.sub(" ", URL.sub(" ", re.sub(r"`[^`\n]*`", " ", text))))
-    return [f"{m.group(0)!r} → {term}" for pattern, term in TERMS for m in re.finditer(pattern, text)
-            if m.group(0) not in also]
+    return [f"{m.group(0)!r} → {term}" for pattern, term, *unless in TERMS for m in re.finditer(pattern, text)
+            if m.group(0) not in also and not (unless and re.search(unless[0], text))]
 
 
-def test_the_zh_TW_notebooks_use_one_term_for_each_thing():
+def prose_offenders(text: str) -> list[str]:
+    """term_offenders of each line or list item of a text, a citation's left out."""
+    return [bad for item in items(text) if not CITATION.search(item) for bad in term_offenders(item)]
+
+
+def chapter_entries(path: Path) -> list[tuple[int, str, str, str]]:
+    """(line, what it is, English, translation) of a lesson's or exercise's catalog: markdown blocks and comments."""
+    from tinyserve.lang import catalogs
+
+    return [(m.lineno, m.context or "markdown", m.id, m.string)
+            for m in catalogs.read(path, unique_contexts=False) if m.id and m.string]
+
+
+def term_groups() -> dict[str, list[str]]:
+    """Every forbidden variant: in the stored zh-TW notebooks (prose, comments, outputs, figures' and widgets'
+    words), in the catalogs they are built from (a lesson's or exercise's markdown and comments, before a
+    rebuild), in the package's words that reach them, and in the teacher pack's 繁體中文."""
     groups = {}
     for p in NOTEBOOKS:
         rows = {}
@@ -337,6 +363,11 @@ def test_the_zh_TW_notebooks_use_one_term_for_each_thing():
                     rows.setdefault(f"cell {i} {kind}: {bad}", None)
         if rows:
             groups[where(p)] = list(rows)
+    for path in sorted(CHAPTER_PO.glob("*.po")):
+        rows = [f"{line} {what}: {bad}" for line, what, english, text in chapter_entries(path)
+                for bad in dict.fromkeys(prose_offenders(markdown_prose(text)))]
+        if rows:
+            groups[str(path.relative_to(ROOT))] = rows
     for area in AREAS:
         path = PACKAGE_PO / f"{area}.po"
         rows = [f"{line} {key}: {bad}" for line, key, english, text in po_entries(path)
@@ -344,7 +375,128 @@ def test_the_zh_TW_notebooks_use_one_term_for_each_thing():
                                                         else set()))]
         if rows:
             groups[str(path.relative_to(ROOT))] = rows
+    for path in INSTRUCTORS_ZH:
+        md = markdown_prose(path.read_text(encoding="utf-8"))
+        rows = [f"line {n}: {bad}" for n, line in enumerate(md.split("\n"), 1)
+                for bad in dict.fromkeys(prose_offenders(line))]
+        if rows:
+            groups[str(path.relative_to(ROOT))] = rows
+    return groups
+
+
+def test_the_zh_TW_notebooks_use_one_term_for_each_thing():
+    groups = term_groups()
     assert not groups, report("terms the 繁體中文 edition does not use (forbidden → chosen)", groups)
+
+
+@pytest.mark.parametrize("text, bad", [
+    ("每個位子佔用一段 KV", []),
+    ("每個位子占用一段 KV", ["占用"]),
+    ("兩個複本，另一個副本", ["副本"]),
+    ("模擬執行和真實模型對得上；重播也一樣", ["重播"]),
+    ("這份執行紀錄沒有步驟（例如對真實伺服器重播的結果）", []),
+    ("三十個序列的卡頓；生成停頓", ["停頓"]),
+    ("預設為 chunk 長度 + 32；這個預設組態；硬體預設組態", []),
+    ("跑在 H200 硬體預設上", ["硬體預設"]),
+    ("在 h200-70b-fp8 preset 上", ["preset"]),
+    ("收合的輸出、折疊的程式碼、摺疊起來的儲存格", ["收合", "折疊"]),
+])
+def test_the_terms_rules_catch_each_forbidden_variant(text, bad):
+    assert [b.split(" → ")[0].strip("'") for b in term_offenders(text)] == bad
+
+
+@pytest.mark.parametrize("where", ["notebook", "chapter catalog", "package catalog", "teacher pack"])
+def test_the_terms_test_reads_every_place_the_words_live(tmp_path, monkeypatch, where):
+    """A forbidden variant planted in a stored notebook's comment, a lesson's catalog, a package catalog or the
+    teacher pack is found (the places a 繁體中文 word can come from)."""
+    here = sys.modules[__name__]
+    if where == "notebook":
+        nb = {"cells": [{"cell_type": "code", "source": "x = 1  # 收合的輸出", "outputs": [
+                  {"output_type": "stream", "name": "stdout", "text": "兩個副本\n"}]}]}
+        path = tmp_path / "7.9-planted.ipynb"
+        path.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+        monkeypatch.setattr(here, "NOTEBOOKS", [path])
+        monkeypatch.setattr(here, "where", lambda p: p.name)
+    else:
+        monkeypatch.setattr(here, "NOTEBOOKS", [])
+    if where == "chapter catalog":
+        (tmp_path / "7.9-planted.po").write_text(
+            'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+            'msgid "The stall."\nmsgstr "生成停頓。"\n\n'
+            'msgctxt "comment"\nmsgid "the default preset"\nmsgstr "硬體預設"\n', encoding="utf-8")
+        monkeypatch.setattr(here, "CHAPTER_PO", tmp_path)
+    else:
+        monkeypatch.setattr(here, "CHAPTER_PO", tmp_path / "none")
+    if where == "package catalog":
+        (tmp_path / "engine.po").write_text(
+            'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+            'msgctxt "k.held"\nmsgid "KV held"\nmsgstr "占用的 KV"\n', encoding="utf-8")
+        monkeypatch.setattr(here, "PACKAGE_PO", tmp_path)
+        monkeypatch.setattr(here, "AREAS", ("engine",))
+    else:
+        monkeypatch.setattr(here, "AREAS", ())
+    if where == "teacher pack":
+        (tmp_path / "answers-7.9.zh-TW.md").write_text("# 解答\n\n重播和真實模型一步一步都對得上。\n", encoding="utf-8")
+        monkeypatch.setattr(here, "INSTRUCTORS_ZH", [tmp_path / "answers-7.9.zh-TW.md"])
+    else:
+        monkeypatch.setattr(here, "INSTRUCTORS_ZH", [])
+    monkeypatch.setattr(here, "ROOT", tmp_path)
+    found = " ".join(row for rows in term_groups().values() for row in rows)
+    expected = {"notebook": ["收合", "副本"], "chapter catalog": ["停頓", "硬體預設"], "package catalog": ["占用"],
+                "teacher pack": ["重播"]}[where]
+    assert all(f"'{w}'" in found for w in expected), found
+
+
+# ------------------------------------------------------------------------------ the terms, English beside 中文
+# (an English term, the one 繁體中文 word a translation of it holds): a catalog entry whose English names the thing
+# translates it with the word, and 預設 is never written for anything but a default (a preset is 預設組態)
+PAIRS = [
+    (r"(?i)\bpresets?\b", r"預設組態", "preset → 預設組態"),
+    (r"(?i)\bdry[ -]runs?\b", r"模擬執行", "dry run → 模擬執行"),
+    (r"(?i)\breplicas?\b", r"複本", "replica → 複本"),
+    (r"(?i)\bdefaults?\b", r"預設(?!組態)", "default → 預設"),
+]
+NOT_CODE = re.compile(r"`[^`\n]*`|\{[^{}]*\}|--[\w-]+|https?://\S+|\]\([^)]*\)")  # code, fields, flags, links
+
+
+def pair_offenders(english: str, text: str) -> list[str]:
+    """What a translation lacks (or holds) against its English, by PAIRS."""
+    en, zh = NOT_CODE.sub(" ", english), NOT_CODE.sub(" ", text)
+    bad = [why for en_pat, zh_pat, why in PAIRS if re.search(en_pat, en) and not re.search(zh_pat, zh)]
+    if re.search(r"預設(?!組態)", zh) and not re.search(PAIRS[3][0], en):
+        bad.append("預設 written for something that is not a default (a preset is 預設組態)")
+    return bad
+
+
+def test_each_term_is_translated_with_its_one_word():
+    """Every catalog that reaches a notebook (and the CLI's, which the glossary names too), read English beside
+    its translation: the lessons' and exercises' markdown and comments, the package's words."""
+    groups = {}
+    for path in sorted(CHAPTER_PO.glob("*.po")):
+        rows = [f"{line} {what}: {bad}" for line, what, english, text in chapter_entries(path)
+                for bad in pair_offenders(english, text)]
+        if rows:
+            groups[str(path.relative_to(ROOT))] = rows
+    for area in (*AREAS, "cli"):
+        path = PACKAGE_PO / f"{area}.po"
+        rows = [f"{line} {key}: {bad}" for line, key, english, text in po_entries(path)
+                for bad in pair_offenders(english, text)]
+        if rows:
+            groups[str(path.relative_to(ROOT))] = rows
+    assert not groups, report("terms translated with another word (English term → its 繁體中文 word)", groups)
+
+
+@pytest.mark.parametrize("english, text, bad", [
+    ("the default preset", "預設用的預設組態", []),
+    ("the default preset", "預設的硬體", ["preset → 預設組態"]),
+    ("{name}:", "硬體預設 {name}：", ["預設 written for something that is not a default (a preset is 預設組態)"]),
+    ("a dry run computes no tokens", "dry run 不會算出任何 token", ["dry run → 模擬執行"]),
+    ("colocated (N replicas, --replicas)", "colocated（N 個副本）", ["replica → 複本"]),
+    ("float32 (default)", "float32（預設）", []),
+    ("(default {default})", "（預設組態 {default}）", ["default → 預設"]),
+])
+def test_the_pair_rules(english, text, bad):
+    assert pair_offenders(english, text) == bad
 
 
 def test_every_lesson_ends_with_the_same_summary_heading():

@@ -113,6 +113,7 @@ def test_predict_speaks_chinese_after_set_language():
 
 HINT = {"en": "Enter your prediction in the box above, then run this cell again.",
         "zh-TW": "先在上面的框裡輸入你的預測，再執行一次這個儲存格。"}
+PICK = {"en": "Pick an option above, then run this cell again.", "zh-TW": "先在上面選一個答案，再執行一次這個儲存格。"}
 
 
 @pytest.fixture(params=["en", "zh-TW"])
@@ -173,3 +174,115 @@ def test_a_typed_but_unsent_prediction_counts_at_reveal():
     p.box.unobserve_all("value")  # the box's text reached the kernel without an Enter
     p.box.value = "12"
     assert p.reveal(10) == "You said 12; the engine says 10: 20% off high."
+
+
+# ---- after_prediction: what a reveal cell shows, with and without a prediction ----
+
+@pytest.fixture
+def displayed(monkeypatch):
+    """What the block hands to IPython's display (no kernel here: the outputs are recorded instead)."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    return shown
+
+
+def _reveal_cell(p, answer):
+    """A reveal cell as the lessons write one: the comparison, a sentence, a table row, a figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with p.after_prediction():
+        print(p.reveal(answer))
+        print(f"the engine computed {answer:,} tokens")
+        fig, ax = plt.subplots(figsize=(2, 1))
+        ax.bar([0], [answer])
+    return plt
+
+
+def test_without_a_prediction_a_reveal_cell_shows_the_hint_and_keeps_everything_else_closed(lang, displayed, capsys):
+    p = Predict("How many?", unit="tokens", lo=0)
+    plt = _reveal_cell(p, 4000)
+    assert capsys.readouterr().out == ""  # nothing printed openly
+    assert len(displayed) == 1 and not plt.get_fignums()  # one output; the figure closed, not drawn openly
+    html, plain = displayed[0]["text/html"], displayed[0]["text/plain"]
+    before, closed = html.split("<details>")
+    assert HINT[lang] in before and not any(ch.isdigit() for ch in before)  # on screen: the hint only
+    assert "<details open" not in html and closed.count("</details>") == 1
+    assert "4,000" in closed and "data:image/png;base64," in closed  # the answer, there for nbval, closed
+    assert plain.startswith(HINT[lang]) and "4,000" in plain  # what nbval compares holds the engine's numbers
+    assert p.answer is None and not p.box.disabled
+
+
+def test_with_a_prediction_the_same_cell_shows_its_outputs_beside_the_prediction(lang, displayed, capsys):
+    p = Predict("How many?", unit="tokens", lo=0)
+    p.box.value = "1500"
+    plt = _reveal_cell(p, 4000)
+    out = capsys.readouterr().out
+    assert "1,500" in out and "4,000" in out and not displayed  # shown as it comes
+    assert plt.get_fignums()  # the figure left for the notebook to draw
+    plt.close("all")
+
+
+def test_a_bad_entry_reveals_nothing(displayed, capsys):
+    p = Predict("How many?", lo=0)
+    p.box.value = "lots"
+    _reveal_cell(p, 4000)
+    assert capsys.readouterr().out == "" and len(displayed) == 1 and "is not a number" in p.message.value
+
+
+def test_an_error_in_the_block_still_raises_and_shows_what_ran_before_it(displayed, capsys):
+    p = Predict("How many?")
+    with pytest.raises(ZeroDivisionError):
+        with p.after_prediction():
+            print("step 1 done")
+            1 / 0
+    assert "step 1 done" in capsys.readouterr().out and not displayed
+
+
+# ---- Choose: a question with options ----
+
+from tinyserve_widgets.predict import Choose  # noqa: E402
+
+OPTIONS = {64: "64", 512: "512", 4096: "4,096"}
+
+
+def test_a_choice_offers_its_options_as_buttons_and_says_right_or_wrong_and_why(lang):
+    c = Choose("Which chunk length?", OPTIONS)
+    assert [label for label, _ in c.buttons.options] == ["64", "512", "4,096"] and c.buttons.value is None
+    assert c.reveal(4096, why="Fewer steps.") == PICK[lang]  # nothing picked: the hint, no answer
+    c.buttons.value = 512  # the learner clicks a button
+    assert c.guess == 512
+    text = c.reveal(4096, why="Fewer steps.")
+    assert "512" in text and "4,096" in text and text.endswith("Fewer steps.") and "%" not in text
+    assert ("right" not in text) if lang == "en" else ("答對" not in text)
+    assert c.buttons.disabled and not c.submit(64)
+
+
+def test_a_right_choice_is_called_right(lang):
+    c = Choose("Which?", {"a": "replicas", "b": "split"})
+    assert c.submit("split") and c.guess == "b"  # a label is read as its option
+    text = c.reveal("b", why="Because.")
+    assert text.endswith("Because.") and (("right" in text) if lang == "en" else ("答對了" in text))
+    assert "%" not in text
+
+
+@pytest.mark.parametrize("bad", [3, "five", "", None])
+def test_an_option_not_offered_is_refused_in_one_line_and_reveals_nothing(lang, bad):
+    c = Choose("Which?", OPTIONS)
+    assert not c.submit(bad) and c.guess is None
+    reason = {"en": "is not one of the options: 64 · 512 · 4,096.", "zh-TW": "不是選項之一：64 · 512 · 4,096。"}[lang]
+    assert reason in c.message.value and "<br" not in c.message.value
+    assert c.reveal(64, why="x") == PICK[lang] and c.answer is None
+
+
+def test_a_choice_needs_two_options_and_an_answer_among_them():
+    with pytest.raises(ValueError, match="at least two options"):
+        Choose("Which?", {1: "one"})
+    c = Choose("Which?", OPTIONS)
+    c.submit(64)
+    with pytest.raises(ValueError, match="one of the options"):
+        c.reveal(100, why="x")

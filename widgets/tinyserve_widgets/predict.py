@@ -1,29 +1,39 @@
-"""Predict, then reveal: the learner types a number before the cell that settles it, then sees the engine's
-answer beside theirs.
+"""Predict, then reveal: the learner answers before the cells that settle a question, then sees the engine's
+answer beside theirs. A number goes in a box (Predict); a pick among options is offered as buttons (Choose).
 
     from tinyserve_widgets.predict import Predict
     p = Predict("How many tokens will slot 7 waste?", unit="tokens")
     p                                   # the question and a box (display it: last line of a cell)
     ...                                 # cells that run the engine
-    print(p.reveal(trace.metrics()["wasted_decode_tokens"]))   # both numbers side by side, in words
+    with p.after_prediction():          # a cell that settles the question (`# %% [reveal]` in chapters/src)
+        print(p.reveal(trace.metrics()["wasted_decode_tokens"]))   # both numbers side by side, in words
+        say(...)                        # anything else the answer is made of: text, tables, figures
 
-Run before a prediction was entered (a notebook opened as shipped, or run top to bottom), reveal() never shows
-the answer: it returns a one-line hint (enter a prediction above, then run this cell again) and leaves the box
-open; after a prediction, running the same cell again shows both numbers.
+Everything a reveal cell shows goes through `after_prediction()`. Run without a prediction (Run All, or a fresh
+notebook), the block's outputs are not shown: the cell shows the hint (enter a prediction above, then run this
+cell again) and, below it, the answer inside a closed `<details>` element that every run draws closed, so
+nothing of it is on screen until the learner predicts (or deliberately opens it). nbval still compares the
+whole output, hidden part included, so the engine's numbers stay checked. With a prediction, running the cell
+again shows the outputs as they come, the prediction beside the answer.
 
-Only numbers are accepted ("1,980", "2e3", "-4.5"; full-width digits and commas too: "１，９８０", "1，980");
-anything else is refused with the reason, inside the widget. Once revealed, the box locks. Without a kernel (GitHub, nbviewer: widget state stripped) the cell
-shows the question as text, and reveal() returns a plain sentence a checked cell can print.
-Words live in tinyserve's language table (catalog tinyserve/locale/widgets.pot), under "predict.*" keys.
+Why a closed <details> and not a widget: an ipywidgets Output keeps its contents out of the notebook's stored
+outputs, where nbval cannot check them; a folded output (metadata) opens again on every run.
+
+Predict takes numbers only ("1,980", "2e3", "-4.5"; full-width digits and commas too: "１，９８０", "1，980");
+Choose takes one of its options. Anything else is refused with the reason, inside the widget, and the reveal
+does not happen. Once revealed, the question locks. Without a kernel (GitHub, nbviewer: widget state stripped)
+the cell shows the question as text. Words: tinyserve's language table (catalog tinyserve/locale/widgets.pot),
+"predict.*" keys.
 """
 from __future__ import annotations
 
+import base64
 import math
+import sys
 import unicodedata
+from contextlib import contextmanager
 
 from .words import t
-
-
 
 ABSURD = 1e9  # no question here has an answer beyond this: a larger entry is a slip of the keyboard
 
@@ -68,22 +78,84 @@ def compare(guess: float | None, answer: float, unit: str = "", tolerance: float
              dir=t("predict.low") if guess < answer else t("predict.high"))
 
 
-class Predict:
+class _Question:
+    """What a number question and a choice share: the question, a message line, the lock, and the answer held
+    back until a prediction is in (after_prediction)."""
+
+    guess = None
+    answer = None
+    hint_key = "predict.hint"  # what to do before the answer shows: type a number (a choice: pick an option)
+
+    def _build(self, question: str, controls: list) -> None:
+        import ipywidgets as w
+
+        self.question = question
+        self.message = w.HTML()
+        self.widget = w.VBox([w.HTML(f"<b>{_escape(question)}</b>"), w.HBox(controls), self.message])
+        self.widget.add_class("tinyserve-predict")  # the browser test finds the questions by it
+
+    def _refuse(self, reason: str) -> bool:
+        self.message.value = f"<span style='color:#b00'>{_escape(reason)}</span>"
+        return False
+
+    def _pending(self) -> bool:
+        """Take what the learner entered but did not send yet; True when a prediction is in."""
+        return self.answer is not None or self.guess is not None
+
+    def _hint(self) -> str:
+        hint = t(self.hint_key)
+        if "color:#b00" not in self.message.value:  # a bad entry keeps its reason on screen
+            self.message.value = _escape(hint)
+        return hint
+
+    @contextmanager
+    def after_prediction(self):
+        """The block's outputs as they come once a prediction is in; before that, the hint, and the outputs
+        (text, displays, new matplotlib figures) inside a closed <details>."""
+        if self._pending():
+            yield self
+            return
+        from IPython.utils.capture import capture_output
+
+        plt = sys.modules.get("matplotlib.pyplot")
+        before = set(plt.get_fignums()) if plt else set()
+        try:
+            with capture_output(stdout=True, stderr=False, display=True) as cap:
+                yield self
+        except BaseException:
+            sys.stdout.write(cap.stdout)  # a failing block: what it printed before the error, then the error
+            raise
+        plt = sys.modules.get("matplotlib.pyplot")  # the block may have imported it
+        figures, meta = [], {}
+        for n in [n for n in plt.get_fignums() if n not in before] if plt else []:
+            png, md = _png(plt.figure(n))
+            figures.append(png)
+            meta.setdefault("image/png", {}).update(md)  # the words it draws, where the build records them
+            plt.close(n)
+        hint = self._hint()  # reveal() inside the block printed it too: once is enough
+        text = "".join(ln for ln in cap.stdout.splitlines(keepends=True) if ln.rstrip("\n") != hint)
+        _display_hidden(hint, text, [o.data for o in cap.outputs], figures, meta)
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The widget where a kernel runs; the question as text where none does (GitHub, nbviewer)."""
+        bundle = self.widget._repr_mimebundle_(**kwargs) or {}
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = t("predict.static", question=self.question)
+        return bundle
+
+
+class Predict(_Question):
     """A question, a box for a number and, after reveal(answer), both numbers side by side."""
 
     def __init__(self, question: str, unit: str = "", lo: float | None = None, hi: float | None = None,
                  tolerance: float = 0.1):
         import ipywidgets as w
 
-        self.question, self.unit, self.lo, self.hi, self.tolerance = question, unit, lo, hi, tolerance
-        self.guess: float | None = None
-        self.answer: float | None = None
+        self.unit, self.lo, self.hi, self.tolerance = unit, lo, hi, tolerance
         self.box = w.Text(placeholder=t("predict.placeholder"), continuous_update=False,
                           layout=w.Layout(width="12em"))
         self.button = w.Button(description=t("predict.lock"))
-        self.message = w.HTML()
-        self.widget = w.VBox([w.HTML(f"<b>{_escape(question)}</b>"),
-                              w.HBox([self.box, w.Label(unit), self.button]), self.message])
+        self._build(question, [self.box, w.Label(unit), self.button])
         self.button.on_click(lambda _: self.submit(self.box.value))
         self.box.observe(lambda ch: self.submit(ch["new"]), names="value")
 
@@ -101,11 +173,14 @@ class Predict:
             if abs(v) > ABSURD:
                 raise ValueError(t("predict.absurd", guess=_fmt(v), limit=_fmt(ABSURD)))
         except ValueError as e:
-            self.message.value = f"<span style='color:#b00'>{_escape(str(e))}</span>"
-            return False
+            return self._refuse(str(e))
         self.guess = v
         self.message.value = _escape(t("predict.locked", guess=_fmt(v) + (f" {self.unit}" if self.unit else "")))
         return True
+
+    def _pending(self) -> bool:
+        # a number typed but not yet sent (no Enter) counts as the prediction
+        return super()._pending() or bool(str(self.box.value).strip() and self.submit(self.box.value))
 
     def reveal(self, answer: float) -> str:
         """Show the engine's answer beside the prediction, lock the box, and return the sentence. Without a
@@ -113,25 +188,109 @@ class Predict:
         open, and a bad entry's reason stays in the widget."""
         if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
             raise ValueError(t("predict.bad_answer", answer=answer))
-        # a number typed but not yet sent (no Enter) counts as the prediction
-        if self.answer is None and self.guess is None and not (str(self.box.value).strip()
-                                                               and self.submit(self.box.value)):
-            hint = t("predict.hint")
-            if "color:#b00" not in self.message.value:  # a bad entry keeps its reason on screen
-                self.message.value = _escape(hint)
-            return hint
+        if not self._pending():
+            return self._hint()
         self.answer = float(answer)
         self.box.disabled = self.button.disabled = True
         text = compare(self.guess, self.answer, self.unit, self.tolerance)
         self.message.value = _escape(text)
         return text
 
+
+class Choose(_Question):
+    """A question with options, offered as buttons; reveal(answer, why) says right or wrong, and why."""
+
+    hint_key = "predict.hint_choice"
+
+    def __init__(self, question: str, options: dict):
+        import ipywidgets as w
+
+        if len(options) < 2:
+            raise ValueError(t("predict.few_options", n=len(options)))
+        self.options = dict(options)  # value -> label the learner reads
+        self.buttons = w.ToggleButtons(options=[(label, v) for v, label in self.options.items()], value=None,
+                                       style={"button_width": "auto"})
+        self._build(question, [self.buttons])
+        self.buttons.observe(lambda ch: ch["new"] is not None and self.submit(ch["new"]), names="value")
+
+    def submit(self, choice) -> bool:
+        """Take one of the options (its value or its label) as the prediction; anything else is refused."""
+        if self.answer is not None:
+            self.message.value = _escape(t("predict.revealed"))
+            return False
+        by_label = {str(label): v for v, label in self.options.items()}
+        if choice in self.options:
+            value = choice
+        elif str(choice).strip() in by_label:
+            value = by_label[str(choice).strip()]
+        else:
+            return self._refuse(t("predict.not_offered", text=str(choice)[:40],
+                                  options=" · ".join(map(str, self.options.values()))))
+        self.guess = value
+        self.message.value = _escape(t("predict.chose", choice=self.options[value]))
+        return True
+
+    def reveal(self, answer, why: str) -> str:
+        """Say whether the pick was right, name the engine's answer, and give the reason (why); lock the buttons.
+        Without a pick: the one-line hint instead (the answer is neither shown nor returned)."""
+        if answer not in self.options:
+            raise ValueError(t("predict.bad_option", answer=answer))
+        if not self._pending():
+            return self._hint()
+        self.answer = answer
+        self.buttons.disabled = True
+        key = "predict.right" if self.guess == answer else "predict.wrong"
+        text = t(key, choice=self.options[self.guess], answer=self.options[answer], why=why)
+        self.message.value = _escape(text)
+        return text
+
     def _repr_mimebundle_(self, **kwargs):
-        """The widget where a kernel runs; the question as text where none does (GitHub, nbviewer)."""
-        bundle = self.widget._repr_mimebundle_(**kwargs) or {}
+        bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data["text/plain"] = t("predict.static", question=self.question)
+        data["text/plain"] = t("predict.static", question=f"{self.question} ({' · '.join(map(str, self.options.values()))})")
         return bundle
+
+
+def _png(fig) -> tuple[str, dict]:
+    """A figure as the notebook would draw it (base64 PNG) and its output metadata, through IPython's own
+    formatter where a kernel runs (tinyserve.lang.drawn notes the words it draws there)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None and hasattr(shell, "display_formatter"):
+        data, md = shell.display_formatter.format(fig, include=("image/png", "text/plain"))
+        if "image/png" in data:
+            png = data["image/png"]
+            png = base64.b64encode(png).decode() if isinstance(png, bytes) else png
+            return png, md.get("image/png", {})
+    from IPython.core.pylabtools import print_figure
+
+    return print_figure(fig, "png", bbox_inches="tight", base64=True), {}
+
+
+def _display_hidden(hint: str, text: str, displays: list[dict], pngs: list[str], metadata: dict) -> None:
+    """One output: the hint on screen, the answer (printed text, displays, figures) in a closed <details>."""
+    from IPython.display import display
+
+    parts = [f"<pre>{_escape(text.rstrip())}</pre>"] if text.strip() else []
+    plain = [text.rstrip()] if text.strip() else []
+    for data in displays:
+        if "text/html" in data:
+            parts.append(data["text/html"])
+        elif "image/png" in data:
+            parts.append(_img(data["image/png"]))
+        else:
+            parts.append(f"<pre>{_escape(data.get('text/plain', ''))}</pre>")
+        plain.append(data.get("text/plain", ""))
+    parts += [_img(png) for png in pngs]
+    summary = t("predict.summary")
+    html = (f"<div class='tinyserve-answer'><p>{_escape(hint)}</p><details><summary>{_escape(summary)}</summary>"
+            + "".join(parts) + "</details></div>")
+    display({"text/html": html, "text/plain": "\n".join([hint, summary + ":", *plain])}, metadata=metadata, raw=True)
+
+
+def _img(png: str) -> str:
+    return "<img src='data:image/png;base64," + png + "'>"  # words: ok (markup)
 
 
 def _escape(s: str) -> str:
