@@ -157,7 +157,7 @@ def test_the_scan_finds_old_path_imports_and_nothing_else():
         "from tinyserve.variants import",
         '"tinyserve.clock"', '"tinyserve.cli"', '"tinyserve.clock.make_clock"',
         "from tinyserve import sweeps", "from tinyserve.core import run", "from tinyserve import validation"]
-    fine = ("from tinyserve.core.policies import Plan\nfrom tinyserve.cost.clock import ModeledClock\n"
+    fine = ("from tinyserve.core.scheduling import Plan\nfrom tinyserve.cost.clock import ModeledClock\n"
             "from tinyserve.core.runner import x\nimport tinyserve.configs\nfrom tinyserve import lang, engine\n"
             "from tinyserve.analysis import sweeps\nfrom tinyserve.loop import Run\n"
             "from tinyserve import lang\nfrom x import a, sweeps\n"

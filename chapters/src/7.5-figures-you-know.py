@@ -25,7 +25,7 @@ from tinyserve.analysis.goodput import GOAL, goodput_per_gpu
 from tinyserve.analysis.goodput import sweep as goodput_sweep
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
 from tinyserve.core.config import RunConfig
-from tinyserve.core.policies.variants import SeparatePrefill, WholePromptBudget
+from tinyserve.core.scheduling.variants import SeparatePrefill, WholePromptBudget
 from tinyserve.deploy import DeploymentConfig, run_deployment
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
@@ -259,7 +259,7 @@ timelines({t("7.5.orca.title.static"): static, t("7.5.orca.title.cont"): cont}, 
 # **Predict.** Without chunking, how many tokens does the second iteration carry (budget 12)?
 #
 # **A rule we do not have.** Our `chunked` policy always chunks. To replay the frames without chunking we use
-# `WholePromptBudget` from `tinyserve.core.policies.variants`: decodes first, then newcomers in arrival order,
+# `WholePromptBudget` from `tinyserve.core.scheduling.variants`: decodes first, then newcomers in arrival order,
 # each only if its *whole* prompt fits what is left of the budget.
 
 # %%
@@ -317,7 +317,7 @@ timelines({t("7.5.trt.title.whole"): whole, t("7.5.trt.title.chunk"): chunk}, he
 #
 # | figure | ours | rule |
 # |---|---|---|
-# | vLLM | `SeparatePrefill` (tinyserve.core.policies.variants) | a step that prefills carries no decode |
+# | vLLM | `SeparatePrefill` (tinyserve.core.scheduling.variants) | a step that prefills carries no decode |
 # | Orca | `continuous`, prefill-first | whole prompts beside the decodes |
 # | FasterTransformer | `static`, batch of 2 | a new batch only after the running one has ended |
 # | Sarathi-Serve | `chunked`, 512-token chunks, budget 514 | every decode, then chunks up to the budget |

@@ -1,4 +1,4 @@
-"""Old module paths, kept importable: `tinyserve.policies` is `tinyserve.core.policies`, the same module object.
+"""Old module paths, kept importable: `tinyserve.policies` is `tinyserve.core.scheduling`, the same module object.
 
 Notebooks, exercises, students' submissions and the README import the flat layout this package had before it was
 split into layers (`from tinyserve.policies import Plan, Policy, decode_work`). An alias, not a copy: the module
@@ -13,8 +13,8 @@ import importlib.util
 import sys
 
 MOVED = {  # old name under tinyserve -> new name
-    "requests": "core.request", "config": "core.config", "cache": "core.kv", "policies": "core.policies",
-    "variants": "core.policies.variants", "workloads": "core.workloads",
+    "requests": "core.request", "config": "core.config", "cache": "core.kv", "policies": "core.scheduling",
+    "variants": "core.scheduling.variants", "workloads": "core.workloads",
     "tokenizer": "core.tokenizer", "clock": "cost.clock", "report": "trace.report",
     "sweeps": "analysis.sweeps", "figures": "analysis.figures",
     "cli": "tools.cli", "bench": "tools.bench", "replay": "tools.replay", "hf": "tools.hf", "train": "tools.train",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from . import threads
 from .core.config import GPTConfig, RunConfig, check_device, check_dtype
-from .core.policies import Policy, policy_for
+from .core.scheduling import Policy, policy_for
 from .core.request import Request, check_requests  # noqa: F401  check_requests: re-exported (an old engine name)
 from .core.workloads import Workload, resolve_workload
 from .cost.clock import make_clock

@@ -12,12 +12,10 @@ import time
 from collections import deque
 from typing import Callable, Protocol, Sequence
 
-from .core.blocks import step_blocks
 from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_object
 from .core.layout import layout_kv
-from .core.policies import Plan, Policy
-from .core.request import ABORTED, FINISHED, REJECTED, RUNNING, Request, SlotWork, Work, check_requests
-from .core.tokenizer import EOS
+from .core.request import REJECTED, Request, SlotWork, Work, check_requests
+from .core.scheduling import Plan, Policy, Scheduler
 from .cost.clock import Clock
 from .errors import TinyserveError
 from .lang import t
@@ -89,21 +87,19 @@ class Run:
                  prompts_checked: bool = False):
         """config: the run's checked knobs; model: the model's shape (GPTConfig; a dry run needs no torch); dtype:
         the model's (a torch dtype or its name) for the KV bytes under the wall clock; make_runner(num_slots,
-        slab_positions[, block_size]): the model's runner with its KV slabs, or its block pool of
-        slab_positions // block_size blocks (unused on a dry run). later: requests that may come through admit()
-        (a deployment routes them here): the KV is laid out for them too and each that could never fit is marked
-        rejected now, alone, but none is queued. prompts_checked: their token ids were checked by an earlier run."""
+        tensor_positions, block_size): the model's runner with its KV slabs, or its block pool (block_size not
+        None; unused on a dry run). later: requests that may come through admit() (a deployment routes them
+        here): the KV is laid out for them too and each that could never fit is marked rejected now, alone, but
+        none is queued. prompts_checked: their token ids were checked by an earlier run."""
         self.config = config
-        self.policy, self.clock, self.dry_run = policy, clock, config.dry_run
+        self.policy, self.dry_run = policy, config.dry_run
         self.hooks = tuple(hooks)
         self.requests = requests
         self.now = 0.0
         self.num_done = 0  # finished by the engine (aborts not counted)
-        self.kv_used_tokens = 0  # K/V tokens held by the slot holders: tallied by _advance, re-summed when one leaves
         self.steps: list[StepRecord] = []
         self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
-        self.preempted_once = False  # paged: a request has been preempted (so some prefills are recomputes)
         self.inbox: list[tuple[float, int, Request]] = []  # admitted (admit()): (time, order, request), a heap
         self.carried: dict[str, object] = {}  # admitted with their prompt's K/V (from another instance), not yet run
         self.expecting = False  # a deployment may still admit requests here (admit()): waiting for them is no stall
@@ -112,28 +108,28 @@ class Run:
         check_requests([*requests, *later], model.vocab_size, limit, named, self.dry_run, prompts_checked)
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)
-        self.paged = config.kv_layout == "paged"
-        block_size = config.block_size
-        if self.paged and hasattr(clock, "for_layout"):  # a modeled clock prices what the paged engine computes
-            self.clock = clock.for_layout(block_size)
-        kv = layout_kv(getattr(clock, "hardware", None), model, [*requests, *later], policy.batch_size, dtype, config.kv_budget,
-                       config.max_model_len, config.slab, self.paged, block_size)
+        kv = layout_kv(getattr(clock, "hardware", None), model, [*requests, *later], policy.batch_size, dtype, config)
         self.pool, accepted, plan = kv.pool, kv.accepted, kv.plan
+        self.clock = self.pool.priced(clock)
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
         self.kv_tensor_positions = None if self.dry_run or not accepted else kv.tensor_positions
-        self.runner = None if self.kv_tensor_positions is None else (
-            make_runner(self.pool.num_slots, self.kv_tensor_positions, block_size) if self.paged
-            else make_runner(self.pool.num_slots, self.kv_tensor_positions))
+        self.runner = None if self.kv_tensor_positions is None else make_runner(
+            self.pool.num_slots, self.kv_tensor_positions, self.pool.block_size)
         queued = {id(r) for r in requests}
         self.pending = deque(sorted((r for r in accepted if id(r) in queued), key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_name = workload_name
         self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
-        policy.bind(self.pool)
+        self.scheduler = Scheduler(policy, self.pool, self.dry_run)
 
     @property
     def done(self) -> bool:
         """No request is left to arrive, wait or run."""
-        return not self.pending and not self.inbox and not self.policy.waiting and not self.policy.running
+        return not self.pending and not self.inbox and not self.scheduler.busy
+
+    @property
+    def kv_used_tokens(self) -> int:
+        """K/V tokens the slot holders keep now."""
+        return self.scheduler.kv_used_tokens
 
     def admit(self, request: Request, t: float, kv: object = None) -> None:
         """Queue a request that arrives here at time t (a deployment routes it; it was given to Run as `later`).
@@ -158,9 +154,7 @@ class Run:
         self.inbox = [e for e in self.inbox if e[2] is not r]
         heapq.heapify(self.inbox)
         self.carried.pop(r.id, None)
-        r.status, r.finish_s, r.finish_reason = ABORTED, self.now, "aborted"
-        self.policy.finished(r)
-        self.kv_used_tokens = self._running_context()
+        self.scheduler.abort(r, self.now)
 
     def finish(self, progress: bool | None = None) -> Trace:
         """Step to the end and return the trace (the one loop every caller uses); progress: a bar in a terminal or
@@ -177,69 +171,75 @@ class Run:
             return self.trace()  # its copies are made with the collector still paused
 
     def step(self, until: float | None = None) -> StepRecord | None:
-        """Run one step; None when nothing could run now (the clock then jumps to the next event, but not past
-        `until`: a deployment's next event elsewhere, which may bring this run work)."""
+        """One step, as the chapter draws it: arrivals -> schedule -> execute -> clock -> update -> record. None
+        when nothing could run now (the clock then jumps to the next event, but not past `until`: a deployment's
+        next event elsewhere, which may bring this run work)."""
         t_loop = time.perf_counter()
-        hooks = self.hooks
-        while self.pending and self.pending[0].arrival_s <= self.now:
-            self.policy.add(self.pending.popleft())
-        while self.inbox and self.inbox[0][0] <= self.now:
-            self.policy.add(heapq.heappop(self.inbox)[2])
-        if self.paged:
-            self.pool.begin_step(len(self.steps))
-            self.policy.grow()
-            if self.pool.preempted:  # who left took their K/V with them
-                self.kv_used_tokens = self._running_context()
-                self.preempted_once = True
-        for h in hooks:
+        self._arrivals()
+        self.scheduler.begin_step(len(self.steps))
+        for h in self.hooks:
             h.before_plan(self)
-        plan = self.policy.plan(self.now, more_coming=bool(self.pending or self.inbox) or self.expecting)
-        for h in hooks:
+        plan = self.scheduler.schedule(self.now, more_coming=bool(self.pending or self.inbox) or self.expecting)
+        for h in self.hooks:
             h.planned(self, plan)
-        works = plan.works
-        if not works:
-            events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s,
-                                  self.inbox[0][0] if self.inbox else None) if t is not None]
-            if not events:
-                if not self.done and not self.expecting:
-                    raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
-                return None
-            if min(events) <= self.now:
-                raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")  # words: ok (a bug)
-            # idle until the next arrival or timeout: jumped, never slept (either clock)
-            self.now = min(events) if until is None or min(events) <= until else max(self.now, until)
+        if not plan.works:
+            self._idle(plan, until)
             return None
-        if self.carried:
-            self._load_carried(works)
-        sampled: list[int] = []
-        measured = None
-        if not self.dry_run:
-            t0 = time.perf_counter()
-            sampled = self.runner.execute(works)
-            measured = time.perf_counter() - t0
-            self.forward_s += measured
-            for h in hooks:
-                h.executed(self, plan)
+        tokens, measured = self._execute(plan)
         start = self.now
-        self.now += self.clock.step_time(works, measured)
-        newly_done = self._advance(works, sampled, start)
-        if self.paged:  # the step's block counts, preemptions and recomputed tokens (after its K/V were stored)
-            self._block_fields = step_blocks(self.pool, self.policy.running, works, self.preempted_once)
-        new = tuple.__new__  # SlotWork(...) without the namedtuple's Python-level __new__: runs per slot per step
+        self.now += self.clock.step_time(plan.works, measured)
+        finished = self.scheduler.update(plan, tokens, start, self.now)
+        rec = self._record(plan, start, measured)
+        self.num_done += len(finished)
+        self.loop_s += time.perf_counter() - t_loop
+        for h in self.hooks:
+            h.recorded(self, plan, rec)
+        return rec
+
+    def _arrivals(self) -> None:
+        """Requests whose time has come join the queue: the workload's, then those a deployment routed here."""
+        while self.pending and self.pending[0].arrival_s <= self.now:
+            self.scheduler.add(self.pending.popleft())
+        while self.inbox and self.inbox[0][0] <= self.now:
+            self.scheduler.add(heapq.heappop(self.inbox)[2])
+
+    def _idle(self, plan: Plan, until: float | None) -> None:
+        """Nothing to compute: jump the clock to the next arrival or timeout (either clock: jumped, never slept)."""
+        events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s,
+                              self.inbox[0][0] if self.inbox else None) if t is not None]
+        if not events:
+            if not self.done and not self.expecting:
+                raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
+            return
+        if min(events) <= self.now:
+            raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")  # words: ok (a bug)
+        self.now = min(events) if until is None or min(events) <= until else max(self.now, until)
+
+    def _execute(self, plan: Plan) -> tuple[list[int], float | None]:
+        """The runner's one forward over the plan's works: the sampled tokens and its wall time (none on a dry
+        run). Requests admitted with K/V from elsewhere get them first."""
+        if self.carried:
+            self._load_carried(plan.works)
+        if self.dry_run:
+            return [], None
+        t0 = time.perf_counter()
+        tokens = self.runner.execute(plan.works)
+        measured = time.perf_counter() - t0
+        self.forward_s += measured
+        for h in self.hooks:
+            h.executed(self, plan)
+        return tokens, measured
+
+    def _record(self, plan: Plan, start: float, measured: float | None) -> StepRecord:
+        """The step as the trace keeps it: what each slot did, its times, the KV it held."""
+        reserved, used, blocks = self.scheduler.step_kv
+        # tuple.__new__: SlotWork(...) without the namedtuple's Python-level __new__ (runs per slot per step)
+        new = tuple.__new__
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))
-                          for w in works],
-                         self.pool.reserved_bytes(), self.kv_used_tokens * self.pool.bytes_per_token, measured,
-                         len(self.policy.waiting), **self._block_fields)
+                          for w in plan.works],
+                         reserved, used, measured, len(self.policy.waiting), **blocks)
         self.steps.append(rec)
-        for r in newly_done:
-            self.policy.finished(r)
-        if newly_done:  # a request may have left its slot (static: the whole batch at its last finisher)
-            self.kv_used_tokens = self._running_context()
-        self.num_done += len(newly_done)
-        self.loop_s += time.perf_counter() - t_loop
-        for h in hooks:
-            h.recorded(self, plan, rec)
         return rec
 
     def _load_carried(self, works) -> None:
@@ -251,57 +251,7 @@ class Run:
             if self.runner is not None:
                 self.runner.import_kv(r, kv)
         if arrived:
-            self.kv_used_tokens = self._running_context()
-
-    _block_fields: dict = {}  # the paged layout's StepRecord fields of the step being recorded (none for slabs)
-
-    def _running_context(self) -> int:
-        """Tokens whose K/V the slot holders keep (Request.context_len summed over the policy's running)."""
-        return sum(r.context_len for r in self.policy.running)
-
-    def _advance(self, works, sampled: list[int], start: float) -> list[Request]:
-        """Apply the step's results to its requests; return those that are now done. Also grows
-        kv_used_tokens by the K/V this step stored (a tally, not a sum over every slot of every step)."""
-        it = iter(sampled)
-        done = []
-        grown = 0
-        now, dry = self.now, self.dry_run  # locals: the loop runs for every slot of every step
-        for w in works:
-            r = w.request
-            phase = w.phase
-            if phase == "wasted":  # the commonest work of a static batch: a done request, already admitted
-                r.decode_computed_tokens += 1
-                continue
-            if r.admitted_s is None:  # admitted = first computed
-                r.admitted_s, r.status = start, RUNNING
-            if phase == "prefill":
-                r.num_prefilled += w.tokens
-                r.prefill_computed_tokens += w.tokens + w.padding
-                grown += w.tokens  # its K/V stored; the first token it samples adds none (context_len)
-                if r.num_prefilled < r.prefill_len:
-                    continue
-                if r.prefill_len != r.prompt_len:  # a recompute after a preemption is done: decoding as before
-                    r.num_prefilled = r.prefill_len = r.prompt_len
-            else:
-                r.decode_computed_tokens += 1
-                grown += 1  # the K/V of the token it fed
-            out = r.output
-            if dry:  # no token: the length alone ends it (known_output_len inlined: a hint, else max_new_tokens,
-                tok, hint = -1, r.output_len_hint  # which check_requests made sure of)
-                ended = len(out) + 1 >= (r.max_new_tokens if hint is None else hint)
-            else:
-                tok = next(it)
-                ended = len(out) + 1 >= r.max_new_tokens or (tok == EOS and not r.ignore_eos)
-            out.append(tok)
-            r.token_times.append(now)
-            if ended:
-                r.status, r.finish_s = FINISHED, now
-                # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
-                eos = tok == EOS if not dry else r.output_len < r.max_new_tokens
-                r.finish_reason = "eos" if eos and not r.ignore_eos else "length"
-                done.append(r)
-        self.kv_used_tokens += grown
-        return done
+            self.scheduler.recount()
 
     def trace(self) -> Trace:
         """The record of this run so far, with its KV units: a snapshot that later steps do not change."""
@@ -312,5 +262,4 @@ class Run:
                      kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
                      slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
                      kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs),
-                     **({"kv_layout": "paged", "block_size": self.pool.block_size, "num_blocks": self.pool.num_blocks,
-                         "block_spans": self.pool.closed_spans(len(self.steps) - 1)} if self.paged else {}))
+                     **self.pool.trace_fields(len(self.steps) - 1))

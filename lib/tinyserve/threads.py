@@ -28,6 +28,7 @@ thread its own waiting says nothing (the neighbour has the other core), so it co
 A user's OMP_NUM_THREADS / MKL_NUM_THREADS, or torch.set_num_threads (before or after tinyserve came in), always
 wins, and so do OMP_WAIT_POLICY and GOMP_SPINCOUNT (tinyserve sets neither). TINYSERVE_THREADS=off leaves torch
 exactly as it starts; TINYSERVE_THREADS=N uses N threads without the governor.
+Not loky.cpu_count (not installed): it reads only /sys/fs/cgroup's quota, not our group's parents, and rounds up.
 """
 from __future__ import annotations
 

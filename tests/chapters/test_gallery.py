@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyserve.analysis.figures import frames, iterations, paused, story, token_iterations, waiting
-from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
+from tinyserve.core.scheduling.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.core.workloads import load_jsonl
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError

@@ -16,7 +16,7 @@ import pytest
 from tinyserve.classroom import checks, harness
 from tinyserve.classroom.check import EXERCISES
 from tinyserve.classroom.generate import GenerateError, exercise_text, make_exercise, stub_source
-from tinyserve.core.policies import ContinuousBatching, Plan, Policy, decode_work
+from tinyserve.core.scheduling import ContinuousBatching, Plan, Policy, decode_work
 from tinyserve.core.request import Work
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -83,7 +83,7 @@ def graded(tmp_path_factory):
         "l-answer": "def slabs_that_fit(memory_bytes, max_len, bytes_per_token):\n    while True:\n        pass"})
     # erin: hands the policy to the built-in one, and disarms the checks in another notebook
     edit(SOL / "7.2-exercises.ipynb", subs / "erin" / "7.2-exercises.ipynb", {
-        "d-answer": "from tinyserve.core.policies import ContinuousBatching\n\n\n"
+        "d-answer": "from tinyserve.core.scheduling import ContinuousBatching\n\n\n"
                     "class MyContinuous(ContinuousBatching):\n    pass"})
     edit(SOL / "7.4-exercises.ipynb", subs / "erin" / "7.4-exercises.ipynb", {
         "l-answer": "import builtins\nbuiltins.AssertionError = Exception\n\n\n"

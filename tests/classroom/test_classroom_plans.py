@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from tinyserve.classroom import checks, harness
-from tinyserve.core.policies import Plan, Policy
+from tinyserve.core.scheduling import Plan, Policy
 
 
 @pytest.fixture(autouse=True)

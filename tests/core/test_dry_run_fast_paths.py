@@ -6,7 +6,7 @@ import gc
 import numpy as np
 import pytest
 
-from tinyserve.core.policies import DONE, StaticBatching
+from tinyserve.core.scheduling.static import DONE, StaticBatching
 from tinyserve.core.request import Request, Work, _valid_ids
 from tinyserve.engine import Engine
 from tinyserve.loop import gc_paused
@@ -56,7 +56,7 @@ def test_the_kv_used_tally_equals_the_sum_over_slot_holders_every_step_with_an_a
     """kv_used is tallied step by step, not summed: it must equal Request.context_len summed over the running
     requests at the moment the step is recorded (after the step's results, before finished ones leave)."""
     run = Engine().start("chapter-7.2-longtail", policy, batch_size=8, dry_run=True, workload_knobs={"n": 40})
-    inner = run._advance
+    inner = run.scheduler._advance
     expected = []
 
     def advance(*args):
@@ -64,7 +64,7 @@ def test_the_kv_used_tally_equals_the_sum_over_slot_holders_every_step_with_an_a
         expected.append(sum(r.context_len for r in run.policy.running) * run.pool.bytes_per_token)
         return done
 
-    run._advance = advance
+    run.scheduler._advance = advance
     aborted = 0
     while not run.done:
         run.step()

@@ -207,7 +207,7 @@ def test_a_non_integer_output_len_hint_is_an_error(model):
 
 
 def test_a_policy_object_gets_make_policys_checks(model):
-    from tinyserve.core.policies import ChunkedPrefill, ContinuousBatching, StaticBatching
+    from tinyserve.core.scheduling import ChunkedPrefill, ContinuousBatching, StaticBatching
 
     reqs = two_requests()
     for policy, match in [(ChunkedPrefill(2, chunk_size=0), r"chunk_size: must be >= 1, got 0"),
@@ -222,7 +222,7 @@ def test_a_policy_object_gets_make_policys_checks(model):
 
 
 def test_a_policy_object_is_not_silently_taken_from_an_unfinished_run(model):
-    from tinyserve.core.policies import ContinuousBatching
+    from tinyserve.core.scheduling import ContinuousBatching
 
     eng, policy = Engine(model), ContinuousBatching(2)
     first = eng.start(two_requests(), policy, dry_run=True)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tinyserve.core.blocks import PagedPool
 from tinyserve.core.config import RunConfig
-from tinyserve.core.policies.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
+from tinyserve.core.scheduling.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import BOS
 from tinyserve.engine import Engine

@@ -91,7 +91,7 @@ def test_knob_and_workload_errors_word_for_word():
 
 def test_a_policy_object_still_busy_word_for_word():
     from tinyserve.core.kv import SlotPool
-    from tinyserve.core.policies import ContinuousBatching
+    from tinyserve.core.scheduling import ContinuousBatching
     from tinyserve.core.request import Request
 
     p = ContinuousBatching(2)

@@ -9,7 +9,7 @@ from collections import deque
 
 import ipywidgets as W
 
-from tinyserve.core.policies import KNOBS, POLICIES
+from tinyserve.core.config import KNOBS, POLICIES
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS, get_workload
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engine import Engine
-from ..core.policies import Policy
+from ..core.scheduling import Policy
 from ..core.request import FINISHED, Request
 from ..trace.latency import e2e_s, ttft_s
 from ..trace.record import Trace
-from ..core.policies.variants import ChunkOnly
+from ..core.scheduling.variants import ChunkOnly
 from ..core.workloads import get_workload, make_prompt
 from ..lang import ljust, rjust, t, width
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ..analysis.prefill import ttft_ms, worst_gap_ms
-from ..core.policies import Plan
+from ..core.scheduling import Plan
 from ..core.request import Request
 from ..core.workloads import make_prompt
 from ..loop import Run, StepHook

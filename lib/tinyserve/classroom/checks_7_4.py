@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from ..core.policies import ContinuousBatching, Plan
+from ..core.scheduling import ContinuousBatching, Plan
 from ..core.request import Request
 from ..core.workloads import make_prompt
 from ..engine import Engine

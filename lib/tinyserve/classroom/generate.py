@@ -15,6 +15,7 @@ Every other cell is given, and given cells are read-only: each must carry nbgrad
 (a prediction or a sweep the learner writes, graded by nobody), which must carry no nbgrader metadata. A cell
 that breaks this stops the generator, so no exercise is handed out with an unlocked given cell.
 --check writes nothing and exits 1 when an exercise is missing or differs from what would be generated.
+Not nbgrader's ClearSolutions: nbgrader is test-only; the grader (grade.py) would need it at run time.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import math
 import random
 from contextlib import contextmanager
 
-from ..core.policies import Plan, Policy, make_policy
+from ..core.scheduling import Plan, Policy, make_policy
 from ..core.request import Request
 from ..core.workloads import make_prompt
 from ..engine import Engine

@@ -13,7 +13,7 @@ import inspect
 import sys
 from contextlib import contextmanager
 
-from ..core.policies import ChunkedPrefill, ContinuousBatching, DynamicBatching, Policy, StaticBatching
+from ..core.scheduling import ChunkedPrefill, ContinuousBatching, DynamicBatching, Policy, StaticBatching
 from ..engine import Engine
 from ..loop import Run
 from .text import say

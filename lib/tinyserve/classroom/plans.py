@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.policies import Plan, Policy
+from ..core.scheduling import Plan, Policy
 from ..core.request import Work
 from .integrity import _fail
 from .text import say

@@ -4,7 +4,7 @@ Torch-free (nano-vllm's block manager, vLLM's names), so a dry run allocates the
 reads through. A sequence holds ceil(positions / block_size) blocks, taken as it grows and all given back when it
 finishes or is preempted. Slots stay as the batch's rows (vLLM's max_num_seqs): a paged run has batch_size of them,
 none reserving memory; admission is limited by free blocks. Which request is preempted, and how it is recomputed,
-is the policy's decision (policies.Policy.grow).
+is the policy's decision (core/scheduling/base.Policy._preempt).
 """
 from __future__ import annotations
 
@@ -22,9 +22,8 @@ def blocks_for(positions: int, block_size: int) -> int:
 
 
 class PagedPool(SlotPool):
-    """Slots (rows of the batch) plus a pool of KV blocks handed out to sequences' block tables."""
-
-    paged = True
+    """The KV pool of the paged layout: slots (rows of the batch) plus a pool of KV blocks handed out to
+    sequences' block tables (the interface: core/kv.SlotPool)."""
 
     def __init__(self, num_slots: int, num_blocks: int, block_size: int, bytes_per_token: int):
         super().__init__(num_slots, 0, bytes_per_token)  # no slab: a slot reserves nothing
@@ -50,6 +49,34 @@ class PagedPool(SlotPool):
         """Free blocks hold r's prefill (its prompt, or everything it had when preempted)."""
         # a prefilled arrival (a deployment's decode instance) also needs its next position's block
         return blocks_for(r.prefill_len + (r.num_prefilled > 0), self.block_size) <= len(self._free_blocks)
+
+    def fitting(self, requests, n: int) -> int:
+        """How many of the first n requests, in order, the free blocks hold whole (prompt + max_new_tokens): a
+        static batch cannot let a member go mid-run, so it takes only what its worst case leaves room for."""
+        free = len(self._free_blocks)
+        for i in range(n):
+            r = requests[i]
+            free -= blocks_for(r.prompt_len + r.max_new_tokens, self.block_size)
+            if free < 0:
+                return i
+        return n
+
+    def grow(self, running: list[Request], preempt) -> None:
+        """Every decoding request gets the block its next position needs; while none is free, preempt(the last
+        admitted) frees some (it leaves `running`; if it is the one growing, that one stops)."""
+        size = self.block_size
+        for r in running:  # preemption shortens the list from its end: the loop then stops sooner
+            done = r.num_prefilled
+            if done < r.prefill_len:
+                continue  # its prefill's blocks were taken when it was admitted
+            need = done + len(r.output)
+            if need <= len(r.block_table) * size:
+                continue  # its last block has room
+            while not self.allocate(r, need):
+                victim = running[-1]
+                preempt(victim)
+                if victim is r:
+                    break
 
     def allocate(self, r: Request, positions: int) -> bool:
         """Grow r's block table to cover `positions`; False (nothing taken) when too few blocks are free."""
@@ -81,6 +108,19 @@ class PagedPool(SlotPool):
 
     held_bytes = reserved_bytes
 
+    def step_fields(self, running, works, preempted_once: bool) -> dict:
+        """A step's block counts, preemptions and recomputed tokens (step_blocks)."""
+        return step_blocks(self, running, works, preempted_once)
+
+    def trace_fields(self, last_step: int) -> dict:
+        """The layout, the pool's size and every block's span (the block map)."""
+        return {"kv_layout": "paged", "block_size": self.block_size, "num_blocks": self.num_blocks,
+                "block_spans": self.closed_spans(last_step)}
+
+    def priced(self, clock):
+        """A modeled clock prices what the paged engine computes (its attention reads whole blocks)."""
+        return clock.for_layout(self.block_size) if hasattr(clock, "for_layout") else clock
+
     def closed_spans(self, last_step: int) -> list[tuple]:
         """Every (block, request id, index, first step, last step) so far; still-held blocks end at last_step."""
         return [(b, rid, i, first, last_step if last is None else last) for b, rid, i, first, last in self.spans]
@@ -107,9 +147,8 @@ def admit_paged(pool: PagedPool, requests: list[Request], capacity_name: str | N
     for r in live:
         need = blocks_for(r.prompt_len + r.max_new_tokens, pool.block_size)
         if need > pool.num_blocks:
-            r.status, r.finish_reason = REJECTED, t("engine.kv.too_many_blocks", need=need, size=pool.block_size,
-                                                    positions=r.prompt_len + r.max_new_tokens,
-                                                    blocks=pool.num_blocks, name=name)
+            r.reject(t("engine.kv.too_many_blocks", need=need, size=pool.block_size,
+                       positions=r.prompt_len + r.max_new_tokens, blocks=pool.num_blocks, name=name))
     return [r for r in requests if r.status != REJECTED]
 
 

@@ -36,6 +36,7 @@ def too_big_for(tokens: int, bytes_per_token: int, capacity: int | None, capacit
 
 
 SLAB_RULES = ("max_model_len", "longest")
+NO_FIELDS: dict = {}  # shared, never written
 
 
 @dataclass
@@ -58,7 +59,7 @@ class SlabPlan:
                 reason = too_big_for(self.server_len or r.prompt_len + r.max_new_tokens, self.bytes_per_token,
                                      self.capacity, self.capacity_name)
                 if reason:
-                    r.status, r.finish_reason = REJECTED, reason
+                    r.reject(reason)
         return [r for r in requests if r.status != REJECTED]
 
     def slab_tokens(self, longest: int) -> int:
@@ -96,9 +97,18 @@ def plan_slabs(hw, n_layer: int, n_embd: int, itemsize: int, dtype_name: str, co
 
 
 class SlotPool:
-    """Free slots (lowest first, so busy slots stay packed at the front) and bytes reserved vs used."""
+    """The KV pool of the slab layout: free slots (lowest first, so busy slots stay packed at the front), each
+    slot's slab reserved from the start, bytes reserved vs used.
 
-    paged = False  # core/blocks.PagedPool: the paged layout
+    The interface every KV pool gives the scheduler (core/blocks.PagedPool is the paged one): claim and release a
+    slot, fits / fitting / allocate / grow / free for the K/V a request needs, begin_step and preempted for a
+    step, step_fields and trace_fields for the record. A slab already holds a request's longest sequence, so here
+    most of them have nothing to do; the scheduler never asks which layout it has.
+    """
+
+    block_size = None  # no blocks
+    preempted: tuple = ()  # a slab is never taken back
+    step = 0
 
     def __init__(self, num_slots: int, slab_tokens: int, bytes_per_token: int):
         self.num_slots = num_slots
@@ -117,6 +127,36 @@ class SlotPool:
     def fits(self, r) -> bool:
         """A free slot's slab holds any accepted request (the paged layout asks its free blocks)."""
         return True
+
+    def fitting(self, requests, n: int) -> int:
+        """How many of the first n requests, in order, can be held whole (prompt + max_new_tokens) at once, given
+        a slot each: all of them, a slab holds the longest."""
+        return n
+
+    def allocate(self, r, positions: int) -> bool:
+        """Room for r's first `positions` positions: its slab has it."""
+        return True
+
+    def grow(self, running, preempt) -> None:
+        """Room for each running request's next position: its slab has it (preempt is never called)."""
+
+    def free(self, r, last_step: int | None = None) -> None:
+        """r's K/V leave with its slot (release)."""
+
+    def begin_step(self, index: int) -> None:
+        """Step `index` is being planned."""
+
+    def step_fields(self, running, works, preempted_once: bool) -> dict:
+        """The layout's own StepRecord fields: none for slabs."""
+        return NO_FIELDS
+
+    def trace_fields(self, last_step: int) -> dict:
+        """The layout's own Trace fields: none for slabs."""
+        return NO_FIELDS
+
+    def priced(self, clock):
+        """The clock that prices this layout's steps: the given one."""
+        return clock
 
     def claim(self) -> int:
         """Take the lowest free slot."""

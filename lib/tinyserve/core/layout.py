@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .blocks import admit_paged, blocks_for, paged_pool
-from .config import DTYPE_BYTES, GPTConfig
+from .config import DTYPE_BYTES, GPTConfig, RunConfig
 from .kv import SlabPlan, SlotPool, num_slots_for, plan_slabs
 from .request import REJECTED, Request
 
@@ -20,15 +20,15 @@ class RunKV:
     tensor_positions: int  # slabs: positions per slot; paged: positions of the block pool (blocks x block_size)
 
 
-def layout_kv(hw, cfg: GPTConfig, requests: list[Request], batch_size: int, dtype, kv_budget: int | None,
-              max_model_len: int | None, slab: str, paged: bool, block_size: int) -> RunKV:
-    """The run's KV: hw is the modeled clock's preset (None under the wall clock), dtype the model's (a torch
-    dtype or, on dry runs, its name)."""
+def layout_kv(hw, cfg: GPTConfig, requests: list[Request], batch_size: int, dtype, config: RunConfig) -> RunKV:
+    """The run's KV, of the layout config names (the one place that reads it): hw is the modeled clock's preset
+    (None under the wall clock), dtype the model's (a torch dtype or, on dry runs, its name)."""
+    kv_budget, max_model_len, block_size = config.kv_budget, config.max_model_len, config.block_size
     size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize
     plan = plan_slabs(hw, cfg.n_layer, cfg.n_embd, size, str(dtype).removeprefix("torch."), cfg.n_positions,
-                      kv_budget, max_model_len, slab)
+                      kv_budget, max_model_len, config.slab)
     bpt = plan.bytes_per_token
-    if paged:  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
+    if config.kv_layout == "paged":  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
         longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
         pool = paged_pool(batch_size, plan.capacity, plan.slab_tokens(longest) * bpt, block_size, bpt)
         accepted = admit_paged(pool, requests, plan.capacity_name)

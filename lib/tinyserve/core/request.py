@@ -69,6 +69,34 @@ class Request:
         made = len(self.output)  # read per running sequence per step of a paged run: no property, no max()
         return n + made - 1 if made else n
 
+    # its lifecycle: waiting -> running -> finished, or rejected before it runs, or aborted at any time; a
+    # preempted request goes back to waiting. Only these methods set `status` (core/scheduling's Scheduler calls them).
+    def admit(self, t: float) -> None:
+        """First computed at t: running."""
+        self.admitted_s, self.status = t, RUNNING
+
+    def resume(self) -> None:
+        """Running again (given a slot after a preemption; or, in replay, sent to the server)."""
+        self.status = RUNNING
+
+    def preempt(self) -> None:
+        """Its K/V taken back: waiting again, to recompute its prompt and every token it made (vLLM v1's recompute)."""
+        self.computed_len = max(self.computed_len, self.context_len)
+        self.num_prefilled, self.prefill_len, self.status = 0, self.prompt_len + self.output_len, WAITING
+        self.preemptions += 1
+
+    def finish(self, t: float, reason: str) -> None:
+        """Done at t ("length" or "eos")."""
+        self.status, self.finish_s, self.finish_reason = FINISHED, t, reason
+
+    def abort(self, t: float | None) -> None:
+        """Stopped at t by its client."""
+        self.status, self.finish_s, self.finish_reason = ABORTED, t, "aborted"
+
+    def reject(self, reason: str) -> None:
+        """Refused before it runs, with the reason in words."""
+        self.status, self.finish_reason = REJECTED, reason
+
     def prefill_ids(self, start: int, n: int) -> list[int]:
         """Token ids of prefill positions start..start+n-1 (past the prompt: its output, recomputed)."""
         if start + n <= len(self.prompt):
@@ -182,6 +210,6 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
         elif hint is not None and not 1 <= hint <= r.max_new_tokens:  # a replay cannot outrun its own limit
             reason = t("engine.reject.hint", hint=hint, max_new=r.max_new_tokens)
         if reason:
-            r.status, r.finish_reason = REJECTED, reason
+            r.reject(reason)
         elif dry_run and r.known_output_len() is None:
             raise TinyserveError(t("engine.request.dry_run_length", id=r.id))

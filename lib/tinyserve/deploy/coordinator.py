@@ -125,7 +125,7 @@ class Deployment:
             for r, p, d in zip(self.requests, pre, dec):
                 why = d if d.status == REJECTED else p if p.status == REJECTED else None  # d: the client's own limits
                 if why is not None:  # rejected alone, with the reason of the instance that can never hold it
-                    r.status, r.finish_reason = REJECTED, why.finish_reason
+                    r.reject(why.finish_reason)
                 else:
                     self.prefill_side[r.id] = p
         self.decoders = [x for x in self.instances if x.role == "decode"]

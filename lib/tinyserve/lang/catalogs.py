@@ -8,6 +8,7 @@ broken lines, such as a string that lost its closing quote, so every line is che
 that cannot be used (missing, empty, fuzzy, made from other English than the .pot's, with other {fields}, or
 other %-directives where the English is printf-style: argparse's own messages) is left out, so t() falls back
 to English and never crashes a kernel; tests/lang/test_catalogs.py fails on it.
+Not babel.messages.checkers: no {field} check; python_format takes prose "10% of" and a dropped %(name)s.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ at the end cross-checks the count; the EOS token, which streams no text, is reco
 Failures are per request (status "aborted", finish_reason says why): refused, HTTP errors, timeouts, a dropped
 connection, a stream of garbage. A finish_reason is data (the trace's JSON, `--json`), so it stays English. Problems that make the whole command pointless (unreachable URL, not an
 OpenAI server, unknown model) raise TinyserveError before anything is sent.
+Not httpx-sse: a new runtime dependency for every learner (requirements.txt) to replace SSEParser's ~55 tested lines.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from urllib.parse import urlsplit
 
 from ..errors import TinyserveError
 from ..lang import t
-from ..core.request import ABORTED, FINISHED, REJECTED, RUNNING, Request
+from ..core.request import REJECTED, Request
 from ..core.tokenizer import BOS, EOS, decode
 from ..trace.record import Trace
 from ..trace.report import latency_lines, throughput_line
@@ -375,8 +376,8 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     for r in reqs:  # counted in our byte tokens, so only meaningful when the server's tokens are ours
         total = r.prompt_len + r.max_new_tokens
         if token_unit == "byte" and total > info.max_model_len:
-            r.status, r.finish_reason = REJECTED, (f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "
-                                                  f"= {total} > server context {info.max_model_len}")  # words: ok (data)
+            r.reject(f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "  # words: ok (data)
+                     f"= {total} > server context {info.max_model_len}")  # words: ok (data)
     interrupted = False
     try:
         asyncio.run(_run_all(info, reqs, outcomes, max_concurrency, timeout_s, idle_timeout_s, warmup,
@@ -404,12 +405,11 @@ def _fill(r: Request, o: _Outcome, interrupted: bool) -> None:
     if o.sent_s is not None:
         r.arrival_s = o.sent_s  # latencies count from the moment the request was really sent
     if o.error is None and o.finish_reason is not None:
-        r.status, r.finish_s = FINISHED, o.finished_s
-        r.finish_reason = "eos" if r.output and r.output[-1] == EOS and o.finish_reason == "stop" else o.finish_reason
+        r.finish(o.finished_s, "eos" if r.output and r.output[-1] == EOS and o.finish_reason == "stop"
+                 else o.finish_reason)
     else:
-        r.status = ABORTED
+        r.abort(o.finished_s)  # its reason in words, not "aborted": the error, an interrupt, or never sent
         r.finish_reason = o.error or ("interrupted (Ctrl-C)" if interrupted else "not sent")  # words: ok (data)
-        r.finish_s = o.finished_s
 
 
 async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _Outcome],
@@ -433,7 +433,7 @@ async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _O
         async def one(r: Request) -> None:
             await asyncio.sleep(max(0.0, t0 + r.arrival_s - time.perf_counter()))
             async with gate:
-                r.status = RUNNING
+                r.resume()  # sent: running on the server (admitted_s is filled from the outcome)
                 o = outcomes[r.id]
                 try:
                     await asyncio.wait_for(stream_one(client, info, r, t0, o, token_unit, idle_timeout_s), timeout_s)

@@ -1,6 +1,6 @@
 """Scheduling rules of other systems that our four policies do not follow, for the gallery and the ablation.
 
-Each is a small subclass of a policy in policies.py, so the engine, the trace and the metrics stay the same;
+Each is a small subclass of one of our policies, so the engine, the trace and the metrics stay the same;
 only the plan differs. They exist to show, on one engine, how a published figure's system differs from ours.
 
 separate-prefill  vLLM's original rule: a step that prefills carries no decodes (they sit that step out)
@@ -11,7 +11,9 @@ chunk-only        chunked prefill without mixing: a step carries either prefill 
 """
 from __future__ import annotations
 
-from . import ChunkedPrefill, ContinuousBatching, Plan
+from .base import Plan
+from .chunked import ChunkedPrefill
+from .continuous import ContinuousBatching
 from ..request import Work
 
 

@@ -1,0 +1,42 @@
+"""Batching policies, one file each, named as the chapter names them; each, asked every step, returns a plan:
+which slot computes what. base.py has what they share, scheduler.py the owner of a request's lifecycle.
+
+static      gather B requests, prefill them padded to the longest prompt, decode until the last one finishes
+dynamic     static, but the batch also launches when a timeout since its first waiting request expires
+continuous  iteration-level: a finished request leaves its slot the step it finishes; the next one enters
+            (prefill-first, or decode-first for at most max_waiting_steps decode steps, as TGI's router)
+chunked     continuous, with a per-step token budget: decodes first, then prefill chunks fill what is left
+variants    other systems' rules, for the gallery: separate-prefill, whole-prompt, chunk-only
+"""
+from __future__ import annotations
+
+from ..config import DEFAULT_TIMEOUT_S, DEFAULT_CHUNK, RunConfig
+from .base import Plan, Policy, decode_work
+from .chunked import ChunkedPrefill
+from .continuous import ContinuousBatching
+from .dynamic import DynamicBatching
+from .scheduler import Scheduler
+from .static import StaticBatching
+
+__all__ = ["Plan", "Policy", "decode_work", "Scheduler", "StaticBatching", "DynamicBatching", "ContinuousBatching",
+           "ChunkedPrefill", "make_policy", "policy_for"]
+
+
+def make_policy(name: str, batch_size: int | None = None, timeout: float | None = None,
+                chunk_size: int | None = None, max_batch_tokens: int | None = None,
+                prefill_first: bool | None = None, max_waiting_steps: int | float | None = None) -> Policy:
+    """Build a policy by name, its knobs checked by RunConfig; a knob that does not apply to the policy is an error."""
+    return policy_for(RunConfig(name, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first,
+                                max_waiting_steps))
+
+
+def policy_for(cfg: RunConfig) -> Policy:
+    """The policy a checked RunConfig names, with its knobs."""
+    b = cfg.batch_size
+    if cfg.policy == "static":
+        return StaticBatching(b, cfg.timeout)
+    if cfg.policy == "dynamic":
+        return DynamicBatching(b, DEFAULT_TIMEOUT_S if cfg.timeout is None else cfg.timeout)
+    if cfg.policy == "continuous":
+        return ContinuousBatching(b, cfg.prefill_first, cfg.max_waiting_steps)
+    return ChunkedPrefill(b, DEFAULT_CHUNK if cfg.chunk_size is None else cfg.chunk_size, cfg.max_batch_tokens)

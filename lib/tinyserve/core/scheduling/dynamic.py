@@ -1,0 +1,14 @@
+"""Dynamic batching: static batching whose batch also starts when its oldest request has waited `timeout`."""
+from __future__ import annotations
+
+from ..config import DEFAULT_BATCH_SIZE, DEFAULT_TIMEOUT_S
+from .static import StaticBatching
+
+
+class DynamicBatching(StaticBatching):
+    """Static batching whose batch also launches when the first waiting request has waited `timeout`."""
+
+    name = "dynamic"
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, timeout: float = DEFAULT_TIMEOUT_S):
+        super().__init__(batch_size, timeout)

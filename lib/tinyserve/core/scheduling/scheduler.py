@@ -1,0 +1,107 @@
+"""The owner of a request's lifecycle (vLLM's Scheduler, nano-vllm's schedule/postprocess): a policy decides who
+computes what; the Scheduler asks it for each step's plan and applies the step's results: statuses, the stop
+rule, slots and KV freed, the K/V held. Nobody else changes a running request."""
+from __future__ import annotations
+
+from ..request import Request
+from ..tokenizer import EOS
+from .base import Plan, Policy
+
+
+class Scheduler:
+    """One run's requests around a policy and a KV pool: schedule(now) -> plan; update(plan, tokens, start, end)
+    -> the requests that finished."""
+
+    def __init__(self, policy: Policy, pool, dry_run: bool):
+        self.policy, self.pool, self.dry_run = policy, pool, dry_run
+        self.kv_used_tokens = 0  # K/V tokens the slot holders keep: tallied by update, re-summed when one leaves
+        self.preempted_once = False  # a request has been preempted (so some prefills are recomputes)
+        self.step_kv: tuple = (0, 0, {})  # the last step's KV as the trace records it: reserved, used bytes, blocks
+        policy.bind(pool)
+
+    @property
+    def busy(self) -> bool:
+        """Requests are waiting or hold a slot."""
+        return bool(self.policy.waiting or self.policy.running)
+
+    def add(self, r: Request) -> None:
+        """r has arrived."""
+        self.policy.add(r)
+
+    def begin_step(self, index: int) -> None:
+        """Before step `index` is planned: the pool gives each decoding request room for its next position (pages
+        may run out: then the policy preempts, and who left took their K/V with them)."""
+        self.pool.begin_step(index)
+        self.policy.grow()
+        if self.pool.preempted:
+            self.recount()
+            self.preempted_once = True
+
+    def schedule(self, now: float, more_coming: bool) -> Plan:
+        """The policy's plan for the step starting at `now`."""
+        return self.policy.plan(now, more_coming)
+
+    def update(self, plan: Plan, tokens: list[int], start: float, end: float) -> list[Request]:
+        """Apply a step that ran from start to end: each request's progress, its token (the stop rule), its
+        status; then the KV the step held is noted (step_kv) and the finished leave their slots. Returns them."""
+        done = self._advance(plan.works, tokens, start, end)
+        self.step_kv = (self.pool.reserved_bytes(), self.kv_used_tokens * self.pool.bytes_per_token,
+                        self.pool.step_fields(self.policy.running, plan.works, self.preempted_once))
+        for r in done:
+            self.policy.finished(r)
+        if done:  # a request may have left its slot (static: the whole batch at its last finisher)
+            self.recount()
+        return done
+
+    def abort(self, r: Request, now: float) -> None:
+        """Stop r at `now`; its slot and KV are free for the next step."""
+        r.abort(now)
+        self.policy.finished(r)
+        self.recount()
+
+    def recount(self) -> None:
+        """Re-sum the K/V the slot holders keep (Request.context_len over the running)."""
+        self.kv_used_tokens = sum(r.context_len for r in self.policy.running)
+
+    def _advance(self, works, tokens: list[int], start: float, now: float) -> list[Request]:
+        """Each work's request one step on; those now done, in order. Also grows kv_used_tokens by the K/V this
+        step stored (a tally, not a sum over every slot of every step)."""
+        it = iter(tokens)
+        done = []
+        grown = 0
+        dry = self.dry_run  # a local: the loop runs for every slot of every step
+        for w in works:
+            r = w.request
+            phase = w.phase
+            if phase == "wasted":  # the commonest work of a static batch: a done request, already admitted
+                r.decode_computed_tokens += 1
+                continue
+            if r.admitted_s is None:  # admitted = first computed
+                r.admit(start)
+            if phase == "prefill":
+                r.num_prefilled += w.tokens
+                r.prefill_computed_tokens += w.tokens + w.padding
+                grown += w.tokens  # its K/V stored; the first token it samples adds none (context_len)
+                if r.num_prefilled < r.prefill_len:
+                    continue
+                if r.prefill_len != r.prompt_len:  # a recompute after a preemption is done: decoding as before
+                    r.num_prefilled = r.prefill_len = r.prompt_len
+            else:
+                r.decode_computed_tokens += 1
+                grown += 1  # the K/V of the token it fed
+            out = r.output
+            if dry:  # no token: the length alone ends it (known_output_len inlined: a hint, else max_new_tokens,
+                tok, hint = -1, r.output_len_hint  # which check_requests made sure of)
+                ended = len(out) + 1 >= (r.max_new_tokens if hint is None else hint)
+            else:
+                tok = next(it)
+                ended = len(out) + 1 >= r.max_new_tokens or (tok == EOS and not r.ignore_eos)
+            out.append(tok)
+            r.token_times.append(now)
+            if ended:  # the stop rule: its length, or EOS unless ignored
+                # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
+                eos = tok == EOS if not dry else r.output_len < r.max_new_tokens
+                r.finish(now, "eos" if eos and not r.ignore_eos else "length")
+                done.append(r)
+        self.kv_used_tokens += grown
+        return done
