@@ -8,10 +8,11 @@ import signal
 import pytest
 import torch
 
+from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import EOS
 from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model
-from tinyserve.model.gpt import GPTConfig, TinyGPT
+from tinyserve.model.gpt import TinyGPT
 
 CUDA = torch.cuda.is_available()
 DEVICES = [

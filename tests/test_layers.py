@@ -1,6 +1,6 @@
 """The package's layers as tests: imports run one way (every import counts: module level, inside functions, under
 TYPE_CHECKING), no import cycle between files, core/cost/trace/loop free of torch, a dry run under every preset with
-torch made unimportable (the old flat module paths: test_old_paths.py)."""
+torch made unimportable (one import path per name, the old flat module paths gone: test_old_paths.py)."""
 from __future__ import annotations
 
 import ast
@@ -25,7 +25,7 @@ LAYERS = (
     ("tinyserve.engine", "tinyserve.deploy"),  # the wiring: a model for the loop; deployments of several runs
     ("tinyserve.analysis",),  # what lessons compute from traces
     ("tinyserve.tools", "tinyserve.classroom"),
-    ("tinyserve", "tinyserve.__main__", "tinyserve._moved"),  # the public API and the old paths
+    ("tinyserve", "tinyserve.__main__"),  # the public API and the command
     ("tinyserve_widgets",),
 )
 LOWER = ("core", "cost", "trace", "loop.py")  # what a dry run imports
@@ -186,13 +186,3 @@ print(json.dumps(out))
     steps = json.loads(p.stdout)
     assert len(steps) == 4 * len(list_presets()) and all(n > 0 for n in steps.values())
 
-
-def test_the_package_itself_imports_moved_modules_by_their_new_paths():
-    # the old paths are for notebooks and students; inside the package an old path would hide an edge from the
-    # graph above (it resolves only when imported)
-    from tinyserve._moved import MOVED
-
-    bad = [f"{p.relative_to(PKG)} imports {imp}" for p in sorted(PKG.rglob("*.py")) if p.name != "_moved.py"
-           for imp in sorted(imports_of(p))
-           if any(imp == f"tinyserve.{old}" or imp.startswith(f"tinyserve.{old}.") for old in MOVED)]
-    assert bad == []

@@ -162,7 +162,8 @@ p_knee = Predict(t("7.0.predict.knee"), unit=t("7.0.unit.sequences"), lo=1)
 p_knee
 
 # %%
-from tinyserve.analysis.prefill import decode_works, ridge_tokens, weight_stream_s
+from tinyserve.analysis.prefill import ridge_tokens, weight_stream_s
+from tinyserve.core.request import decode_works
 
 CONTEXT = 512  # every sequence attends to 512 earlier tokens
 model_batches = [1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024]

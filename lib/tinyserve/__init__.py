@@ -3,17 +3,20 @@
     import tinyserve
     trace = tinyserve.run("chapter-7.1-finisher", policy="static", batch_size=32)
     trace.metrics()
+
+The public API is __all__: run a workload, share an engine, choose the language. Every other name has one import
+path, the module that defines it: tinyserve.engine.Engine, tinyserve.core.request.Request,
+tinyserve.core.config.RunConfig, tinyserve.core.scheduling.Policy (with Plan and the policies: the exercises'
+face), tinyserve.trace.record.Trace (README, "Layout"). Those types are not imported here, so `import tinyserve`
+stays light: no numpy, no torch (tests/core/test_startup.py).
 """
 from __future__ import annotations
 
-from . import _moved
 from .errors import TinyserveError
 from .lang import language, set_language
 
-_moved.install(__name__)  # the flat layout's module paths (tinyserve.engine, ...) stay importable
-
 __version__ = "0.1.0"
-__all__ = ["TinyserveError", "language", "run", "set_language", "shared_engine", "__version__"]
+__all__ = ["run", "shared_engine", "set_language", "language", "TinyserveError", "__version__"]
 
 _engines: dict = {}
 

@@ -1,8 +1,8 @@
 """Engine: the shipped model (or yours) and the settings to run it; each run is a Run (loop.py) with a ModelRunner.
 
 The wiring between the layers: core/ plans, loop.py steps and records without torch, model/ executes steps. A dry
-run never loads the model (nor torch). The names of the step loop (Run, StepHook, resolve_workload, ...) are
-re-exported here, the module path the notebooks and exercises import.
+run never loads the model (nor torch). One way in: start(workload, policy, config, hooks=..., **knobs), whose knobs
+are RunConfig's fields; run() is start() and finish().
 """
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import threads
-from .core.config import GPTConfig, RunConfig, check_device, check_dtype
-from .core.scheduling import Policy, policy_for
-from .core.request import Request, check_requests  # noqa: F401  check_requests: re-exported (an old engine name)
+from .core.config import FROM_CONFIG, GPTConfig, RunConfig, check_device, check_dtype
+from .core.scheduling import Policy
 from .core.workloads import Workload, resolve_workload
 from .cost.clock import make_clock
-from .loop import PROGRESS_DELAY_S, Run, StepHook, gc_paused  # noqa: F401  (re-exported)
+from .loop import ModelSide, Run, StepHook
 from .trace.record import Trace
 
 if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
@@ -47,56 +46,30 @@ class Engine:
             self._model = load_model(device=self.device, dtype=self.dtype)
         return self._model
 
-    def start(self, workload: Workload, policy: str | Policy = "continuous", *, batch_size: int | None = None,
-              timeout: float | None = None, chunk_size: int | None = None, max_batch_tokens: int | None = None,
-              prefill_first: bool | None = None, max_waiting_steps: int | float | None = None,
-              clock: str = "modeled", hardware: str | None = None,
-              kv_budget: int | None = None, max_model_len: int | None = None, dry_run: bool = False,
-              seed: int = 0, workload_knobs: dict | None = None, slab: str = "max_model_len",
-              kv_layout: str = "slab", block_size: int | None = None, hooks: Sequence[StepHook] = ()) -> Run:
-        """Set up a run without stepping it (for step-by-step use, aborts, notebooks).
+    def start(self, workload: Workload, policy: str | Policy | None = FROM_CONFIG, config: RunConfig | None = None,
+              *, hooks: Sequence[StepHook] = (), **knobs) -> Run:
+        """Set up a run without stepping it (for step-by-step use, aborts, notebooks): the one way in.
 
-        workload_knobs: a named workload's parameters (e.g. {"n": 100, "rate": 6.0}; `tinyserve workloads`);
-        seed: its randomness, and that of a JSONL file's synthetic prompts. slab: "max_model_len" (a slab server:
-        every slot reserves the maximum length from step 0) or "longest" (a what-if: slabs of the run's longest
-        request, which no server knows in advance). kv_layout: "slab" or "paged" (a pool of block_size-position
-        blocks, default 16, sized to the preset's KV memory, --kv-budget, or the slabs' bytes). Under the wall clock the model
+        policy: a name or a Policy object (left out: the config's, else "continuous"); config: a RunConfig; knobs:
+        RunConfig fields on top of it, checked there (batch_size, chunk_size, clock, hardware, dry_run, seed,
+        workload_knobs, kv_layout, ...: core/config.py says what each means). Under the wall clock the model
         first runs one unmeasured warm-up step, so one-off start-up costs are not timed as a step. hooks: StepHook
         objects that watch every step (loop.py).
         """
-        knobs = {"batch_size": batch_size, "timeout": timeout, "chunk_size": chunk_size,
-                 "max_batch_tokens": max_batch_tokens, "prefill_first": prefill_first,
-                 "max_waiting_steps": max_waiting_steps}
-        run_knobs = {"clock": clock, "hardware": hardware, "kv_budget": kv_budget, "max_model_len": max_model_len,
-                     "dry_run": dry_run, "seed": seed, "workload_knobs": workload_knobs, "slab": slab,
-                     "kv_layout": kv_layout, "block_size": block_size}
-        rc = (RunConfig.for_object(type(policy).__name__, knobs, **run_knobs) if isinstance(policy, Policy)
-              else RunConfig(policy, **knobs, **run_knobs))
-        return self.start_config(workload, rc, policy if isinstance(policy, Policy) else None, hooks)
+        rc = RunConfig.of(policy, config, knobs)
+        requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
+        make_clock(rc.clock, rc.hardware)  # an unknown preset is refused before the model loads
+        return Run(rc, requests, self.model_side(rc), hooks)
 
-    def start_config(self, workload: Workload, rc: RunConfig, policy: Policy | None = None,
-                     hooks: Sequence[StepHook] = ()) -> Run:
-        """start() from a checked RunConfig (policy: the object when rc.policy is POLICY_OBJECT)."""
-        name, requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
-        return self.start_requests(name, requests, rc, policy, hooks)
-
-    def start_requests(self, name: str, requests: list[Request], rc: RunConfig, policy: Policy | None = None,
-                       hooks: Sequence[StepHook] = (), later: Sequence[Request] = (),
-                       prompts_checked: bool = False) -> Run:
-        """A run of these requests (fresh ones: the run fills them in); later: requests a deployment may admit
-        (Run.admit), laid out for but not queued; prompts_checked: their token ids were checked by an earlier run."""
-        policy = policy if policy is not None else policy_for(rc)
-        clk = make_clock(rc.clock, rc.hardware)
-        dry_run = rc.dry_run
-        if dry_run and self._model is None:  # the shipped model's shape, never loaded
-            cfg, dt = GPTConfig(), self.dtype  # names only: no torch for a dry run
-        else:
-            m = self.model
-            cfg, dt = m.config, m.dtype
-            if clk.name == "wall" and not dry_run:
-                self._warm_up(m)
-        return Run(rc, requests, policy, clk, model=cfg, dtype=dt, make_runner=None if dry_run else self._runner_for,
-                   workload_name=name, hooks=hooks, later=later, prompts_checked=prompts_checked)
+    def model_side(self, rc: RunConfig) -> ModelSide:
+        """What a run of rc needs of the model: the shipped model's shape on a dry run (never loaded, no torch),
+        else the model itself, warmed up for the wall clock, and the maker of its runner."""
+        if rc.dry_run and self._model is None:
+            return ModelSide(GPTConfig(), self.dtype)
+        m = self.model
+        if rc.clock == "wall" and not rc.dry_run:
+            self._warm_up(m)
+        return ModelSide(m.config, m.dtype, None if rc.dry_run else self._runner_for)
 
     def _runner_for(self, num_slots: int, slab_positions: int, block_size: int | None = None) -> ModelRunner:
         """The model's runner with KV slabs for a run, or a block pool (Run sizes them: slots and positions)."""
@@ -113,7 +86,7 @@ class Engine:
         ModelRunner.warm_up(model)
         self._warm = True
 
-    def run(self, workload: Workload, policy: str | Policy = "continuous", *, progress: bool | None = None,
-            **knobs) -> Trace:
-        """Run a workload to the end and return its Trace (knobs as in start()); progress: None = auto."""
-        return self.start(workload, policy, **knobs).finish(progress)
+    def run(self, workload: Workload, policy: str | Policy | None = FROM_CONFIG, config: RunConfig | None = None, *,
+            progress: bool | None = None, hooks: Sequence[StepHook] = (), **knobs) -> Trace:
+        """start() and finish(): run a workload to the end and return its Trace; progress: None = auto."""
+        return self.start(workload, policy, config, hooks=hooks, **knobs).finish(progress)

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import heapq
 import sys
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_object
 from .core.layout import layout_kv
 from .core.request import REJECTED, Request, SlotWork, Work, check_requests
-from .core.scheduling import Plan, Policy, Scheduler
-from .cost.clock import Clock
+from .core.scheduling import Plan, Scheduler, policy_for
+from .cost.clock import make_clock
 from .errors import TinyserveError
 from .lang import t
-from .trace.record import StepRecord, Trace, snapshot_requests
+from .trace.record import Trace, snapshot_requests
+from .trace.step import StepRecord
 
 PROGRESS_DELAY_S = 1.0  # a progress bar appears only for runs longer than this
 
@@ -31,6 +32,17 @@ class Runner(Protocol):
     def execute(self, works: list[Work]) -> list[int]: ...
 
     def import_kv(self, request: Request, kv: object) -> None: ...
+
+
+@dataclass
+class ModelSide:
+    """What a run needs of the model: its shape (GPTConfig: a dry run needs no torch), its dtype (a torch dtype or
+    its name: the KV bytes under the wall clock), and make_runner(num_slots, tensor_positions, block_size), the
+    model's runner with its KV slabs, or its block pool when block_size is not None (None on a dry run)."""
+
+    config: GPTConfig
+    dtype: object
+    make_runner: Callable[[int, int, int | None], Runner] | None = None
 
 
 class StepHook:
@@ -81,16 +93,16 @@ def _promote_young() -> None:
 class Run:
     """One workload under one policy, advanced a step at a time (step()), or to its end (finish())."""
 
-    def __init__(self, config: RunConfig, requests: list[Request], policy: Policy, clock: Clock, *,
-                 model: GPTConfig, dtype, make_runner: Callable[..., Runner] | None = None,
-                 workload_name: str = "custom", hooks: Sequence[StepHook] = (), later: Sequence[Request] = (),
-                 prompts_checked: bool = False):
-        """config: the run's checked knobs; model: the model's shape (GPTConfig; a dry run needs no torch); dtype:
-        the model's (a torch dtype or its name) for the KV bytes under the wall clock; make_runner(num_slots,
-        tensor_positions, block_size): the model's runner with its KV slabs, or its block pool (block_size not
-        None; unused on a dry run). later: requests that may come through admit() (a deployment routes them
-        here): the KV is laid out for them too and each that could never fit is marked rejected now, alone, but
-        none is queued. prompts_checked: their token ids were checked by an earlier run."""
+    def __init__(self, config: RunConfig, workload: tuple[str, list[Request]], model: ModelSide,
+                 hooks: Sequence[StepHook] = (), later: Sequence[Request] = ()):
+        """config: the run's checked knobs (its policy's name, or the object in config.policy_object); workload:
+        its name and fresh requests (resolve_workload); model: the model's side (ModelSide). later: requests
+        someone hands it later (a deployment's instance, through arrive()): the KV is laid out for them too and
+        each that could never fit is marked rejected now, alone; their token ids were checked by whoever hands
+        them (Deployment)."""
+        workload_name, requests = workload
+        policy = config.policy_object if config.policy_object is not None else policy_for(config)
+        clock = make_clock(config.clock, config.hardware)
         self.config = config
         self.policy, self.dry_run = policy, config.dry_run
         self.hooks = tuple(hooks)
@@ -100,20 +112,20 @@ class Run:
         self.steps: list[StepRecord] = []
         self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
         self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
-        self.inbox: list[tuple[float, int, Request]] = []  # admitted (admit()): (time, order, request), a heap
-        self.carried: dict[str, object] = {}  # admitted with their prompt's K/V (from another instance), not yet run
-        self.expecting = False  # a deployment may still admit requests here (admit()): waiting for them is no stall
-        limit = config.context_limit(model.n_positions)
+        shape = model.config
+        limit = config.context_limit(shape.n_positions)
         named = 'max_model_len' if config.max_model_len else 'the context'  # words: ok (a name check_requests compares)
-        check_requests([*requests, *later], model.vocab_size, limit, named, self.dry_run, prompts_checked)
+        check_requests(requests, shape.vocab_size, limit, named, self.dry_run)
+        check_requests(later, shape.vocab_size, limit, named, self.dry_run, prompts_checked=True)
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)
-        kv = layout_kv(getattr(clock, "hardware", None), model, [*requests, *later], policy.batch_size, dtype, config)
+        kv = layout_kv(getattr(clock, "hardware", None), shape, [*requests, *later], policy.batch_size, model.dtype,
+                       config)
         self.pool, accepted, plan = kv.pool, kv.accepted, kv.plan
         self.clock = self.pool.priced(clock)
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
         self.kv_tensor_positions = None if self.dry_run or not accepted else kv.tensor_positions
-        self.runner = None if self.kv_tensor_positions is None else make_runner(
+        self.runner = None if self.kv_tensor_positions is None else model.make_runner(
             self.pool.num_slots, self.kv_tensor_positions, self.pool.block_size)
         queued = {id(r) for r in requests}
         self.pending = deque(sorted((r for r in accepted if id(r) in queued), key=lambda r: r.arrival_s))  # not arrived yet
@@ -123,24 +135,20 @@ class Run:
 
     @property
     def done(self) -> bool:
-        """No request is left to arrive, wait or run."""
-        return not self.pending and not self.inbox and not self.scheduler.busy
+        """No request of its own is left to arrive, wait or run."""
+        return not self.pending and not self.scheduler.busy
 
     @property
     def kv_used_tokens(self) -> int:
         """K/V tokens the slot holders keep now."""
         return self.scheduler.kv_used_tokens
 
-    def admit(self, request: Request, t: float, kv: object = None) -> None:
-        """Queue a request that arrives here at time t (a deployment routes it; it was given to Run as `later`).
-        kv: its prompt's K/V computed elsewhere (ModelRunner.export_kv; None on a dry run), when the request comes
-        prefilled (num_prefilled == prefill_len, its first token in output): it then only decodes here."""
+    def arrive(self, request: Request) -> None:
+        """A request handed to this run (one of `later`) arrives now and joins the queue."""
         if request.status == REJECTED:
             raise RuntimeError(f"{request.id} was rejected: not admitted")  # words: ok (a deployment bug)
         self.requests.append(request)
-        heapq.heappush(self.inbox, (t, len(self.requests), request))
-        if request.num_prefilled and request.num_prefilled == request.prefill_len:
-            self.carried[request.id] = kv
+        self.scheduler.add(request)
 
     def abort(self, request_id: str) -> None:
         """Stop a request; its slot and KV are free for the next step. Unknown or finished ids are errors."""
@@ -151,9 +159,6 @@ class Run:
             raise TinyserveError(t("engine.request.already_done", id=request_id, status=r.status))
         if r in self.pending:
             self.pending.remove(r)
-        self.inbox = [e for e in self.inbox if e[2] is not r]
-        heapq.heapify(self.inbox)
-        self.carried.pop(r.id, None)
         self.scheduler.abort(r, self.now)
 
     def finish(self, progress: bool | None = None) -> Trace:
@@ -170,20 +175,24 @@ class Run:
                 bar.update(self.num_done - bar.n)
             return self.trace()  # its copies are made with the collector still paused
 
-    def step(self, until: float | None = None) -> StepRecord | None:
+    def step(self, until: float | None = None, *, arriving: float | None = None,
+             expecting: bool = False) -> StepRecord | None:
         """One step, as the chapter draws it: arrivals -> schedule -> execute -> clock -> update -> record. None
-        when nothing could run now (the clock then jumps to the next event, but not past `until`: a deployment's
-        next event elsewhere, which may bring this run work)."""
+        when nothing could run now: the clock then jumps to the next event, but not past `until` (a deployment's
+        next event elsewhere, which may bring this run work). arriving: when the next request someone hands
+        this run arrives; expecting: more may be handed at a time not known yet (waiting for them is no stall)."""
         t_loop = time.perf_counter()
-        self._arrivals()
+        while self.pending and self.pending[0].arrival_s <= self.now:
+            self.scheduler.add(self.pending.popleft())
         self.scheduler.begin_step(len(self.steps))
         for h in self.hooks:
             h.before_plan(self)
-        plan = self.scheduler.schedule(self.now, more_coming=bool(self.pending or self.inbox) or self.expecting)
+        more = bool(self.pending) or arriving is not None or expecting
+        plan = self.scheduler.schedule(self.now, more_coming=more)
         for h in self.hooks:
             h.planned(self, plan)
         if not plan.works:
-            self._idle(plan, until)
+            self._idle(plan, until, arriving, expecting)
             return None
         tokens, measured = self._execute(plan)
         start = self.now
@@ -196,19 +205,12 @@ class Run:
             h.recorded(self, plan, rec)
         return rec
 
-    def _arrivals(self) -> None:
-        """Requests whose time has come join the queue: the workload's, then those a deployment routed here."""
-        while self.pending and self.pending[0].arrival_s <= self.now:
-            self.scheduler.add(self.pending.popleft())
-        while self.inbox and self.inbox[0][0] <= self.now:
-            self.scheduler.add(heapq.heappop(self.inbox)[2])
-
-    def _idle(self, plan: Plan, until: float | None) -> None:
+    def _idle(self, plan: Plan, until: float | None, arriving: float | None, expecting: bool) -> None:
         """Nothing to compute: jump the clock to the next arrival or timeout (either clock: jumped, never slept)."""
-        events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s,
-                              self.inbox[0][0] if self.inbox else None) if t is not None]
+        events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s, arriving)
+                  if t is not None]
         if not events:
-            if not self.done and not self.expecting:
+            if not self.done and not expecting:
                 raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
             return
         if min(events) <= self.now:
@@ -217,9 +219,7 @@ class Run:
 
     def _execute(self, plan: Plan) -> tuple[list[int], float | None]:
         """The runner's one forward over the plan's works: the sampled tokens and its wall time (none on a dry
-        run). Requests admitted with K/V from elsewhere get them first."""
-        if self.carried:
-            self._load_carried(plan.works)
+        run)."""
         if self.dry_run:
             return [], None
         t0 = time.perf_counter()
@@ -241,17 +241,6 @@ class Run:
                          reserved, used, measured, len(self.policy.waiting), **blocks)
         self.steps.append(rec)
         return rec
-
-    def _load_carried(self, works) -> None:
-        """Requests admitted with their K/V start decoding in this step: their K/V go into the slot or blocks the
-        policy just gave them, before the runner reads them, and count as held."""
-        arrived = [w.request for w in works if w.request.id in self.carried]
-        for r in arrived:
-            kv = self.carried.pop(r.id)
-            if self.runner is not None:
-                self.runner.import_kv(r, kv)
-        if arrived:
-            self.scheduler.recount()
 
     def trace(self) -> Trace:
         """The record of this run so far, with its KV units: a snapshot that later steps do not change."""

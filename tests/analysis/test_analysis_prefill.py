@@ -5,10 +5,10 @@ import math
 import pytest
 
 from tinyserve.analysis import prefill as P
-from tinyserve.core.request import FINISHED, Request
+from tinyserve.core.request import FINISHED, Request, decode_works
 from tinyserve.cost.clock import ModeledClock
 from tinyserve.cost.presets import HardwarePreset, get_preset
-from tinyserve.trace import Trace
+from tinyserve.trace.record import Trace
 
 
 def toy(**over) -> HardwarePreset:
@@ -48,7 +48,7 @@ def test_the_h200_ridge_is_near_160_tokens():
 
 
 def test_decode_and_mixed_works():
-    ws = P.decode_works([5, 9], first_slot=3)
+    ws = decode_works([5, 9], first_slot=3)
     assert [(w.slot, w.phase, w.start, w.tokens) for w in ws] == [(3, "decode", 4, 1), (4, "decode", 8, 1)]
     ws = P.mixed_works(2, 10, 64, chunk_start=128)
     assert [(w.slot, w.phase, w.start, w.tokens) for w in ws] == [(0, "decode", 9, 1), (1, "decode", 9, 1),

@@ -1,4 +1,4 @@
-"""Sweeps (lib/tinyserve/sweeps.py): capacity, the TTFT/TBT ablation, latency CDFs. Dry runs, modeled clock."""
+"""Sweeps (lib/tinyserve/analysis/sweeps.py): capacity, the TTFT/TBT ablation, latency CDFs. Dry runs, modeled clock."""
 import numpy as np
 import pytest
 

@@ -28,7 +28,7 @@ STEM = "7.6-appendix-evidence"  # the copies below: a short lesson with {glue} r
 
 
 def test_every_notebook_has_one_catalog_per_edition_and_every_catalog_a_notebook():
-    assert len(NOTEBOOKS) == 11  # the lessons 7.0-7.6 and the exercises of 7.1-7.4
+    assert len(NOTEBOOKS) == 12  # the lessons 7.0-7.7 and the exercises of 7.1-7.4
     for lang in LANGS:
         have = sorted(p.stem for p in (CHAPTERS / "locale" / editions.FOLDERS[lang]).glob("*.po"))
         assert have == NOTEBOOKS, lang

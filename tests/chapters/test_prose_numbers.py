@@ -60,8 +60,8 @@ SPANS: dict[str, re.Pattern] = {
     "reference": re.compile(
         r"(?:\b(?:chapters?|ch\.|sections?|sec\.|notebooks?|figures?|fig\.|tables?|frames?|exercises?)\s*|§\s*)"
         r"\d+(?:\.\d+)?(?:\s*(?:,|and|to|–|-)\s*\d+(?:\.\d+)?)*", re.I),
-    # a notebook's number ("7.3", "7.1's"; the notebooks are 7.0 to 7.6), not a quantity ("7.3 ms", "7.1%")
-    "notebook number": re.compile(r"\b7\.[0-6]\b(?!\s?(?:%|×|x\b|ms\b|s\b|[KMGT]B\b|tokens?\b|steps?\b|times\b))"),
+    # a notebook's number ("7.3", "7.1's"; the notebooks are 7.0 to 7.7), not a quantity ("7.3 ms", "7.1%")
+    "notebook number": re.compile(r"\b7\.[0-7]\b(?!\s?(?:%|×|x\b|ms\b|s\b|[KMGT]B\b|tokens?\b|steps?\b|times\b))"),
     # a heading's or a numbered list's own number ("## 1. Padding", "1. Why does ...")
     "numbering": re.compile(r"^#+\s+\d+\.|^\s*\d+\.\s", re.M),
     # a name with a number in it: a claim, a request or a slot ("F1", "S5", "r0", "x2"), a percentile ("p99"),

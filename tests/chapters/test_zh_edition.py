@@ -35,7 +35,7 @@ KEY = "tinyserve/text"  # tinyserve.lang.drawn.KEY (not imported: the test reads
 PNG, WIDGET, PLOTLY = "image/png", "application/vnd.jupyter.widget-view+json", "application/vnd.plotly.v1+json"
 NOTEBOOKS = sorted([*ZH.glob("*.ipynb"), *(ZH / "exercises").glob("*.ipynb"), *(ZH / "solutions").glob("*.ipynb")])
 # the package's areas whose words a zh-TW notebook prints, draws or shows (cli and classroom reach a terminal)
-AREAS = ("engine", "figures", "widgets", "exercises", "ch7_0", "ch7_1", "ch7_2", "ch7_3", "ch7_4", "ch7_5", "ch7_6")
+AREAS = ("engine", "figures", "widgets", "exercises", "ch7_0", "ch7_1", "ch7_2", "ch7_3", "ch7_4", "ch7_5", "ch7_6", "ch7_7")
 
 CJK = r"\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*")

@@ -21,6 +21,7 @@ nbformat = pytest.importorskip("nbformat")
 
 from tinyserve.classroom import grade, sandbox  # noqa: E402
 from tinyserve.classroom.generate import make_exercise  # noqa: E402
+from tinyserve.classroom.notebooks import give_ids  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ROOT / "chapters"
@@ -235,7 +236,7 @@ def test_cells_without_ids_take_the_ids_of_the_cells_they_line_up_with(refs, tmp
     old_format(tmp_path / "x.ipynb", tmp_path / "old.ipynb")
     nb, why = grade.read_submission(tmp_path / "old.ipynb")
     assert why is None
-    fixed = grade.give_ids(nb, ref.exercise)
+    fixed = give_ids(nb, ref.exercise)
     ids = [c.get("id") for c in fixed.cells]
     assert ids[:6] == [c.get("id") for c in ref.exercise.cells[:6]] and ids[6].startswith("added-")
     assert ids[7:] == [c.get("id") for c in ref.exercise.cells[6:]]

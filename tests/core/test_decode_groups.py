@@ -6,7 +6,9 @@ import torch
 
 from tinyserve.cost import groups as M  # where the decode grouping and its call cost live
 from tinyserve.cost.groups import group_decodes
-from tinyserve.model import GPTConfig, KVCache, TinyGPT, build_step
+from tinyserve.core.config import GPTConfig
+from tinyserve.model.gpt import TinyGPT
+from tinyserve.model.step import KVCache, build_step
 
 
 def test_a_long_context_among_short_ones_gets_its_own_group():

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from tinyserve.core.scheduling.static import DONE, StaticBatching
-from tinyserve.core.request import Request, Work, _valid_ids
+from tinyserve.core.request import Request, SlotWork, Work, _valid_ids
 from tinyserve.engine import Engine
 from tinyserve.loop import gc_paused
-from tinyserve.trace.record import _WORK_CODE, SlotWork
+from tinyserve.trace.arrays import _WORK_CODE
 
 
 def _fresh_decodes(policy: StaticBatching) -> list[tuple]:

@@ -9,11 +9,12 @@ from helpers import greedy_alone, make_random_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import BOS, EOS
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.model import GPTConfig, TinyGPT
+from tinyserve.model.gpt import TinyGPT
 
 CTX = 96
 

@@ -7,11 +7,12 @@ import math
 import pytest
 import torch
 
+from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import BOS
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.model import GPTConfig, TinyGPT
+from tinyserve.model.gpt import TinyGPT
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tinyserve.core.blocks import PagedPool
-from tinyserve.core.config import RunConfig
+from tinyserve.core.config import GPTConfig, RunConfig
 from tinyserve.core.scheduling.variants import ChunkOnly, SeparatePrefill, WholePromptBudget
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import BOS
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.model import GPTConfig, TinyGPT
+from tinyserve.model.gpt import TinyGPT
 from tinyserve.trace.record import Trace
 
 BPT = 327_680  # the H200 preset's KV bytes per token: budgets below are positions x BPT

@@ -4,7 +4,7 @@ keeps its memory bounded. (The CLI side is tests/tools/test_cli.py; engine knob 
 tests/core/test_engine.py are not repeated here.)
 
 The CLI has no option or environment variable to pick another checkpoint, so corrupt and missing checkpoints
-are tested through tinyserve.model.load_model(path).
+are tested through tinyserve.model.checkpoint.load_model(path).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tinyserve.core.tokenizer import BOS
 from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.model import CHECKPOINT_DIR, load_model
+from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model
 
 LIB = Path(tinyserve.__file__).parent
 CTX = 96

@@ -80,7 +80,7 @@ def test_an_unknown_slab_rule_is_one_clear_error():
 
 
 def test_a_saved_trace_keeps_what_sized_its_slabs_and_its_workload_knobs(tmp_path):
-    from tinyserve.trace import Trace
+    from tinyserve.trace.record import Trace
 
     tr = Engine().run("chapter-7.1-finisher", "continuous", batch_size=4, dry_run=True, progress=False,
                       slab="longest", workload_knobs={"n": 3, "long_output": 5})

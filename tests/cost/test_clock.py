@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Work
 from tinyserve.cost.clock import ModeledClock, WallClock, make_clock
 from tinyserve.cost.presets import DEFAULT_HARDWARE, HardwarePreset, get_preset, list_presets, load_preset, save_preset
 from tinyserve.errors import TinyserveError
-from tinyserve.model import GPTConfig, TinyGPT
+from tinyserve.model.gpt import TinyGPT
 from tinyserve.tools.calibrate import calibrate, fit_cost, model_preset, step_shape, works_of
 
 H200 = "h200-70b-fp8"
@@ -270,7 +271,7 @@ def test_a_step_past_big_step_tokens_pays_for_each_token_beyond():
 
 
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
-    from tinyserve.model import build_step
+    from tinyserve.model.step import build_step
     from tinyserve.model.runner import step_segments
 
     rng = random.Random(1)
@@ -416,7 +417,7 @@ def test_paged_terms_count_the_gathers_and_keys_build_step_makes():
     """Under the paged layout a tinyserve-* clock prices what build_step builds: one call per decode group with a
     row per decode, reading (and first gathering) its longest context in whole blocks, and each prefill segment
     gathering its prefix and its own K/V."""
-    from tinyserve.model import build_step
+    from tinyserve.model.step import build_step
     from tinyserve.model.runner import step_segments
     from tinyserve.tools.calibrate import block_tables
 

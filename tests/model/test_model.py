@@ -14,12 +14,12 @@ from helpers import ATOL, DEVICES, DTYPES, MODEL_KINDS, make_random_model
 from safetensors import safe_open
 
 import tinyserve
+from tinyserve.core.request import check_length
 from tinyserve.core.tokenizer import encode
 from tinyserve.errors import TinyserveError
-from tinyserve.model import (
-    CHECKPOINT_DIR, KVCache, TinyGPT, build_step, check_length, load_model, resolve_device, resolve_dtype,
-    save_model,
-)
+from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model, resolve_device, resolve_dtype, save_model
+from tinyserve.model.gpt import TinyGPT
+from tinyserve.model.step import KVCache, build_step
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

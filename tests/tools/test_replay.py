@@ -23,7 +23,7 @@ from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import BOS, EOS
 from tinyserve.errors import TinyserveError
 from tinyserve.tools.replay import SSEEvent, SSEParser, preflight, replay
-from tinyserve.trace import Trace
+from tinyserve.trace.record import Trace
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONIOENCODING": "utf-8"}
 

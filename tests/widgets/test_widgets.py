@@ -12,7 +12,8 @@ import tinyserve_widgets as tw
 from tinyserve.core.request import Request
 from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
-from tinyserve.trace import DECODE, IDLE, PADDING, PREFILL, WASTED, Trace
+from tinyserve.trace.arrays import DECODE, IDLE, PADDING, PREFILL, WASTED
+from tinyserve.trace.record import Trace
 from tinyserve_widgets import data as D
 from tinyserve_widgets.views import values
 
@@ -236,7 +237,7 @@ def test_compare_shares_one_cursor_and_one_workload():
 def test_real_run_draws_the_measured_trace_and_survives_an_interrupt(monkeypatch):
     import tinyserve
     from helpers import make_random_model
-    from tinyserve.engine import Run
+    from tinyserve.loop import Run
 
     model = make_random_model(n_positions=64, n_layer=1, n_head=2, n_embd=16)
     monkeypatch.setattr(tinyserve, "shared_engine", lambda device="auto": Engine(model))
@@ -277,8 +278,8 @@ def test_every_word_comes_from_the_table():
     assert keys and keys <= set(table), keys - set(table)
     for prefix in ("phase.", "waste.", "comp.", "req.", "state.", "knob.", "lat.", "compare."):  # f-string keys
         assert any(k.startswith(prefix) for k in table)
-    # one table: the widgets keep no words of their own, words.py only re-exports tinyserve.lang
-    assert not hasattr(words, "WORDS") and words.t is lang.t and tw.set_language is lang.set_language
+    # one table: the widgets keep no words of their own and look them up in tinyserve.lang (words.py re-exports none)
+    assert not hasattr(words, "WORDS") and not hasattr(words, "set_language") and tw.set_language is lang.set_language
 
 
 def test_set_language_is_tinyserves_and_an_unknown_code_lists_the_choices():

@@ -8,7 +8,7 @@ import pytest
 
 import tinyserve_widgets as tw
 from tinyserve.engine import Engine
-from tinyserve.trace import DECODE, PADDING, PREFILL, WASTED
+from tinyserve.trace.arrays import DECODE, PADDING, PREFILL, WASTED
 from tinyserve_widgets import data as D
 from tinyserve_widgets.palette import OKABE_ITO, PALETTE
 

@@ -8,7 +8,8 @@ import pytest
 
 from tinyserve.core.request import Request
 from tinyserve.engine import Engine
-from tinyserve.trace import DECODE, DECODING, DONE, IDLE, PADDING, PREFILL, WAITING_CODE, WASTED, Trace
+from tinyserve.trace.arrays import DECODE, DECODING, DONE, IDLE, PADDING, PREFILL, WAITING_CODE, WASTED
+from tinyserve.trace.record import Trace
 
 
 def reqs(*spec) -> list[Request]:

@@ -11,13 +11,14 @@ Every view reads a Trace (tinyserve.trace); nothing here schedules or computes m
 """
 from __future__ import annotations
 
+from tinyserve.lang import set_language, t
+
 from .board import ALL_VIEWS, VIEWS, Cursor, TraceView, show
 from .deploy_explorer import DeploymentExplorer
 from .deployment import DeploymentView, TimeCursor
 from .explorer import CONTROLS, Compare, Explorer
 from .static import board_figure, set_static_fallback
 from .views import BlockView, KVView, LatencyView, RequestView, SlotTimeline, StepComposition, WasteMeter
-from .words import set_language, t
 
 __all__ = ["show", "TraceView", "Explorer", "Compare", "CONTROLS", "Cursor", "DeploymentView", "DeploymentExplorer",
            "TimeCursor", "VIEWS", "ALL_VIEWS", "SlotTimeline",

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import ipywidgets as W
 
-from tinyserve.trace import Trace
+from tinyserve.analysis.figures import policy_name
+from tinyserve.lang import t
+from tinyserve.trace.record import Trace
 
 from . import data as D
 from . import views as V
-from .words import policy_name, t
 
 VIEWS = ("timeline", "waste", "composition", "kv", "requests", "latency")  # show()'s default
 ALL_VIEWS = VIEWS + ("blocks",)  # "blocks": the paged layout's block map (BlockView), on request

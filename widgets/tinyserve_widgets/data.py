@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tinyserve.trace import (DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, REQUEST_STATES, WASTED, Trace)
+from tinyserve.lang import t
+from tinyserve.trace.arrays import DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, REQUEST_STATES, WASTED
+from tinyserve.trace.record import Trace
 
 from .palette import PALETTE
-from .words import t
 
 GAP = len(GRID_PHASES)  # timeline code of a stretch of time with no step (waiting for the next arrival)
 COLORS = {IDLE: PALETTE["idle"], PREFILL: PALETTE["prefill"], PADDING: PALETTE["padding"], DECODE: PALETTE["useful"],

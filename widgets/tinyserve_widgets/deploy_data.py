@@ -9,10 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from tinyserve.deploy import DeploymentTrace
-from tinyserve.trace import DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, WASTED, Trace
+from tinyserve.lang import t
+from tinyserve.trace.arrays import DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, WASTED
+from tinyserve.trace.record import Trace
 
 from . import data as D
-from .words import t
 
 MAX_CELLS = 40_000  # slot x column cells of one figure (2 instances x 32 slots x 600 columns; more: wider bins)
 MIN_COLUMNS = 100

@@ -12,6 +12,7 @@ from time import perf_counter
 
 import ipywidgets as W
 
+from tinyserve.analysis.figures import policy_name
 from tinyserve.core.config import RunConfig
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS
@@ -21,11 +22,11 @@ from tinyserve.deploy import DeploymentConfig, DeploymentTrace, run_deployment
 from tinyserve.deploy.config import DECODE_POLICIES
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
+from tinyserve.lang import t
 
 from .deployment import WIDTH_PX, DeploymentView, deployment_name
 from .explorer import CHUNKS, _box, _esc, _opts, _small, set_knobs
 from .views import follow_language
-from .words import policy_name, t
 
 WORKLOAD = "chapter-7.3-mixed" if "chapter-7.3-mixed" in WORKLOADS else "chapter-7.2-longtail"
 KINDS = ("colocated", "disaggregated")

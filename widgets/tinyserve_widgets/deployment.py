@@ -11,13 +11,15 @@ import ipywidgets as W
 import numpy as np
 import plotly.graph_objects as go
 
+from tinyserve.analysis.figures import policy_name
 from tinyserve.deploy import DeploymentTrace
+from tinyserve.lang import t
 
 from . import data as D
 from . import deploy_data as DD
 from . import views as V
 from .palette import PALETTE
-from .words import policy_name, t, workload_label
+from .words import workload_label
 
 CODES = V.CODES[:-1]  # the phases a block draws (a stretch with no step is left blank)
 TRANSFER_COLOR = PALETTE["accent"]

@@ -9,18 +9,20 @@ from collections import deque
 
 import ipywidgets as W
 
+from tinyserve.analysis.figures import policy_name
 from tinyserve.core.config import KNOBS, POLICIES
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS, get_workload
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
+from tinyserve.lang import t
 from tinyserve.loop import StepHook
-from tinyserve.trace import Trace
+from tinyserve.trace.record import Trace
 
 from .board import BOARD_WIDTH_PX, VIEWS, Cursor, TraceView
 from .views import LatencyView, follow_language
-from .words import layout_name, policy_name, t, workload_label
+from .words import layout_name, workload_label
 
 HISTORY = 8  # traces an Explorer keeps (Explorer.traces)
 

@@ -33,7 +33,7 @@ import sys
 import unicodedata
 from contextlib import contextmanager
 
-from .words import t
+from tinyserve.lang import t
 
 ABSURD = 1e9  # no question here has an answer beyond this: a larger entry is a slip of the keyboard
 

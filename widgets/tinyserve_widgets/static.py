@@ -10,13 +10,14 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from tinyserve.trace import GRID_PHASES, Trace
+from tinyserve.analysis.figures import policy_name
+from tinyserve.lang import t, width
+from tinyserve.trace.arrays import GRID_PHASES
+from tinyserve.trace.record import Trace
 
 from . import data as D
 from .palette import HATCH, PALETTE, SERIES
-from tinyserve.lang import width
-
-from .words import policy_name, t, workload_label
+from .words import workload_label
 
 STATIC_FALLBACK = {"on": True}  # displayed TraceView/Explorer outputs also carry a PNG (GitHub shows it)
 # Text size. A notebook column is about COLUMN_PX = 900 px wide; a PNG wider than that is shrunk to fit. The static

@@ -5,9 +5,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from tinyserve.analysis.sweeps import MAX_QUEUE_S, CapacityCurve
+from tinyserve.lang import t
 
 from .static import SMALL_PT
-from .words import t
 
 
 def plot_capacity(curves: list[CapacityCurve], targets_ms, ax=None, max_queue_s: float = MAX_QUEUE_S):

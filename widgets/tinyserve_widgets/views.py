@@ -16,12 +16,14 @@ from _plotly_utils.utils import plotlyjsShortTypes, to_typed_array_spec
 from plotly.subplots import make_subplots
 
 from tinyserve import lang
-from tinyserve.lang import fonts
-from tinyserve.trace import GRID_PHASES, Trace
+from tinyserve.analysis.figures import policy_name
+from tinyserve.lang import fonts, t
+from tinyserve.trace.arrays import DECODE, GRID_PHASES, PADDING, PREFILL, WASTED
+from tinyserve.trace.record import Trace
 
 from . import data as D
 from .palette import PALETTE, PATTERN, SERIES
-from .words import policy_name, t, workload_label
+from .words import workload_label
 
 CODES = list(range(len(GRID_PHASES) + 1))  # the phases, then GAP
 _N = len(CODES)
@@ -330,7 +332,7 @@ class SlotTimeline(View):
 
 
 WASTE_KEYS = ("useful", "padding", "wasted", "idle")
-WASTE_COLORS = {"useful": D.COLORS[D.DECODE], "padding": D.COLORS[D.PADDING], "wasted": D.COLORS[D.WASTED],
+WASTE_COLORS = {"useful": D.COLORS[DECODE], "padding": D.COLORS[PADDING], "wasted": D.COLORS[WASTED],
                 "idle": PALETTE["idle_bar"]}
 
 
@@ -372,8 +374,8 @@ class WasteMeter(View):
         return {key: self.tr(i).x[0] for i, key in enumerate(WASTE_KEYS)}
 
 
-COMP_SERIES = (("decode", "decode_tokens", D.COLORS[D.DECODE]), ("prefill", "prefill_tokens", D.COLORS[D.PREFILL]),
-               ("padding", "padding_tokens", D.COLORS[D.PADDING]), ("wasted", "wasted_tokens", D.COLORS[D.WASTED]))
+COMP_SERIES = (("decode", "decode_tokens", D.COLORS[DECODE]), ("prefill", "prefill_tokens", D.COLORS[PREFILL]),
+               ("padding", "padding_tokens", D.COLORS[PADDING]), ("wasted", "wasted_tokens", D.COLORS[WASTED]))
 
 
 class StepComposition(View):
@@ -442,15 +444,15 @@ class StepComposition(View):
         for key, n in (("decode", c["decode"]), ("wasted", c["wasted"])):
             if n:
                 sizes.append(n)
-                colors.append(D.COLORS[D.DECODE if key == "decode" else D.WASTED])
+                colors.append(D.COLORS[DECODE if key == "decode" else WASTED])
                 labels.append(t("comp.decodes_of", n=n) if key == "decode" else t("phase.wasted"))
         for rid, a, b, n in c["chunks"]:
             sizes.append(n)
-            colors.append(D.COLORS[D.PREFILL])
+            colors.append(D.COLORS[PREFILL])
             labels.append(t("comp.chunk_of", id=rid, a=a, b=b))
         if c["padding"]:
             sizes.append(c["padding"])
-            colors.append(D.COLORS[D.PADDING])
+            colors.append(D.COLORS[PADDING])
             labels.append(t("phase.padding"))
         bar = self.tr(4)
         bar.x, bar.y, bar.base = sizes, [""] * len(sizes), [int(x) for x in np.cumsum([0] + sizes[:-1])]

@@ -1,17 +1,17 @@
-"""The widgets' words live in tinyserve's one language table (catalog tinyserve/locale/widgets.pot); this module
-re-exports its lookup so `from tinyserve_widgets.words import t` keeps working.
+"""The widgets' words live in tinyserve's one language table (catalog tinyserve/locale/widgets.pot): a widget
+looks a key up with tinyserve.lang.t and names a policy with tinyserve.analysis.figures.policy_name (one naming
+for figures and widgets). This module holds only the labels the widgets compose from a trace.
 
     import tinyserve
     tinyserve.set_language("zh-TW")        # every view, sentence and figure font drawn after this is in 繁體中文
-    from tinyserve_widgets.words import t
+    from tinyserve.lang import t
     t("waste.sentence.wasted", wasted=31, slots=32)
 """
 from __future__ import annotations
 
-from tinyserve.analysis.figures import policy_name  # one naming of the policies for figures and widgets
-from tinyserve.lang import language, set_language, t
+from tinyserve.lang import t
 
-__all__ = ["language", "set_language", "t", "policy_name", "layout_name", "workload_label"]
+__all__ = ["layout_name", "workload_label"]
 
 LAYOUT_NAMES = ("slab", "paged")  # kv_layout
 

@@ -8,7 +8,8 @@ import numpy as np
 from ..core.blocks import blocks_for
 from ..core.request import FINISHED
 from ..lang import t
-from ..trace.record import DECODE, WASTED, Trace
+from ..trace.arrays import DECODE, WASTED
+from ..trace.record import Trace
 
 
 def _rows(trace: Trace, ids: Iterable[str] | None) -> np.ndarray:

@@ -8,13 +8,14 @@ past it, each extra token adds its own arithmetic time to the step, and everyone
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from ..cost.clock import ModeledClock
 from ..cost.flops import linear_flops
 from ..cost.presets import HardwarePreset
-from ..core.request import Work, decode_works  # noqa: F401  decode_works: the lessons import it from here
-from ..trace.record import StepRecord, Trace
+from ..core.request import Work, decode_works
+from ..trace.record import Trace
+from ..trace.step import StepRecord
 
 
 # ------------------------------------------------------------------------------------------------ steps

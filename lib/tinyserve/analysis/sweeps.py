@@ -145,7 +145,8 @@ def stall_bound_s(max_batch_tokens: int, max_context: int, batch_size: int | Non
     each of its inter-token gaps is one step: no gap can exceed this bound (tests/analysis/test_stall_bound.py).
     """
     from ..cost.clock import make_clock
-    from .prefill import decode_works, mixed_works
+    from ..core.request import decode_works
+    from .prefill import mixed_works
 
     clock = make_clock("modeled", hardware)
     t, ctx = max_batch_tokens, max_context

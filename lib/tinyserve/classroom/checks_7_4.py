@@ -10,7 +10,7 @@ from ..core.request import Request
 from ..core.workloads import make_prompt
 from ..engine import Engine
 from ..loop import Run, StepHook
-from ..trace.record import StepRecord
+from ..trace.step import StepRecord
 from . import harness
 from .harness import CHECK_RUNS, MAX_LEN, _as_int, _engine, _one_thread, _where, workload
 from .integrity import _AE, NotWritten, _call, _fail, _guard, _tripwire

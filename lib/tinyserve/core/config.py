@@ -4,7 +4,7 @@ kernel's first dry run: benchmarks/startup.py)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from ..errors import TinyserveError
 from ..lang import t
@@ -22,6 +22,7 @@ UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in 
 # knobs beyond batch_size that each policy takes
 KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
          "chunked": {"chunk_size", "max_batch_tokens"}}
+FROM_CONFIG = "<the config's policy>"  # Engine.start's policy when none is given: RunConfig.of keeps the config's
 POLICY_OBJECT = "<a Policy object>"  # RunConfig.policy when the run is given a policy object, not a name
 POLICY_KNOBS = ("timeout", "chunk_size", "max_batch_tokens", "prefill_first", "max_waiting_steps")
 
@@ -142,8 +143,12 @@ class RunConfig:
     slab: str = "max_model_len"  # every slot's slab: the server's maximum length, or "longest" (a what-if)
     kv_layout: str = "slab"  # "slab": one max-length slab per slot; "paged": a block pool (core/blocks.py)
     block_size: int | None = None  # positions per block, paged only (None: DEFAULT_BLOCK_SIZE, vLLM's 16)
+    # the policy object when the run is given one (policy is then POLICY_OBJECT): not a knob, never compared
+    policy_object: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.policy_object is not None:
+            object.__setattr__(self, "policy", POLICY_OBJECT)
         if self.policy != POLICY_OBJECT:
             self._check_policy_knobs()
         elif self.batch_size is not None or any(getattr(self, k) is not None for k in POLICY_KNOBS):
@@ -201,6 +206,26 @@ class RunConfig:
             raise TinyserveError(t("engine.knob.on_object", knob=given[0], cls=class_name))
         return cls(POLICY_OBJECT, **run_knobs)
 
+    @classmethod
+    def of(cls, policy=FROM_CONFIG, config: RunConfig | None = None, knobs: dict | None = None) -> RunConfig:
+        """The config of a run from a policy (a name, a policy object, or FROM_CONFIG: the config's, else
+        continuous), a config and knobs on top of it, each a RunConfig field (checked here, once): the engine's
+        one way in."""
+        knobs = dict(knobs or {})
+        unknown = [k for k in knobs if k not in RUN_FIELDS or k == "policy_object"]
+        if unknown:  # as Python says it of any function
+            raise TypeError("unexpected keyword argument " + repr(unknown[0]))  # words: ok (Python's own)
+        base = {f.name: getattr(config, f.name) for f in fields(cls)} if config is not None else {}
+        if policy is FROM_CONFIG:
+            pass
+        elif policy is not None and not isinstance(policy, str):  # an object: its own fields are its knobs
+            cls.for_object(type(policy).__name__, {k: knobs.get(k) for k in ("batch_size",) + POLICY_KNOBS})  # refuses
+            base.update(policy=POLICY_OBJECT, policy_object=policy,
+                        **{k: None for k in POLICY_KNOBS + ("batch_size",)})
+        else:
+            base.update(policy=policy, policy_object=None)
+        return cls(**{**base, **knobs})
+
     def context_limit(self, n_positions: int) -> int:
         """The longest sequence a run admits: max_model_len if given (at most the model's context), else the context."""
         m = self.max_model_len
@@ -217,8 +242,8 @@ class RunConfig:
         return {"batch_size": self.batch_size, **{k: getattr(self, k) for k in POLICY_KNOBS if k in KNOBS[self.policy]}}
 
     def to_dict(self) -> dict:
-        """Every field (JSON-able but for math.inf, written as None)."""
-        d = asdict(self)
+        """Every knob (JSON-able but for math.inf, written as None)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "policy_object"}
         if d["max_waiting_steps"] == UNBOUNDED:
             d["max_waiting_steps"] = None
         return d

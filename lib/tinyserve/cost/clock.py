@@ -77,9 +77,8 @@ from ..core.request import Work, decode_works
 from ..errors import TinyserveError
 from ..lang import t
 from .groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
-from .pricing import kv_hit_fraction, price, total  # noqa: F401  kv_hit_fraction: old name
-from .presets import (ATTENTION, DEFAULT_HARDWARE, PRESET_DIR, HardwarePreset, get_preset,  # noqa: F401  (old names)
-                      list_presets, load_preset, save_preset)
+from .pricing import price, total
+from .presets import DEFAULT_HARDWARE, HardwarePreset, get_preset
 
 class Clock(Protocol):
     name: str

@@ -8,6 +8,8 @@ disaggregated   P prefill instances and D decode instances: a prefill instance c
 Each instance is a Run with its own clock; the coordinator (coordinator.py) always steps the instance whose clock is
 earliest, so under the modeled clock the instances run in parallel, as separate GPUs do.
 """
-from .config import KINDS, DeploymentConfig  # noqa: F401
-from .coordinator import run_deployment, start_deployment  # noqa: F401
-from .record import DeploymentTrace, Transfer  # noqa: F401
+from .config import KINDS, DeploymentConfig
+from .coordinator import run_deployment, start_deployment
+from .record import DeploymentTrace, Transfer
+
+__all__ = ["KINDS", "DeploymentConfig", "run_deployment", "start_deployment", "DeploymentTrace", "Transfer"]

@@ -23,11 +23,12 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from ..core.config import RunConfig
-from ..core.request import FINISHED, REJECTED, Request
+from ..core.request import FINISHED, REJECTED, Request, check_prompts
+from ..core.scheduling.scheduler import stop_reason
 from ..core.workloads import Workload, resolve_workload
 from ..cost.clock import make_clock
 from ..cost.links import get_link, transfer_s
-from ..loop import Run, StepHook, gc_paused
+from ..loop import ModelSide, Run, StepHook, gc_paused
 from ..trace.record import snapshot_requests
 from .config import DeploymentConfig
 from .record import DeploymentTrace, Transfer
@@ -37,21 +38,71 @@ if TYPE_CHECKING:
 
 
 class Instance:
-    """One engine of a deployment: its role, its index in the deployment and its run."""
+    """One engine of a deployment: its role, its index in the deployment, a plain Run, and what is handed to it:
+    an inbox of requests (each arriving at its time) and the K/V those that come prefilled carry."""
 
-    def __init__(self, role: str, index: int, run: Run):
-        self.role, self.index, self.run = role, index, run
+    def __init__(self, role: str, index: int, rc: RunConfig, name: str, model: ModelSide, later: list[Request],
+                 hooks: tuple = ()):
+        self.role, self.index = role, index
+        self.inbox: list[tuple[float, int, Request]] = []  # (time, order, request), a heap
+        self.carried: dict[str, object] = {}  # request id -> its prompt's K/V from another instance, not yet run
+        self.expecting = False  # more may still be handed to it (a static batch waits for more only then)
         self.blocked = False  # idle with nothing of its own to wait for: asleep until something is admitted
         self.incoming = 0  # transfers on their way here (counted as load)
         self.last_step = (0.0, 0)  # (end, requests it finished) of this instance's latest step
+        self._order = 0
+        self.run = Run(rc, (name, []), model, (*hooks, _Carried(self)), later)
+
+    @property
+    def done(self) -> bool:
+        """Nothing handed to it is left to arrive, wait or run."""
+        return not self.inbox and self.run.done
+
+    def admit(self, r: Request, t: float, kv: object = None) -> None:
+        """r arrives here at time t. kv: its prompt's K/V computed elsewhere (ModelRunner.export_kv; None on a dry
+        run), when it comes prefilled (num_prefilled == prefill_len, its first token in output): it only decodes."""
+        if r.status == REJECTED:
+            raise RuntimeError(f"{r.id} was rejected: not admitted")  # words: ok (a deployment bug)
+        self._order += 1
+        heapq.heappush(self.inbox, (t, self._order, r))
+        if r.num_prefilled and r.num_prefilled == r.prefill_len:
+            self.carried[r.id] = kv
+        self.blocked = False
+
+    def step(self, until: float):
+        """Hand the run what has arrived by its clock, then run one step of it (Run.step)."""
+        run = self.run
+        while self.inbox and self.inbox[0][0] <= run.now:
+            run.arrive(heapq.heappop(self.inbox)[2])
+        return run.step(until, arriving=self.inbox[0][0] if self.inbox else None, expecting=self.expecting)
 
     def load(self, t: float) -> int:
         """Requests queued, running or coming here at time t. The latest step may end after t: those it finishes
         are still running at t (events are handled in time order, so no earlier step ends after t)."""
-        run = self.run
+        policy = self.run.policy
         end, finished = self.last_step
-        return (len(run.pending) + len(run.inbox) + len(run.policy.waiting) + len(run.policy.running) + self.incoming
+        return (len(self.run.pending) + len(self.inbox) + len(policy.waiting) + len(policy.running) + self.incoming
                 + (finished if end > t else 0))
+
+
+class _Carried(StepHook):
+    """Requests handed over with their K/V start decoding in the step just planned: their K/V go into the slot or
+    blocks the policy just gave them, before the runner reads them, and count as held."""
+
+    def __init__(self, instance: Instance):
+        self.instance = instance
+
+    def planned(self, run: Run, plan) -> None:
+        carried = self.instance.carried
+        if not carried:
+            return
+        arrived = [w.request for w in plan.works if w.request.id in carried]
+        for r in arrived:
+            kv = carried.pop(r.id)
+            if run.runner is not None:
+                run.runner.import_kv(r, kv)
+        if arrived:
+            run.scheduler.recount()
 
 
 class _Handoff(StepHook):
@@ -99,10 +150,11 @@ class Deployment:
         self.prefill_side: dict[str, Request] = {}  # disaggregated: the prefill instance's copy of each request
         self.decode_side: dict[str, Request] = {}
         self._by_id = {r.id: r for r in self.requests}
+        model = engine.model_side(rc)
+        check_prompts(self.requests, model.config.vocab_size)  # once: every instance shares the prompts
         if dc.kind == "colocated":
             for i in range(dc.replicas):  # every replica sized for every request; each is admitted to one
-                self.instances.append(Instance("replica", i, engine.start_requests(name, [], rc, later=self.requests,
-                                                                                   prompts_checked=i > 0)))
+                self.instances.append(Instance("replica", i, rc, name, model, self.requests))
             self.front = self.instances
         else:
             pre = [Request(r.id, r.prompt, 1, r.arrival_s, r.ignore_eos, 1 if r.known_output_len() is not None
@@ -112,15 +164,11 @@ class Deployment:
             dec = [Request(r.id, r.prompt, r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len_hint)
                    for r in self.requests]
             for i in range(dc.prefill_instances):
-                # the instances share the prompts: the first checks their token ids, the others need not
-                run = engine.start_requests(name, [], rc, later=pre, hooks=[_Handoff(self, i)], prompts_checked=i > 0)
-                self.instances.append(Instance("prefill", i, run))
+                self.instances.append(Instance("prefill", i, rc, name, model, pre, (_Handoff(self, i),)))
                 self._link_free.append(0.0)
             rc_dec = dc.decode_config(rc)
             for j in range(dc.decode_instances):
-                k = dc.prefill_instances + j
-                self.instances.append(Instance("decode", k, engine.start_requests(name, [], rc_dec, later=dec,
-                                                                                  prompts_checked=True)))
+                self.instances.append(Instance("decode", dc.prefill_instances + j, rc_dec, name, model, dec))
             self.front = self.instances[:dc.prefill_instances]
             for r, p, d in zip(self.requests, pre, dec):
                 why = d if d.status == REJECTED else p if p.status == REJECTED else None  # d: the client's own limits
@@ -137,7 +185,7 @@ class Deployment:
     def done(self) -> bool:
         """Nothing left to arrive, transfer, wait or run."""
         return (not self.arrivals and not self._ready and not self._landing
-                and all(x.run.done for x in self.instances))
+                and all(x.done for x in self.instances))
 
     def step(self) -> bool:
         """Advance the earliest event (an arrival, a prompt ready to send, a landing transfer or one instance's
@@ -147,7 +195,7 @@ class Deployment:
         tx = self._landing[0][0] if self._landing else math.inf
         ti, inst = math.inf, None
         for x in self.instances:
-            if not x.blocked and not x.run.done and x.run.now < ti:
+            if not x.blocked and not x.done and x.run.now < ti:
                 ti, inst = x.run.now, x
         if ta == th == tx == ti == math.inf:
             if not self.done:
@@ -171,12 +219,12 @@ class Deployment:
                 self._set_expecting()
         else:
             before, done_before = inst.run.now, inst.run.num_done
-            rec = inst.run.step(until=min(ta, th, tx))
+            rec = inst.step(until=min(ta, th, tx))
             if rec is None and inst.run.now == before:
                 inst.blocked = True  # nothing to do until a request is admitted here
             elif rec is not None:
                 inst.last_step = (inst.run.now, inst.run.num_done - done_before)
-            if inst.role == "prefill" and inst.run.done:
+            if inst.role == "prefill" and inst.done:
                 self._set_expecting()
         return True
 
@@ -189,19 +237,18 @@ class Deployment:
             return self.trace()
 
     def _admit(self, inst: Instance, r: Request, t: float, kv: object = None) -> None:
-        inst.run.admit(r, t, kv)
-        inst.blocked = False
+        inst.admit(r, t, kv)
         self.routes[r.id].append(inst.index)
 
     def _set_expecting(self) -> None:
         """Tell each instance whether more may still be admitted (a static batch waits for more only then)."""
         more = bool(self.arrivals)
         feeding = (more or bool(self._ready) or bool(self._landing)
-                   or any(not x.run.done for x in self.front if x.role == "prefill"))
+                   or any(not x.done for x in self.front if x.role == "prefill"))
         for x in self.instances:
             now = feeding if x.role == "decode" else more
-            if x.run.expecting != now:
-                x.run.expecting = now
+            if x.expecting != now:
+                x.expecting = now
                 x.blocked = False
 
     def hand_off(self, src: int, p: Request, blob: object) -> None:
@@ -246,8 +293,8 @@ class Deployment:
             elif p is not None:  # ended at its prefill instance (a 1-token answer, EOS first), or never ran
                 (c,) = snapshot_requests([p])
                 c.max_new_tokens = r.max_new_tokens
-                if c.status == FINISHED and c.output_len < r.max_new_tokens and not r.ignore_eos:
-                    c.finish_reason = "eos"  # a replay that stopped short stopped at EOS (as Run._advance says)
+                if c.status == FINISHED:  # its stop reason against the client's own limit, not the stand-in's
+                    c.finish_reason = stop_reason(c, c.output[-1] if c.output else -1, self.rc.dry_run)
             else:
                 (c,) = snapshot_requests([r])
             out.append(c)

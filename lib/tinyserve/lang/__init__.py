@@ -28,7 +28,7 @@ LANGUAGES: dict[str, str] = {"en": "English", "zh-TW": "繁體中文 (Traditiona
 ALIASES = {"zh-tw": "zh-TW", "zh_tw": "zh-TW", "zh-hant": "zh-TW", "zh-hant-tw": "zh-TW", "zh": "zh-TW",
            "en-us": "en", "en-gb": "en", "en_us": "en"}
 AREAS = ("widgets", "classroom", "exercises", "figures", "engine", "cli", "ch7_0", "ch7_1", "ch7_2", "ch7_3",
-         "ch7_4", "ch7_5", "ch7_6")
+         "ch7_4", "ch7_5", "ch7_6", "ch7_7")
 
 _state = {"lang": "en"}
 _domains: dict[str, dict[str, str]] = {}  # {area: {key: English}}, read on the first t()

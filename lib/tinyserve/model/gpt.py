@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core.config import GPTConfig  # noqa: F401  torch-free, so a dry run never imports torch
+from ..core.config import GPTConfig  # in core/, torch-free: a dry run reads the shape without torch
 from ..core.request import check_length
 from ..core.tokenizer import EOS
 from ..threads import before_step, fit_torch_threads

@@ -18,7 +18,7 @@ import torch
 from ..core.blocks import blocks_for
 from ..core.request import Request, Work
 from ..core.tokenizer import EOS
-from .step import DecodeGroup, KVCache, StepInput, build_step  # noqa: F401  DecodeGroup: an old name of this module
+from .step import KVCache, StepInput, build_step
 
 if TYPE_CHECKING:
     from .gpt import TinyGPT

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..core.kv import kv_bytes_per_token as _kv_bytes_per_token
 from .. import threads
-from ..cost.clock import HardwarePreset, ModeledClock, save_preset
+from ..cost.clock import ModeledClock
+from ..cost.presets import HardwarePreset, save_preset
 from ..cost.pricing import FIT, RATES, fit_row, price, sides, step_hit, total, with_fit
 from ..core.request import Work, decode_works
 

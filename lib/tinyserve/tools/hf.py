@@ -326,7 +326,7 @@ def load_hf(path: str | Path, device: str = "auto", dtype: str | None = None,
     """Read an HF GPT-2 folder (config.json + safetensors + our byte tokenizer) into a TinyGPT, in eval mode.
 
     A folder without tokenizer.json, or with another tokenizer (GPT-2's own BPE), is refused: its ids mean
-    other text than tinyserve.tokenizer's. require_tokenizer=False loads bare weights on purpose.
+    other text than tinyserve.core.tokenizer's. require_tokenizer=False loads bare weights on purpose.
     dtype None keeps the dtype the weights were stored in when tinyserve runs it on that device (float32,
     float64, bfloat16 on cuda), else float32; "float32" etc. converts. Does not need transformers.
     """

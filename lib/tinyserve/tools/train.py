@@ -1,6 +1,6 @@
 """Train the shipped TinyGPT on Python's own standard library (PSF licence); no downloads.
 
-    python -m tinyserve.train [--minutes 20] [--steps N] [--out DIR]
+    python -m tinyserve.tools.train [--minutes 20] [--steps N] [--out DIR]
 
 Each document is one top-level function, one method, one class header or one module docstring, wrapped in
 BOS ... EOS, so the model learns to end its own outputs; their lengths are long-tailed like real traffic.
@@ -166,7 +166,7 @@ def train(minutes: float, steps: int, out: Path, batch: int = 32, block: int = 2
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m tinyserve.train", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tinyserve.tools.train", description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=20.0, help="wall-clock budget (default 20)")
     ap.add_argument("--steps", type=int, default=3000, help="step budget (default 3000)")
     ap.add_argument("--out", type=Path, default=CHECKPOINT_DIR, help="checkpoint directory")

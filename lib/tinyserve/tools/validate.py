@@ -25,7 +25,8 @@ import numpy as np
 
 from .calibrate import step_timer
 from ..core.config import DEFAULT_BLOCK_SIZE
-from ..cost.clock import HardwarePreset, ModeledClock, get_preset
+from ..cost.clock import ModeledClock
+from ..cost.presets import HardwarePreset, get_preset
 from ..lang import t
 from ..loop import StepHook
 

@@ -1,2 +1,3 @@
-"""The record of a run (Trace: steps and requests), its arrays and metrics, and its exports."""
-from .record import *  # noqa: F401,F403  the old module tinyserve.trace, whose names stay importable from here
+"""The record of a run, each name in the module that defines it: record.py (Trace: steps and requests), step.py
+(StepRecord), arrays.py (its views as arrays, the phase and state codes: DECODE, GRID_PHASES, REQUEST_STATES, ...),
+metrics.py, latency.py, slo.py, export.py, report.py. This package re-exports nothing."""

@@ -12,12 +12,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..core.request import FINISHED, REJECTED, Request, SlotWork  # noqa: F401  SlotWork: also tinyserve.trace's
+from ..core.request import FINISHED, Request
 from . import arrays, export
-from .arrays import *  # noqa: F401,F403  the view arrays' names, importable from here as before
-from .arrays import (_WORK_CODE, GRID_PHASES, BlockUsage, PHASES, RequestArrays, RequestTimeline, SlotGrid,  # noqa: F401
-                     StepArrays, WorkTable)
-from .metrics import _stats, metrics  # noqa: F401
+from .arrays import BlockUsage, RequestArrays, RequestTimeline, SlotGrid, StepArrays, WorkTable
+from .metrics import metrics
 from .step import StepRecord
 
 _V = TypeVar("_V")

@@ -99,9 +99,14 @@ class Scheduler:
             out.append(tok)
             r.token_times.append(now)
             if ended:  # the stop rule: its length, or EOS unless ignored
-                # a dry run has no tokens: a replay that stopped short of max_new_tokens stopped at EOS
-                eos = tok == EOS if not dry else r.output_len < r.max_new_tokens
-                r.finish(now, "eos" if eos and not r.ignore_eos else "length")
+                r.finish(now, stop_reason(r, tok, dry))
                 done.append(r)
         self.kv_used_tokens += grown
         return done
+
+
+def stop_reason(r: Request, token: int, dry: bool) -> str:
+    """Why a request that stopped at `token` stopped: "eos" (its EOS, not ignored), else "length". A dry run has
+    no tokens: a replay that stopped short of max_new_tokens stopped at EOS."""
+    eos = token == EOS if not dry else r.output_len < r.max_new_tokens
+    return "eos" if eos and not r.ignore_eos else "length"

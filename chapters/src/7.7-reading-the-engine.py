@@ -1,0 +1,140 @@
+# %% [markdown]
+# # 7.7 Reading the engine
+#
+# **What you will see**: the code that made every number in 7.0–7.6, shown from the running package itself, so
+# it cannot drift from what ran. One step of the engine follows the chapter's picture of a serving loop:
+#
+# ```
+# arrivals -> schedule -> execute -> clock -> update -> record
+#    |          |           |          |         |         |
+#  queue     policy's     one       modeled    stop rule,  the trace
+#            plan         forward   or wall    slots, KV
+# ```
+#
+# At the end you write a policy of your own in a few lines and run it.
+
+# %%
+import inspect
+from collections import deque
+
+from IPython.display import Markdown, display
+
+import tinyserve
+tinyserve.set_language("en")
+from tinyserve.core.blocks import PagedPool
+from tinyserve.core.scheduling import ChunkedPrefill, ContinuousBatching, Scheduler
+from tinyserve.engine import Engine
+from tinyserve.lang import ljust, say, t
+from tinyserve.lang.glue import glue
+from tinyserve.loop import Run
+from tinyserve.model.runner import ModelRunner
+
+
+def show(*functions) -> None:
+    """The source of each function, as the package has it now, highlighted."""
+    for f in functions:
+        display(Markdown(f"`{inspect.getsourcefile(f).split('lib/')[-1]}`\n\n```python\n{inspect.getsource(f)}```"))
+
+# %% [markdown]
+# ## 1. One step
+#
+# `Run.step` is the picture in code. Each line calls one part; the parts live in their own files.
+
+# %%
+show(Run.step)
+
+# %% [markdown]
+# ## 2. Schedule: a policy plans, the scheduler owns the rest
+#
+# A policy only answers one question per step: which slot computes what. Chunked prefill's answer: every
+# decode first, then pieces of prompts until the step's token budget is spent.
+
+# %%
+show(ChunkedPrefill.plan)
+
+# %% [markdown]
+# The scheduler applies what the step produced. It is the only place a request changes state: admitted,
+# finished by the stop rule, freed from its slot and its KV.
+
+# %%
+show(Scheduler.update)
+
+# %% [markdown]
+# ## 3. KV: a pool, in slabs or in pages
+#
+# The scheduler asks the pool for room and gives it back; it never asks which layout it has. The paged pool
+# hands out fixed-size blocks to each sequence's block table, lowest free block first.
+
+# %%
+show(PagedPool.allocate, PagedPool.free)
+
+# %% [markdown]
+# ## 4. Execute: one forward over every token of the step
+#
+# The runner turns the plan into one batch (prefill chunks and decodes side by side), runs the tiny GPT once
+# and samples a token for each sequence that asked for one.
+
+# %%
+show(ModelRunner.execute)
+
+# %% [markdown]
+# ## Where each idea lives
+#
+# | idea in the chapter | file in `lib/tinyserve/` |
+# |---|---|
+# | static batching, padding, the fastest finisher | `core/scheduling/static.py` |
+# | dynamic batching (a timeout) | `core/scheduling/dynamic.py` |
+# | continuous batching, prefill-first or decode-first | `core/scheduling/continuous.py` |
+# | chunked prefill, the token budget | `core/scheduling/chunked.py` |
+# | a request's lifecycle, the stop rule | `core/scheduling/scheduler.py`, `core/request.py` |
+# | slabs; pages and preemption | `core/kv.py`; `core/blocks.py` |
+# | the step loop | `loop.py` |
+# | the roofline, modeled time | `cost/pricing.py`, `cost/clock.py` |
+# | the tiny GPT, one forward per step | `model/gpt.py`, `model/runner.py` |
+# | prefill and decode on separate GPUs | `deploy/coordinator.py` |
+#
+# ## 5. Your turn: shortest prompt first
+#
+# Continuous batching admits the queue in arrival order. A server could instead admit the shortest prompt
+# first, so short chats do not wait behind long documents. Here it is, as a policy: sort the queue, then let
+# continuous batching do the rest.
+
+# %%
+class ShortestPromptFirst(ContinuousBatching):
+    """Continuous batching that admits the waiting request with the shortest prompt first."""
+
+    name = "shortest-prompt-first"
+
+    def plan(self, now, more_coming):
+        self.waiting = deque(sorted(self.waiting, key=lambda r: r.prompt_len))
+        return super().plan(now, more_coming)
+
+# %% [markdown]
+# Run both on the long-tail traffic (a dry run on the modeled clock, 32 slots) and compare the time to first
+# token.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+dry = Engine()
+runs = {"fifo": dry.run("chapter-7.2-longtail", "continuous", batch_size=32, dry_run=True, progress=False),
+        "spf": dry.run("chapter-7.2-longtail", ShortestPromptFirst(32), dry_run=True, progress=False)}
+say("7.7.head")
+for key, tr in runs.items():
+    ttft = tr.metrics()["ttft_ms"]
+    say("7.7.row", policy=ljust(t(f"7.7.name.{key}"), 26), p50=ttft["p50"] / 1e3, p99=ttft["p99"] / 1e3, mean=ttft["mean"] / 1e3)
+    for q in ("p50", "p99"):
+        glue(f"{key}_{q}", ttft[q] / 1e3, "{:.2f}")
+
+# %% [markdown]
+# Shortest first cuts the median wait ({glue}`fifo_p50` s to {glue}`spf_p50` s), but a long prompt now waits behind
+# every shorter one that keeps arriving: the p99 grows from {glue}`fifo_p99` s to {glue}`spf_p99` s. That is why
+# servers keep first come, first served, or bound how long anyone may be passed over.
+#
+# Change the sort key (the longest output first? the oldest first, which is FIFO again?) and run the two cells
+# again. Every policy you write this way runs on the real model too: drop `dry_run=True`.
+#
+# ## What to remember
+#
+# * One step: arrivals, schedule, execute, clock, update, record; `Run.step` says it in that order.
+# * A policy decides who computes what; the scheduler owns every request's lifecycle; the pool owns the KV.
+# * Each of the chapter's policies is one short file in `core/scheduling/`.
