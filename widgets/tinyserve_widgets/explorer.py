@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from dataclasses import replace
 
 import ipywidgets as W
 
 from tinyserve.analysis.figures import policy_name
-from tinyserve.core.config import KNOBS, POLICIES
+from tinyserve.core.config import KNOBS, POLICIES, RunConfig
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS, get_workload
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
@@ -222,8 +223,9 @@ class Explorer:
         k["n"].disabled, k["rate"].disabled = "n" not in spec, "rate" not in spec
         k["block_size"].disabled = k["kv_layout"].value != "paged"
 
-    def settings(self) -> tuple[str | list, dict, str, dict]:
-        """(workload name or requests, workload knobs, policy, engine knobs) the knobs now say."""
+    def settings(self) -> tuple[str | list, dict, RunConfig]:
+        """(workload name or requests, workload knobs, the RunConfig) the knobs now say; a setting the engine
+        refuses raises its one clear line (TinyserveError)."""
         k = {name: _unset(w.value) for name, w in self.knobs.items()}
         pol = k["policy"]
         takes = KNOBS[pol]
@@ -248,13 +250,13 @@ class Explorer:
         wl = k["workload"]
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
         wl_knobs = {**self.fixed_knobs, **{key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}}
-        return (self.custom if wl == "custom" else wl), wl_knobs, pol, knobs
+        return (self.custom if wl == "custom" else wl), wl_knobs, RunConfig.of(pol, None, {**knobs, "seed": self.seed})
 
-    def _run(self, engine, wl, wl_knobs: dict, policy: str, **knobs) -> Trace:
+    def _run(self, engine, wl, wl_knobs: dict, rc: RunConfig) -> Trace:
         """engine.run of a named workload with its knobs (the engine builds it), or of the caller's requests."""
         if isinstance(wl, str):
-            return engine.run(wl, policy, seed=self.seed, workload_knobs=wl_knobs or None, **knobs)
-        return engine.run(self._requests(wl, wl_knobs), policy, **knobs)
+            return engine.run(wl, config=replace(rc, workload_knobs=wl_knobs or None), progress=False)
+        return engine.run(self._requests(wl, wl_knobs), config=rc, progress=False)
 
     def _requests(self, wl, wl_knobs: dict) -> list:
         if isinstance(wl, list):
@@ -290,10 +292,10 @@ class Explorer:
     def simulate(self, draw: bool = True) -> Trace | None:
         """Dry-run the current settings and draw them; a bad setting shows a message and keeps the figures."""
         self._enable()
-        wl, wl_knobs, pol, knobs = self.settings()
         t0, c0 = time.perf_counter(), time.process_time()
         try:
-            trace = self._run(self.engine, wl, wl_knobs, pol, dry_run=True, progress=False, **knobs)
+            wl, wl_knobs, rc = self.settings()
+            trace = self._run(self.engine, wl, wl_knobs, replace(rc, dry_run=True))
         except TinyserveError as e:
             self.message.value = _box(t("explorer.error", message=_esc(str(e))))
             return None
@@ -307,7 +309,7 @@ class Explorer:
             return None
         ms, cpu_ms = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
         self.message.value = ""
-        ok = t("explorer.ok", policy=policy_name(pol), workload=workload_label(trace), steps=len(trace.steps),
+        ok = t("explorer.ok", policy=policy_name(rc.policy), workload=workload_label(trace), steps=len(trace.steps),
                slots=trace.num_slots, ms=ms)
         rejected = [r.finish_reason for r in trace.requests if r.status == REJECTED]
         if rejected:
@@ -334,11 +336,16 @@ class Explorer:
         Interrupt the kernel to stop it: the previous figures stay and the knobs keep working."""
         import tinyserve
 
-        wl, wl_knobs, pol, knobs = self.settings()
-        knobs.pop("hardware", None)  # the wall clock measures this machine
-        # the tiny GPT's real tensors are sized to the run's longest request: 32 slots x 4,096 positions would
-        # take half a GB of a Binder's 1-2 GB; the modeled slab accounting is the dry run's
-        sized = knobs.pop("max_model_len", None) is not None
+        try:
+            wl, wl_knobs, rc = self.settings()
+        except TinyserveError as e:
+            self.message.value = _box(t("explorer.error", message=_esc(str(e))))
+            return None
+        # the wall clock measures this machine (no preset), and the tiny GPT's real tensors are sized to the run's
+        # longest request: 32 slots x 4,096 positions would take half a GB of a Binder's 1-2 GB; the modeled slab
+        # accounting is the dry run's
+        sized = rc.max_model_len is not None
+        rc = replace(rc, hardware=None, max_model_len=None)
         scaled = isinstance(wl, str) and bool(self.real_knobs)
         if scaled:  # a smaller copy, so the real run takes seconds on a laptop's CPU
             wl_knobs = {**wl_knobs, **self.real_knobs}
@@ -352,8 +359,8 @@ class Explorer:
             self.message.value = _box(t("explorer.real.too_big", tokens=tokens, limit=REAL_LIMIT_TOKENS))
             return None
         try:  # the same steps priced by the CPU's fitted cost model: a dry run, milliseconds
-            dry = Engine().run(reqs, pol, dry_run=True, hardware="cpu-tiny", progress=False,
-                               **{**knobs, "slab": "longest"})
+            dry = Engine().run(reqs, config=replace(rc, dry_run=True, hardware="cpu-tiny", slab="longest"),
+                               progress=False)
         except TinyserveError as e:
             self.message.value = _box(t("explorer.error", message=_esc(str(e))))
             return None
@@ -365,7 +372,7 @@ class Explorer:
         self.progress.layout.visibility = "visible"
         try:
             bar = _ProgressBar(self.progress, self.status)
-            run = tinyserve.shared_engine(device).start(reqs, pol, clock="wall", hooks=(bar,), **knobs)
+            run = tinyserve.shared_engine(device).start(reqs, config=replace(rc, clock="wall"), hooks=(bar,))
             bar.total = max(1, sum(r.status != REJECTED for r in run.requests))
             self.progress.value, self.progress.max = 0, bar.total
             run.finish(progress=False)

@@ -32,7 +32,7 @@ class PagedPool(SlotPool):
         # the real model's tensors need only as many blocks as were ever held at once (ids stay below that peak)
         self._free_blocks = list(range(num_blocks))
         self.held = 0  # blocks in sequences' tables
-        self.step = 0  # the step being planned (Run.step sets it): block spans are dated with it
+        self.step = 0  # the step being planned (grow sets it): block spans are dated with it
         self.preempted: list[str] = []  # requests preempted while planning this step
         self.spans: list[list] = []  # [block, request id, index in its table, first step, last step or None]
         self._open: dict[int, list] = {}  # block -> its open span
@@ -40,10 +40,6 @@ class PagedPool(SlotPool):
     @property
     def free_blocks(self) -> int:
         return len(self._free_blocks)
-
-    def begin_step(self, index: int) -> None:
-        """A new step is being planned."""
-        self.step, self.preempted = index, []
 
     def fits(self, r: Request) -> bool:
         """Free blocks hold r's prefill (its prompt, or everything it had when preempted)."""
@@ -61,9 +57,10 @@ class PagedPool(SlotPool):
                 return i
         return n
 
-    def grow(self, running: list[Request], preempt) -> None:
-        """Every decoding request gets the block its next position needs; while none is free, preempt(the last
-        admitted) frees some (it leaves `running`; if it is the one growing, that one stops)."""
+    def grow(self, step: int, running: list[Request], preempt) -> None:
+        """Step `step` is being planned: every decoding request gets the block its next position needs; while none
+        is free, preempt(the last admitted) frees some (it leaves `running`; if it is the one growing, it stops)."""
+        self.step, self.preempted = step, []
         size = self.block_size
         for r in running:  # preemption shortens the list from its end: the loop then stops sooner
             done = r.num_prefilled

@@ -101,8 +101,8 @@ class SlotPool:
     slot's slab reserved from the start, bytes reserved vs used.
 
     The interface every KV pool gives the scheduler (core/blocks.PagedPool is the paged one): claim and release a
-    slot, fits / fitting / allocate / grow / free for the K/V a request needs, begin_step and preempted for a
-    step, step_fields and trace_fields for the record. A slab already holds a request's longest sequence, so here
+    slot, fits / fitting / allocate / grow / free for the K/V a request needs (grow starts each step; preempted
+    lists who was taken back in it), step_fields and trace_fields for the record. A slab already holds a request's longest sequence, so here
     most of them have nothing to do; the scheduler never asks which layout it has.
     """
 
@@ -137,14 +137,12 @@ class SlotPool:
         """Room for r's first `positions` positions: its slab has it."""
         return True
 
-    def grow(self, running, preempt) -> None:
-        """Room for each running request's next position: its slab has it (preempt is never called)."""
+    def grow(self, step: int, running, preempt) -> None:
+        """Step `step` is being planned: room for each running request's next position. Its slab has it (preempt
+        is never called)."""
 
     def free(self, r, last_step: int | None = None) -> None:
         """r's K/V leave with its slot (release)."""
-
-    def begin_step(self, index: int) -> None:
-        """Step `index` is being planned."""
 
     def step_fields(self, running, works, preempted_once: bool) -> dict:
         """The layout's own StepRecord fields: none for slabs."""

@@ -299,13 +299,13 @@ def _set_up(json_out: bool, start):
         raise english from None  # start() did not fail again in the user's language: the English message then
 
 
-def _run_knobs(a) -> dict:
-    """The run's knobs from the options (Engine.start's and RunConfig's names)."""
-    return dict(batch_size=a.batch_size, timeout=a.timeout, chunk_size=a.chunk_size,
-                max_batch_tokens=a.max_batch_tokens, prefill_first=a.prefill_first,
-                max_waiting_steps=a.max_waiting_steps, clock=a.clock, hardware=a.hardware, kv_budget=a.kv_budget,
-                max_model_len=a.max_model_len, slab=a.slab, kv_layout=a.kv_layout, block_size=a.block_size,
-                dry_run=a.dry_run, seed=a.seed, workload_knobs=dict(a.workload_knob))
+def _run_config(a):
+    """The run's RunConfig from the options: each RunConfig field that `run` has an option of the same name for
+    (--batch-size is batch_size, ...), and its --workload-knob pairs; checked there, as the API's are."""
+    from ..core.config import RUN_FIELDS, RunConfig
+
+    knobs = {f: getattr(a, f) for f in RUN_FIELDS if f not in ("policy", "policy_object", "workload_knobs")}
+    return RunConfig.of(a.policy, None, {**knobs, "workload_knobs": dict(a.workload_knob)})
 
 
 def _slo_targets(a) -> tuple[float, float] | None:
@@ -362,7 +362,7 @@ def cmd_run(a) -> None:
         _run_deployment(a, engine, workload, targets)
         return
     progress = a.progress if a.progress is not None else (sys.stderr.isatty() and not a.json)
-    run = _set_up(a.json, lambda: engine.start(workload, a.policy, **_run_knobs(a)))
+    run = _set_up(a.json, lambda: engine.start(workload, config=_run_config(a)))
     with _english_data(a.json):
         tr = run.finish(progress)
     doc = text = slo = None
@@ -382,14 +382,13 @@ def cmd_run(a) -> None:
 
 def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) -> None:
     """`tinyserve run --deployment ...`: the deployment's record, as JSON or text."""
-    from ..core.config import RunConfig
     from ..deploy import DeploymentConfig, start_deployment
 
     def start():
         dc = DeploymentConfig(a.deployment, replicas=a.replicas, prefill_instances=a.prefill_instances,
                               decode_instances=a.decode_instances, link=a.link,
                               decode_kv_layout=a.decode_kv_layout)
-        rc = RunConfig(a.policy, **_run_knobs(a))
+        rc = _run_config(a)
         dc.check_run(rc)
         return start_deployment(engine, workload, rc, dc)
 

@@ -22,12 +22,10 @@ __all__ = ["Plan", "Policy", "decode_work", "Scheduler", "StaticBatching", "Dyna
            "ChunkedPrefill", "make_policy", "policy_for"]
 
 
-def make_policy(name: str, batch_size: int | None = None, timeout: float | None = None,
-                chunk_size: int | None = None, max_batch_tokens: int | None = None,
-                prefill_first: bool | None = None, max_waiting_steps: int | float | None = None) -> Policy:
-    """Build a policy by name, its knobs checked by RunConfig; a knob that does not apply to the policy is an error."""
-    return policy_for(RunConfig(name, batch_size, timeout, chunk_size, max_batch_tokens, prefill_first,
-                                max_waiting_steps))
+def make_policy(name: str, **knobs) -> Policy:
+    """Build a policy by name; its knobs are RunConfig's policy knobs, checked there (one that does not apply to
+    the policy is an error)."""
+    return policy_for(RunConfig(name, **knobs))
 
 
 def policy_for(cfg: RunConfig) -> Policy:

@@ -66,11 +66,11 @@ class Policy:
         """The settings this policy ran with (recorded in the trace)."""
         return {"batch_size": self.batch_size}
 
-    def grow(self) -> None:
-        """Before each plan: the pool gives every decoding request room for its next position; when it has none
-        (pages run out), the most recently admitted request is preempted (vLLM v1's rule under FCFS: the oldest
-        keep making progress, so every request finishes). Slabs always have room."""
-        self.pool.grow(self.running, self._preempt)
+    def grow(self, step: int) -> None:
+        """Before step `step` is planned: the pool gives every decoding request room for its next position; when
+        it has none (pages run out), the most recently admitted request is preempted (vLLM v1's rule under FCFS:
+        the oldest keep making progress, so every request finishes). Slabs always have room."""
+        self.pool.grow(step, self.running, self._preempt)
 
     def _claim(self, req: Request) -> None:
         """req enters a slot; the pool takes what its prefill needs (a request that comes prefilled, its K/V from

@@ -31,8 +31,7 @@ class Scheduler:
     def begin_step(self, index: int) -> None:
         """Before step `index` is planned: the pool gives each decoding request room for its next position (pages
         may run out: then the policy preempts, and who left took their K/V with them)."""
-        self.pool.begin_step(index)
-        self.policy.grow()
+        self.policy.grow(index)
         if self.pool.preempted:
             self.recount()
             self.preempted_once = True
