@@ -132,6 +132,7 @@ class Run:
         self.workload_name = workload_name
         self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
         self.scheduler = Scheduler(policy, self.pool, self.dry_run)
+        self.scheduler.reject(kv.refused)
 
     @property
     def done(self) -> bool:

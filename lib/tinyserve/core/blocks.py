@@ -131,9 +131,9 @@ def paged_pool(batch_size: int, capacity: int | None, slab_bytes: int, block_siz
     return PagedPool(batch_size, pool_bytes // (block_size * bytes_per_token), block_size, bytes_per_token)
 
 
-def admit_paged(pool: PagedPool, requests: list[Request], capacity_name: str | None) -> list[Request]:
-    """Reject, alone, each request that could never fit the pool even by itself; the others, in order. A pool
-    too small for even the shortest prompt is an error: nothing could run."""
+def refusals_paged(pool: PagedPool, requests: list[Request], capacity_name: str | None) -> list[tuple]:
+    """(request, why) for each request not yet rejected that could never fit the pool even by itself: the
+    scheduler rejects it, alone. A pool too small for even the shortest prompt is an error: nothing could run."""
     name = capacity_name or t("engine.kv.equal_memory")
     live = [r for r in requests if r.status != REJECTED]
     shortest = min((r.prompt_len for r in live), default=0)
@@ -141,12 +141,13 @@ def admit_paged(pool: PagedPool, requests: list[Request], capacity_name: str | N
         raise TinyserveError(t("engine.kv.pool_small", knob="kv_budget" if capacity_name == "kv_budget" else
                                "block_size", blocks=pool.num_blocks, size=pool.block_size, name=name,
                                shortest=shortest))
+    out = []
     for r in live:
         need = blocks_for(r.prompt_len + r.max_new_tokens, pool.block_size)
         if need > pool.num_blocks:
-            r.reject(t("engine.kv.too_many_blocks", need=need, size=pool.block_size,
-                       positions=r.prompt_len + r.max_new_tokens, blocks=pool.num_blocks, name=name))
-    return [r for r in requests if r.status != REJECTED]
+            out.append((r, t("engine.kv.too_many_blocks", need=need, size=pool.block_size,
+                             positions=r.prompt_len + r.max_new_tokens, blocks=pool.num_blocks, name=name)))
+    return out
 
 
 def step_blocks(pool: PagedPool, running: list[Request], works: list, preempted_once: bool) -> dict:

@@ -52,15 +52,17 @@ class SlabPlan:
     server_len: int | None  # positions a server admits per sequence (None: the slab is the run's longest, a what-if)
     rule: str = ""  # what sized the slab, in words the trace keeps (Trace.slab_rule)
 
-    def admit(self, requests: list) -> list:
-        """Reject, alone, each request whose slab can never fit (with the reason); the others, in order."""
+    def refusals(self, requests: list) -> list[tuple]:
+        """(request, why) for each request not yet rejected whose slab can never fit: the scheduler rejects it,
+        alone."""
+        out = []
         for r in requests:
             if r.status != REJECTED:
                 reason = too_big_for(self.server_len or r.prompt_len + r.max_new_tokens, self.bytes_per_token,
                                      self.capacity, self.capacity_name)
                 if reason:
-                    r.reject(reason)
-        return [r for r in requests if r.status != REJECTED]
+                    out.append((r, reason))
+        return out
 
     def slab_tokens(self, longest: int) -> int:
         """Positions of every slot's slab, given the run's longest accepted request."""

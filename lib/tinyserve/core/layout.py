@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .blocks import admit_paged, blocks_for, paged_pool
+from .blocks import blocks_for, paged_pool, refusals_paged
 from .config import DTYPE_BYTES, GPTConfig, RunConfig
 from .kv import SlabPlan, SlotPool, num_slots_for, plan_slabs
 from .request import REJECTED, Request
@@ -16,7 +16,8 @@ class RunKV:
 
     plan: SlabPlan  # bytes per token, capacity and slab rule (the paged pool is sized from the same plan)
     pool: SlotPool  # a SlotPool, or a blocks.PagedPool
-    accepted: list[Request]  # the requests that can ever fit, in order (the others are marked rejected)
+    accepted: list[Request]  # the requests that can ever fit, in order
+    refused: list[tuple]  # (request, why) for those whose KV can never fit: the scheduler rejects them
     tensor_positions: int  # slabs: positions per slot; paged: positions of the block pool (blocks x block_size)
 
 
@@ -31,17 +32,25 @@ def layout_kv(hw, cfg: GPTConfig, requests: list[Request], batch_size: int, dtyp
     if config.kv_layout == "paged":  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
         longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
         pool = paged_pool(batch_size, plan.capacity, plan.slab_tokens(longest) * bpt, block_size, bpt)
-        accepted = admit_paged(pool, requests, plan.capacity_name)
+        refused = refusals_paged(pool, requests, plan.capacity_name)
+        accepted = _others(requests, refused)
         # lowest-first allocation keeps block ids below the most ever held at once, at most every slot's longest
         # sequence, so the tensors need no more blocks than that, however large the modeled pool
         most = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
         tensor = block_size * min(pool.num_blocks, pool.num_slots * blocks_for(most, block_size))
     else:
-        accepted = plan.admit(requests)
+        refused = plan.refusals(requests)
+        accepted = _others(requests, refused)
         longest = max((r.prompt_len + r.max_new_tokens for r in accepted), default=1)
         slab_tokens = plan.slab_tokens(longest)
         pool = SlotPool(num_slots_for(batch_size, plan.capacity, slab_tokens * bpt), slab_tokens, bpt)
         # the real model's slabs: max_model_len if given, else the run's longest (a 4,096-position float64 slab
         # per slot would not fit Binder's memory); the modeled bytes are accounted apart (the trace says which)
         tensor = max_model_len or longest
-    return RunKV(plan, pool, accepted, tensor)
+    return RunKV(plan, pool, accepted, refused, tensor)
+
+
+def _others(requests: list[Request], refused: list[tuple]) -> list[Request]:
+    """The requests neither rejected already nor refused, in order."""
+    out = {id(r) for r, _ in refused}
+    return [r for r in requests if r.status != REJECTED and id(r) not in out]
