@@ -73,6 +73,10 @@ BAD = [
      ["--rates", "rate"]),
     ("goodput-one-target", ["goodput", "--workload", "chapter-7.3-mixed", "--rates", "1", "--slo-ttft-ms", "400",
                             "--deployment", "colocated"], ["--slo-tpot-ms"]),
+    ("ttft-at-unknown", RUN + DIS + SLO + ["--ttft-at", "client"], ["--ttft-at", "prefill", "decode", "'client'"]),
+    ("ttft-at-plain-run", RUN + ["--ttft-at", "decode"], ["--ttft-at", "needs --deployment"]),
+    ("goodput-ttft-at-unknown", GOODPUT + ["--deployment", "disaggregated", "--ttft-at", "middle"],
+     ["--ttft-at", "'middle'"]),
 ]
 
 
@@ -241,3 +245,22 @@ def test_a_real_disaggregated_run_copies_the_kv_and_keeps_the_tokens(tmp_path, c
     per_token = 4 * 128 * 2 * 4  # the tiny GPT: 4 layers x 128 (K, V each) x float32
     assert [(x["request_id"], x["real_bytes"]) for x in split["transfers"]] == [("a", 20 * per_token),
                                                                                ("b", 33 * per_token)]
+
+
+def test_ttft_at_decode_counts_the_transfer_in_ttft_and_says_so(capsys, monkeypatch):
+    """--ttft-at decode: the JSON names the convention; TTFT grows by at least the transfer, and attainment never
+    rises; the default is DistServe's (prefill)."""
+    docs = {}
+    for at in (None, "prefill", "decode"):
+        argv = RUN + DIS + SLO + ["--json"] + (["--ttft-at", at] if at else [])
+        code, out, err = tinyserve(argv, capsys, monkeypatch)
+        assert code == 0, err
+        docs[at] = json.loads(out)
+    assert docs[None]["ttft_at"] == "prefill" and docs[None] == docs["prefill"]
+    dec, pre = docs["decode"], docs["prefill"]
+    assert dec["ttft_at"] == "decode"
+    assert dec["metrics"]["ttft_ms"]["p50"] > pre["metrics"]["ttft_ms"]["p50"]
+    assert dec["slo"]["met_ttft"] <= pre["slo"]["met_ttft"]
+    code, out, _ = tinyserve(GOODPUT + ["--deployment", "disaggregated", "--ttft-at", "decode", "--json"], capsys,
+                             monkeypatch)
+    assert code == 0 and json.loads(out)["slo"]["ttft_at"] == "decode"

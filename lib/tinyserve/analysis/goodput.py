@@ -20,7 +20,7 @@ from ..deploy.config import DEFAULT_LINK
 from ..engine import Engine
 from ..errors import TinyserveError
 from ..lang import t
-from ..trace.slo import check_targets, goodput
+from ..trace.slo import check_targets, check_ttft_at, goodput
 
 GOAL = 0.9  # DistServe's attainment goal
 
@@ -87,10 +87,12 @@ def check_workload(workload: Workload, workload_knobs: dict | None) -> None:
 
 def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: Iterable[float], ttft_ms: float,
           tpot_ms: float, *, engine: Engine | None = None, policy: str = "chunked",
-          workload_knobs: dict | None = None, **run_knobs) -> list[dict]:
+          workload_knobs: dict | None = None, ttft_at: str = "prefill", **run_knobs) -> list[dict]:
     """One row per deployment and rate: the SLO attainment of a run at that rate (run_knobs: RunConfig's, e.g.
-    chunk_size, batch_size, hardware, kv_layout, seed; dry_run defaults to True)."""
+    chunk_size, batch_size, hardware, kv_layout, seed; dry_run defaults to True), TTFT counted where `ttft_at`
+    says (DeploymentTrace.as_seen)."""
     check_targets(ttft_ms, tpot_ms)
+    check_ttft_at(ttft_at)
     dcs = [parse_deployment(d) for d in deployments]
     if not dcs:
         raise TinyserveError(t("cli.goodput.no_deployment"))
@@ -110,7 +112,7 @@ def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: I
         for rate in rates:
             rc = RunConfig(policy, workload_knobs={**knobs, "rate": rate}, **run_knobs)
             dt = run_deployment(engine, workload, rc, dc)
-            m, slo = dt.metrics(), dt.slo(ttft_ms, tpot_ms)
+            m, slo = dt.metrics(ttft_at), dt.slo(ttft_ms, tpot_ms, ttft_at)
             rows.append({"deployment": label, "kind": dc.kind, "num_gpus": dt.num_gpus, "hardware": dt.hardware,
                          "rate": rate, "rate_per_gpu": rate / dt.num_gpus, "requests": slo["requests"],
                          "met": slo["met"], "attainment": slo["attainment"], "met_ttft": slo["met_ttft"],

@@ -3,7 +3,7 @@ them (a disaggregated request's prefill and decode parts joined); its metrics an
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..core.request import Request
@@ -49,26 +49,47 @@ class DeploymentTrace:
         """GPUs of the whole deployment (goodput is per GPU)."""
         return self.gpus_per_instance * len(self.instances)
 
-    def metrics(self) -> dict:
-        """Request-level metrics of the contract (throughput, TTFT, TPOT, ITL, E2EL) over the whole deployment."""
-        return {**request_metrics(self.requests), "num_instances": len(self.instances), "num_gpus": self.num_gpus,
+    def as_seen(self, ttft_at: str = "prefill") -> list[Request]:
+        """The requests as a client sees them, by where the first token counts. "prefill" (DistServe's
+        convention): the prefill instance streams the first token. "decode" (vLLM's and Dynamo's P/D): the prefill
+        side's token is not sent; the first token comes with the decode instance's first step for the request,
+        after the transfer, so TTFT carries the transfer and the first TPOT gap no longer does. A request that
+        never reached a decode instance (replicas; an answer done at its prefill) is the same either way."""
+        from ..trace.slo import check_ttft_at
+
+        if check_ttft_at(ttft_at) == "prefill" or self.kind != "disaggregated":
+            return self.requests
+        seen = []
+        for r in self.requests:
+            if len(self.routes.get(r.id, ())) < 2 or len(r.token_times) < 2:
+                seen.append(r)
+            else:  # the decode instance's first token is the first the client gets
+                seen.append(replace(r, output=r.output[1:], token_times=r.token_times[1:]))
+        return seen
+
+    def metrics(self, ttft_at: str = "prefill") -> dict:
+        """Request-level metrics of the contract (throughput, TTFT, TPOT, ITL, E2EL) over the whole deployment,
+        with TTFT where `ttft_at` says the first token counts (as_seen)."""
+        return {**request_metrics(self.as_seen(ttft_at)), "num_instances": len(self.instances), "num_gpus": self.num_gpus,
                 "transfers": len(self.transfers),
                 "transfer_ms": _stats([(x.end_s - x.ready_s) * 1e3 for x in self.transfers]),
                 "transfer_bytes": sum(x.bytes for x in self.transfers)}
 
-    def slo(self, ttft_ms: float, tpot_ms_target: float) -> dict:
-        """Share of requests meeting both targets (trace.slo.attainment)."""
+    def slo(self, ttft_ms: float, tpot_ms_target: float, ttft_at: str = "prefill") -> dict:
+        """Share of requests meeting both targets (trace.slo.attainment), TTFT counted where `ttft_at` says
+        (as_seen; the JSON documents name the convention: summary())."""
         from ..trace.slo import attainment
 
-        return attainment(self.requests, ttft_ms, tpot_ms_target)
+        return attainment(self.as_seen(ttft_at), ttft_ms, tpot_ms_target)
 
-    def summary(self, tokens: bool = False) -> dict:
-        """The `tinyserve run --deployment ... --json` document (docs/contract.md)."""
+    def summary(self, tokens: bool = False, ttft_at: str = "prefill") -> dict:
+        """The `tinyserve run --deployment ... --json` document (docs/contract.md); its metrics count TTFT where
+        `ttft_at` says, and it names the convention."""
         first = self.instances[0]
         return {"deployment": {**self.config, "gpus_per_instance": self.gpus_per_instance, "num_gpus": self.num_gpus},
                 "policy": self.policy, "workload": self.workload, "workload_knobs": first.workload_knobs,
                 "clock": first.clock, "hardware": self.hardware, "dry_run": first.dry_run,
-                "knobs": first.knobs, "metrics": self.metrics(),
+                "knobs": first.knobs, "ttft_at": ttft_at, "metrics": self.metrics(ttft_at),
                 "requests": [{**export.request_dict(first, r, tokens), "instances": self.routes.get(r.id, [])}
                              for r in self.requests],
                 "instances": [{"index": i, "role": role, "metrics": tr.metrics()}

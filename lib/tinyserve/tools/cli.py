@@ -169,6 +169,7 @@ def _run_parser(r: argparse.ArgumentParser) -> None:
     r.add_argument("--link", metavar="NAME|FILE.json", help=t("cli.help.link", default=DEFAULT_LINK))
     r.add_argument("--decode-kv-layout", metavar="slab|paged", help=t("cli.help.decode_kv_layout"))
     _slo_options(r, required=False)
+    r.add_argument("--ttft-at", metavar="prefill|decode", help=t("cli.help.ttft_at"))
 
 
 def _goodput_parser(g: argparse.ArgumentParser) -> None:
@@ -194,6 +195,7 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
     dry.add_argument("--dry-run", dest="dry_run", action="store_true", default=True,
                      help=t("cli.help.goodput_dry_run"))
     dry.add_argument("--no-dry-run", dest="dry_run", action="store_false", help=t("cli.help.goodput_real"))
+    g.add_argument("--ttft-at", default="prefill", metavar="prefill|decode", help=t("cli.help.ttft_at"))
     g.add_argument("--json", action="store_true", help=t("cli.help.goodput_json"))
 
 
@@ -341,6 +343,7 @@ def _finish_output(a, tr, doc: dict | None, text: str | None) -> None:
 
 def cmd_run(a) -> None:
     from ..engine import Engine
+    from ..trace.slo import check_ttft_at
 
     for path in (a.trace, a.perfetto):
         if path is not None and path.is_dir():
@@ -350,10 +353,12 @@ def cmd_run(a) -> None:
     if a.tokens and a.dry_run:
         raise TinyserveError(t("cli.tokens_dry_run"))
     targets = _slo_targets(a)
+    if a.ttft_at is not None:
+        check_ttft_at(a.ttft_at)
     if a.deployment is None:
         for option, v in (("--replicas", a.replicas), ("--prefill-instances", a.prefill_instances),
                           ("--decode-instances", a.decode_instances), ("--link", a.link),
-                          ("--decode-kv-layout", a.decode_kv_layout)):
+                          ("--decode-kv-layout", a.decode_kv_layout), ("--ttft-at", a.ttft_at)):
             if v is not None:
                 raise TinyserveError(t("cli.deploy.needs", option=option))
     engine = Engine(device=a.device, dtype=a.dtype)
@@ -395,14 +400,15 @@ def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) ->
     deployment = _set_up(a.json, start)
     with _english_data(a.json):
         dt = deployment.finish()
-    slo = dt.slo(*targets) if targets is not None else None
+    ttft_at = a.ttft_at or "prefill"
+    slo = dt.slo(*targets, ttft_at) if targets is not None else None
     doc = text = None
     if a.json:
-        doc = {**dt.summary(tokens=a.tokens), **({"slo": slo} if slo else {})}
+        doc = {**dt.summary(tokens=a.tokens, ttft_at=ttft_at), **({"slo": slo} if slo else {})}
     else:
         from .deploy_report import format_deployment
 
-        text = format_deployment(dt, slo)
+        text = format_deployment(dt, slo, ttft_at)
     _finish_output(a, dt, doc, text)
 
 
@@ -413,12 +419,13 @@ def cmd_goodput(a) -> None:
                  workload_knobs=dict(a.workload_knob), batch_size=a.batch_size, chunk_size=a.chunk_size,
                  max_batch_tokens=a.max_batch_tokens, hardware=a.hardware, kv_budget=a.kv_budget,
                  max_model_len=a.max_model_len, kv_layout=a.kv_layout, block_size=a.block_size, seed=a.seed,
-                 dry_run=a.dry_run)
+                 dry_run=a.dry_run, ttft_at=a.ttft_at)
     best = goodput_per_gpu(rows)
     if a.json:
         print(json.dumps({"workload": a.workload, "workload_knobs": dict(a.workload_knob), "policy": a.policy,
                           "hardware": rows[0]["hardware"], "dry_run": a.dry_run,
-                          "slo": {"ttft_ms": a.slo_ttft_ms, "tpot_ms": a.slo_tpot_ms, "goal": best[0]["goal"]},
+                          "slo": {"ttft_ms": a.slo_ttft_ms, "tpot_ms": a.slo_tpot_ms, "goal": best[0]["goal"],
+                                  "ttft_at": a.ttft_at},
                           "rates": sorted({r["rate"] for r in rows}), "rows": rows, "goodput": best}))
     else:
         from .deploy_report import format_goodput

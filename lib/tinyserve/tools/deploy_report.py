@@ -18,9 +18,10 @@ def slo_line(slo: dict) -> str:
     return t("cli.slo.line", **slo)
 
 
-def format_deployment(dt: DeploymentTrace, slo: dict | None = None) -> str:
-    """The deployment, its request-level metrics, a line per instance, the transfers and the SLO attainment."""
-    m = dt.metrics()
+def format_deployment(dt: DeploymentTrace, slo: dict | None = None, ttft_at: str = "prefill") -> str:
+    """The deployment, its request-level metrics (TTFT counted where `ttft_at` says), a line per instance, the
+    transfers and the SLO attainment."""
+    m = dt.metrics(ttft_at)
     first = dt.instances[0]
     knobs = ", ".join(f"{k}={v}" for k, v in first.knobs.items() if v is not None)
     c = dt.config

@@ -17,6 +17,16 @@ from ..lang import t
 from .latency import tpot_ms as request_tpot_ms, ttft_s  # aliased: attainment() has a tpot_ms target
 
 
+TTFT_AT = ("prefill", "decode")  # where a disaggregated request's first token counts (DeploymentTrace.as_seen)
+
+
+def check_ttft_at(ttft_at: str) -> str:
+    """The TTFT convention, or one clear line naming the two there are."""
+    if ttft_at not in TTFT_AT:
+        raise TinyserveError(t("engine.slo.ttft_at", value=ttft_at))
+    return ttft_at
+
+
 def check_targets(ttft_ms: float, tpot_ms: float) -> None:
     """Raise one clear line unless both targets are finite numbers of milliseconds > 0."""
     for option, v in (("--slo-ttft-ms", ttft_ms), ("--slo-tpot-ms", tpot_ms)):
