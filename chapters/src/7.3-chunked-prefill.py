@@ -368,7 +368,7 @@ split = slo_sweep(one_plus_one)  # both GPUs run 512-token chunks
 
 def per_gpu(g):
     """A goodput per GPU as printed: below the lowest rate tried when even that one misses the goal."""
-    return t("7.3.split.below", rate=RATES[0] / 2) if g is None else f"{g:g}"
+    return t("7.3.split.below", rate=RATES[0] / 2) if g is None else f"{g:.3g}"
 
 
 # %% [reveal]
@@ -385,12 +385,12 @@ with p_split.after_prediction():
                                                                   for p in PAIRS))
     print(ljust(t("7.3.split.split"), 38) + "".join(rjust(per_gpu(split[p]["goodput"]), 12) for p in PAIRS))
     tight_best = max(CHUNKS, key=lambda c: shared[c]["tight"]["goodput"] or 0)
-    glue("gp_split", split["distserve"]["goodput"], "{:g}")
-    glue("gp_co", shared[best]["distserve"]["goodput"], "{:g}")
+    glue("gp_split", split["distserve"]["goodput"], "{:.3g}")
+    glue("gp_co", shared[best]["distserve"]["goodput"], "{:.3g}")
     glue("best_chunk", best, "{:,}")
     glue("tpot_tight", TIGHT_TPOT_MS)
-    glue("gp_split_t", split["tight"]["goodput"], "{:g}")
-    glue("gp_co_t", shared[tight_best]["tight"]["goodput"], "{:g}")
+    glue("gp_split_t", split["tight"]["goodput"], "{:.3g}")
+    glue("gp_co_t", shared[tight_best]["tight"]["goodput"], "{:.3g}")
 
 
 # %% [reveal, hide-code]
@@ -493,9 +493,10 @@ glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
 # as long as our longest prompts' prefill alone. The 25 ms what-if is ours: little more than a plain step.
 #
 # **What ran.** Each point is a dry run of the same {glue}`n_mixed` requests at one rate (Poisson arrivals; a rate
-# moves the arrivals, not the prompts), modeled on `h200-70b-fp8`, 32 slots per GPU. Goodput is read off the
-# rates tried ({glue}`lowest_per_gpu` to {glue}`highest_per_gpu` requests/s per GPU), nothing interpolated.
-# Below, the same sweep with one thing changed at a time.
+# moves the arrivals, not the prompts), modeled on `h200-70b-fp8`, 32 slots per GPU. Goodput is read where the
+# attainment first falls below the goal, interpolated between the two rates tried around it ({glue}`lowest_per_gpu`
+# to {glue}`highest_per_gpu` requests/s per GPU were tried). Below, the same sweep with one thing changed at a
+# time.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -545,17 +546,17 @@ glue("xfer_ib", xfer["ib"]["p50"], "{:.1f}")
 glue("xfer_ib_max", xfer["ib"]["max"], "{:.1f}")
 glue("ib_gbs", get_link("ib-ndr").bandwidth_Bps / 1e9, "{:.0f}")
 glue("nvlink_gbs", get_link("nvlink-h200").bandwidth_Bps / 1e9, "{:.0f}")
-glue("short_co", short["replicas"]["tight"]["goodput"], "{:g}")
-glue("short_split", short["split"]["tight"]["goodput"], "{:g}")
+glue("short_co", short["replicas"]["tight"]["goodput"], "{:.3g}")
+glue("short_split", short["split"]["tight"]["goodput"], "{:.3g}")
 glue("scarce_co", per_gpu(scarce["replicas"]["tight"]["goodput"]))
 glue("scarce_split", per_gpu(scarce["split"]["tight"]["goodput"]))
 glue("scarce_slots", slots["split"][1])
 glue("scarce_replica_slots", sum(slots["replicas"]))
-glue("four_co", four["replicas"]["distserve"]["goodput"], "{:g}")
-glue("four_31", four["3+1"]["distserve"]["goodput"], "{:g}")
-glue("four_co_t", four["replicas"]["tight"]["goodput"], "{:g}")
-glue("four_31_t", four["3+1"]["tight"]["goodput"], "{:g}")
-glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:g}")
+glue("four_co", four["replicas"]["distserve"]["goodput"], "{:.3g}")
+glue("four_31", four["3+1"]["distserve"]["goodput"], "{:.3g}")
+glue("four_co_t", four["replicas"]["tight"]["goodput"], "{:.3g}")
+glue("four_31_t", four["3+1"]["tight"]["goodput"], "{:.3g}")
+glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:.3g}")
 
 # %% [markdown]
 # * **Light load.** At {glue}`light_rate` requests/s there is nothing to win: the replicas meet their targets for
@@ -569,7 +570,7 @@ glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:g}")
 #   rate tried; at TPOT ≤ 25 ms the split loses ({glue}`short_split` against {glue}`short_co`), as its one decode
 #   GPU now carries every decode.
 # * **Scarce KV.** With KV for 8 slabs a GPU, the decode GPU holds {glue}`scarce_slots` requests at once and the
-#   two replicas {glue}`scarce_replica_slots`: the split's win at TPOT ≤ 25 ms is gone ({glue}`scarce_split`
+#   two replicas {glue}`scarce_replica_slots`: the split's lead at TPOT ≤ 25 ms narrows ({glue}`scarce_split`
 #   against {glue}`scarce_co`).
 # * **Four GPUs.** Now the split can give prompts more GPUs than decodes, DistServe's own point (it chose each
 #   phase's GPUs per model): three prefill GPUs and one decode GPU reach {glue}`four_31` requests/s per GPU at

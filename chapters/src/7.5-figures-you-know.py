@@ -483,18 +483,18 @@ with p_ds.after_prediction():
     tightest = {key: min((s for s, a in zip(SCALES, att) if a >= GOAL), default=None) for key, att in ds_scale.items()}
     order = list(ds_setups)
     print(p_ds.reveal(max(order, key=lambda k: ds_goodput[k] or 0),
-                      why=t("7.5.ds.why", gaps="; ".join(f"{t(f'7.5.ds.label.{k}')} {ds_goodput[k]:g}" for k in order))))
+                      why=t("7.5.ds.why", gaps="; ".join(f"{t(f'7.5.ds.label.{k}')} {ds_goodput[k]:.3g}" for k in order))))
     say("7.5.ds.head", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS, rate=SCALE_RATE / 2)
     for key in order:
-        print(ljust(t(f"7.5.ds.label.{key}"), 40) + f"{ds_goodput[key]:>10g}{tightest[key]:>12g}×")
+        print(ljust(t(f"7.5.ds.label.{key}"), 40) + f"{ds_goodput[key]:>10.3g}{tightest[key]:>12g}×")
     say("7.5.ds.ratio", rate=ds_goodput["split"] / ds_goodput["continuous"],
         scale=tightest["split"] / tightest["continuous"])
     glue("ds_ttft", DS_TTFT_MS)
     glue("ds_goal", 100 * GOAL, "{:.0f}")
     glue("ds_tpot", DS_TPOT_MS)
-    glue("ds_gp_cont", ds_goodput["continuous"], "{:g}")
-    glue("ds_gp_chunk", ds_goodput["chunked"], "{:g}")
-    glue("ds_gp_split", ds_goodput["split"], "{:g}")
+    glue("ds_gp_cont", ds_goodput["continuous"], "{:.3g}")
+    glue("ds_gp_chunk", ds_goodput["chunked"], "{:.3g}")
+    glue("ds_gp_split", ds_goodput["split"], "{:.3g}")
     glue("ds_rate_ratio", ds_goodput["split"] / ds_goodput["continuous"], "{:.2f}")
     glue("ds_scale_rate", SCALE_RATE / 2, "{:g}")
     glue("ds_scale_cont", tightest["continuous"], "{:g}")

@@ -9,7 +9,7 @@ import tinyserve
 from tinyserve.core.request import ABORTED, FINISHED, REJECTED, RUNNING, Request
 from tinyserve.errors import TinyserveError
 from tinyserve.trace.latency import tpot_s
-from tinyserve.trace.slo import attainment, check_targets, goodput
+from tinyserve.trace.slo import attainment, check_targets, goodput, reading
 
 TTFT, TPOT = 250.0, 62.5  # ms
 
@@ -76,12 +76,17 @@ def test_target_error_in_chinese():
         tinyserve.set_language("en")
 
 
-def test_goodput_is_the_highest_rate_before_the_first_miss():
-    assert goodput([1, 2, 3, 4], [0.99, 0.95, 0.85, 0.95]) == 2  # 4 meets again, but 3 failed below it
-    assert goodput([4, 2, 1, 3], [0.95, 0.95, 0.99, 0.85]) == 2  # order of the sweep does not matter
-    assert goodput([1, 2, 3, 4], [0.99, 0.95, 0.85, 0.95], goal=0.8) == 4
-    assert goodput([0.5, 1.0], [0.9, 0.9]) == 1.0  # exactly at the goal counts
-    assert goodput([1, 2], [0.89, 1.0]) is None  # the lowest rate already misses
+def test_goodput_is_read_where_the_curve_first_crosses_the_goal_interpolated():
+    # (2, 95%) -> (3, 85%): 90% is half-way, at 2.5; 4 meets the goal again, after the first crossing: not monotone
+    assert reading([1, 2, 3, 4], [0.99, 0.95, 0.85, 0.95]) == {"value": pytest.approx(2.5), "read": "crossing",
+                                                                "monotone": False}
+    assert goodput([4, 2, 1, 3], [0.95, 0.95, 0.99, 0.85]) == pytest.approx(2.5)  # the sweep's order does not matter
+    # (1, 99%) -> (5, 81%): (99 - 90) / (99 - 81) = half of the way, at 3.0; monotone
+    assert reading([1, 5], [0.99, 0.81]) == {"value": pytest.approx(3.0), "read": "crossing", "monotone": True}
+    assert reading([1, 2, 3, 4], [0.99, 0.95, 0.85, 0.95], goal=0.8) == {"value": 4, "read": "at_least",
+                                                                          "monotone": True}  # all pass: >= 4
+    assert reading([0.5, 1.0], [0.9, 0.9])["value"] == 1.0  # exactly at the goal counts as meeting it
+    assert reading([1, 2], [0.89, 1.0]) == {"value": None, "read": "below", "monotone": False}  # < the lowest
     assert goodput([], []) is None
 
 

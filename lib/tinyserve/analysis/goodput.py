@@ -20,7 +20,7 @@ from ..deploy.config import DEFAULT_LINK
 from ..engine import Engine
 from ..errors import TinyserveError
 from ..lang import t
-from ..trace.slo import check_targets, check_ttft_at, goodput
+from ..trace.slo import check_targets, check_ttft_at, reading
 
 GOAL = 0.9  # DistServe's attainment goal
 
@@ -123,7 +123,8 @@ def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: I
 
 def goodput_per_gpu(rows: Sequence[dict], goal: float = GOAL) -> list[dict]:
     """Per deployment of a sweep (in its order): goodput in requests/s for the whole deployment and per GPU (None
-    when even the lowest rate swept misses the goal: below the sweep)."""
+    when even the lowest rate swept misses the goal: below the sweep), how it was read (trace.slo.reading: an
+    interpolated crossing, at least the highest rate, or below the lowest) and whether the curve is monotone."""
     out: dict[str, dict] = {}
     for row in rows:
         g = out.setdefault(row["deployment"], {"deployment": row["deployment"], "kind": row["kind"],
@@ -132,8 +133,25 @@ def goodput_per_gpu(rows: Sequence[dict], goal: float = GOAL) -> list[dict]:
         g["attainments"].append(row["attainment"])
     result = []
     for g in out.values():
-        rps = goodput(g["rates"], g["attainments"], goal)
+        read = reading(g["rates"], g["attainments"], goal)
+        rps = read["value"]
         result.append({"deployment": g["deployment"], "kind": g["kind"], "num_gpus": g["num_gpus"], "goal": goal,
-                       "lowest_rate": min(g["rates"]), "goodput_rps": rps,
-                       "goodput_per_gpu": None if rps is None else rps / g["num_gpus"]})
+                       "lowest_rate": min(g["rates"]), "highest_rate": max(g["rates"]), "goodput_rps": rps,
+                       "goodput_per_gpu": None if rps is None else rps / g["num_gpus"], "read": read["read"],
+                       "monotone": read["monotone"]})
     return result
+
+
+def over_seeds(per_seed: dict[int, Sequence[dict]]) -> list[dict]:
+    """Per deployment, its goodput over several seeds' sweeps ({seed: goodput_per_gpu(rows)}): every seed's, the
+    median (the lower middle one for an even count) and the lowest and highest, each as goodput_per_gpu gives it. A
+    goodput below the sweep ranks under every number; "at least" ranks as its value."""
+    seeds = list(per_seed)
+    out = []
+    for i, first in enumerate(per_seed[seeds[0]]):
+        each = [per_seed[s][i] for s in seeds]
+        ranked = sorted(each, key=lambda g: -math.inf if g["goodput_per_gpu"] is None else g["goodput_per_gpu"])
+        out.append({"deployment": first["deployment"], "kind": first["kind"], "num_gpus": first["num_gpus"],
+                    "goal": first["goal"], "seeds": seeds, "per_seed": each, "median": ranked[(len(ranked) - 1) // 2],
+                    "min": ranked[0], "max": ranked[-1]})
+    return out

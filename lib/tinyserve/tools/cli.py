@@ -120,6 +120,17 @@ def _rates(s: str) -> list[float]:
     return out
 
 
+def _seeds(s: str) -> list[int]:
+    """--seeds 0,1,2,3,4: whole numbers, each once."""
+    try:
+        out = [int(item) for item in s.split(",")]
+    except ValueError:
+        out = []
+    if not out or len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(t("cli.arg.seeds", value=s))
+    return out
+
+
 def _slo_options(p: argparse.ArgumentParser, required: bool) -> None:
     """--slo-ttft-ms and --slo-tpot-ms (checked by trace.slo.check_targets: finite and > 0)."""
     p.add_argument("--slo-ttft-ms", type=_number("--slo-ttft-ms"), required=required, metavar="MS",
@@ -188,7 +199,8 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
     g.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
     g.add_argument("--kv-layout", default="slab", help=t("cli.help.kv_layout"))
     g.add_argument("--block-size", type=_positive_int("--block-size"), help=t("cli.help.block_size"))
-    g.add_argument("--seed", type=int, default=0, help=t("cli.help.seed"))
+    g.add_argument("--seed", type=int, help=t("cli.help.seed"))
+    g.add_argument("--seeds", type=_seeds, metavar="S1,S2,...", help=t("cli.help.seeds"))
     g.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
                    help=t("cli.help.goodput_knob"))
     dry = g.add_mutually_exclusive_group()
@@ -413,24 +425,40 @@ def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) ->
 
 
 def cmd_goodput(a) -> None:
-    from ..analysis.goodput import goodput_per_gpu, sweep
+    from ..analysis.goodput import goodput_per_gpu, over_seeds, sweep
 
-    rows = sweep(a.deployment, a.workload, a.rates, a.slo_ttft_ms, a.slo_tpot_ms, policy=a.policy,
-                 workload_knobs=dict(a.workload_knob), batch_size=a.batch_size, chunk_size=a.chunk_size,
-                 max_batch_tokens=a.max_batch_tokens, hardware=a.hardware, kv_budget=a.kv_budget,
-                 max_model_len=a.max_model_len, kv_layout=a.kv_layout, block_size=a.block_size, seed=a.seed,
-                 dry_run=a.dry_run, ttft_at=a.ttft_at)
-    best = goodput_per_gpu(rows)
+    if a.seeds is not None and a.seed is not None:
+        raise TinyserveError(t("cli.goodput.seeds_and_seed"))
+    seeds = a.seeds or [0 if a.seed is None else a.seed]
+    runs = {}
+    for seed in seeds:
+        rows = sweep(a.deployment, a.workload, a.rates, a.slo_ttft_ms, a.slo_tpot_ms, policy=a.policy,
+                     workload_knobs=dict(a.workload_knob), batch_size=a.batch_size, chunk_size=a.chunk_size,
+                     max_batch_tokens=a.max_batch_tokens, hardware=a.hardware, kv_budget=a.kv_budget,
+                     max_model_len=a.max_model_len, kv_layout=a.kv_layout, block_size=a.block_size, seed=seed,
+                     dry_run=a.dry_run, ttft_at=a.ttft_at)
+        runs[seed] = (rows, goodput_per_gpu(rows))
+    rows, best = runs[seeds[0]]
     if a.json:
-        print(json.dumps({"workload": a.workload, "workload_knobs": dict(a.workload_knob), "policy": a.policy,
-                          "hardware": rows[0]["hardware"], "dry_run": a.dry_run,
-                          "slo": {"ttft_ms": a.slo_ttft_ms, "tpot_ms": a.slo_tpot_ms, "goal": best[0]["goal"],
-                                  "ttft_at": a.ttft_at},
-                          "rates": sorted({r["rate"] for r in rows}), "rows": rows, "goodput": best}))
+        doc = {"workload": a.workload, "workload_knobs": dict(a.workload_knob), "policy": a.policy,
+               "hardware": rows[0]["hardware"], "dry_run": a.dry_run,
+               "slo": {"ttft_ms": a.slo_ttft_ms, "tpot_ms": a.slo_tpot_ms, "goal": best[0]["goal"],
+                       "ttft_at": a.ttft_at},
+               "rates": sorted({r["rate"] for r in rows})}
+        if a.seeds is None:
+            doc.update(rows=rows, goodput=best)
+        else:  # a sweep per seed, and per deployment the median and the range
+            doc.update(seeds=seeds, runs=[{"seed": s, "rows": r, "goodput": b} for s, (r, b) in runs.items()],
+                       goodput=over_seeds({s: b for s, (_, b) in runs.items()}))
+        print(json.dumps(doc))
     else:
-        from .deploy_report import format_goodput
+        from .deploy_report import format_goodput, format_seeds
 
-        print(format_goodput(rows, best, a.workload, a.policy, a.slo_ttft_ms, a.slo_tpot_ms))
+        print("\n\n".join((t("cli.goodput.seed", seed=seed) + "\n" if a.seeds is not None else "")
+                           + format_goodput(r, b, a.workload, a.policy, a.slo_ttft_ms, a.slo_tpot_ms)
+                           for seed, (r, b) in runs.items()))
+        if a.seeds is not None:
+            print("\n" + format_seeds(over_seeds({s: b for s, (_, b) in runs.items()}), seeds))
 
 
 def cmd_workloads(a) -> None:

@@ -53,6 +53,25 @@ def format_deployment(dt: DeploymentTrace, slo: dict | None = None, ttft_at: str
     return "\n".join(lines)
 
 
+def goodput_words(g: dict) -> str:
+    """A goodput per GPU as read (analysis.goodput.goodput_per_gpu): the value, >= the highest rate swept, or < the
+    lowest; * when the attainment curve climbs back above the goal after it first fell below."""
+    if g["read"] == "below":
+        text = t("cli.goodput.below", value=g["lowest_rate"] / g["num_gpus"])
+    else:
+        text = t("cli.goodput.at_least" if g["read"] == "at_least" else "cli.goodput.value", value=g["goodput_per_gpu"])
+    return text if g["monotone"] else text + " *"
+
+
+def format_seeds(per_seed: Sequence[dict], seeds: Sequence[int]) -> str:
+    """The lines under several seeds' tables: per deployment, the median goodput per GPU and its range."""
+    lines = [t("cli.goodput.seeds_head", n=len(seeds), seeds=", ".join(map(str, seeds)))]
+    for g in per_seed:
+        lines.append(t("cli.goodput.seeds_row", deployment=g["deployment"], median=goodput_words(g["median"]),
+                       low=goodput_words(g["min"]), high=goodput_words(g["max"])))
+    return "\n".join(lines)
+
+
 def format_goodput(rows: Sequence[dict], best: Sequence[dict], workload: str, policy: str, ttft_ms: float,
                    tpot_ms: float) -> str:
     """A table: per deployment its GPUs, the attainment at each rate swept, and its goodput per GPU."""
@@ -62,10 +81,8 @@ def format_goodput(rows: Sequence[dict], best: Sequence[dict], workload: str, po
             *(t("cli.goodput.col.rate", rate=r) for r in rates), t("cli.goodput.col.goodput")]
     table = [head]
     for g in best:
-        value = (t("cli.goodput.value", value=g["goodput_per_gpu"]) if g["goodput_per_gpu"] is not None
-                 else t("cli.goodput.below", value=g["lowest_rate"] / g["num_gpus"]))
         table.append([g["deployment"], str(g["num_gpus"]),
-                      *(f"{share[g['deployment'], r]:.1%}" for r in rates), value])
+                      *(f"{share[g['deployment'], r]:.1%}" for r in rates), goodput_words(g)])
     cols = [max(width(row[j]) for row in table) for j in range(len(head))]
     body = ["  ".join(ljust(cell, cols[j]) if j == 0 else rjust(cell, cols[j]) for j, cell in enumerate(row))
             for row in table]

@@ -4,7 +4,9 @@ A request meets the SLO when it finished, its TTFT <= the TTFT target and its TP
 trace/latency.py defines it, vLLM's meaning; a one-token output has no TPOT and meets that target). Rejected,
 aborted and unfinished requests meet neither target; every request of the run counts in the denominator.
 Goodput is DistServe's (Zhong et al., OSDI '24): the highest request rate at which the attainment stays at or above
-a goal (90% in the paper); per GPU when the rates given are per GPU.
+a goal (90% in the paper); per GPU when the rates given are per GPU. Read off a sweep as DistServe's plotting
+scripts do: where the attainment curve first falls below the goal, interpolated linearly between the two rates
+around that crossing (reading()).
 """
 from __future__ import annotations
 
@@ -62,16 +64,27 @@ def attainment(requests: Iterable[Request], ttft_ms: float, tpot_ms: float) -> d
             "met_ttft": sum(ttft_ok) / n if n else 0.0, "met_tpot": sum(tpot_ok) / n if n else 0.0}
 
 
-def goodput(rates: Sequence[float], attainments: Sequence[float], goal: float = 0.9) -> float | None:
-    """The highest swept rate up to which every swept rate (ascending) has attainment >= goal; None if the lowest
-    has not (DistServe's goodput, read off a sweep: nothing is interpolated between the rates tried)."""
+def reading(rates: Sequence[float], attainments: Sequence[float], goal: float = 0.9) -> dict:
+    """DistServe's goodput read off a sweep: {"value", "read", "monotone"}. read "crossing": the attainment curve
+    (rates ascending) first falls below the goal between two rates tried, and value is interpolated linearly
+    between them; "at_least": every rate tried meets the goal, value is the highest (goodput is at least that);
+    "below": even the lowest misses it, value None (goodput is below the lowest). monotone: False when the curve
+    climbs back to the goal after its first crossing (then the first crossing is the one read)."""
     if len(rates) != len(attainments):
         raise TinyserveError(t("engine.slo.lengths", rates=len(rates), attainments=len(attainments)))
     if isinstance(goal, bool) or not isinstance(goal, (int, float)) or not 0 < goal <= 1:
         raise TinyserveError(t("engine.slo.goal", value=goal))
-    best = None
-    for rate, share in sorted(zip(rates, attainments), key=lambda p: p[0]):
-        if share < goal:
-            break
-        best = rate
-    return best
+    points = sorted(zip(rates, attainments), key=lambda p: p[0])
+    first = next((i for i, (_, share) in enumerate(points) if share < goal), None)
+    monotone = first is None or all(share < goal for _, share in points[first:])
+    if first is None:
+        return {"value": points[-1][0] if points else None, "read": "at_least", "monotone": monotone}
+    if first == 0:
+        return {"value": None, "read": "below", "monotone": monotone}
+    (r0, a0), (r1, a1) = points[first - 1], points[first]
+    return {"value": r0 + (a0 - goal) / (a0 - a1) * (r1 - r0), "read": "crossing", "monotone": monotone}
+
+
+def goodput(rates: Sequence[float], attainments: Sequence[float], goal: float = 0.9) -> float | None:
+    """The goodput read off a sweep (reading()'s value): None when even the lowest rate misses the goal."""
+    return reading(rates, attainments, goal)["value"]
