@@ -75,7 +75,7 @@ def _mark(cell, marks: list) -> None:
     if "hide-code" in marks:
         cell.metadata["jupyter"] = {"source_hidden": True}
     if "reveal" in marks:
-        code = "\n".join(ln for ln in cell.source.splitlines() if not (ln.startswith("#") and not ln.startswith("#!")))
+        code = "\n".join(ln for ln in cell.source.splitlines() if not ln.startswith("#"))  # its top-level comments
         if not REVEAL_BLOCK.match(code.strip("\n")):
             raise EditionError("a reveal cell must be one `with QUESTION.after_prediction():` block (after its "
                                f"comment lines), so that Run All shows no answer: {cell.source[:160]!r}")

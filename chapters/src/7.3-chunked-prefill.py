@@ -570,8 +570,8 @@ glue("four_22_t", four["2+2"]["tight"]["goodput"], "{:.3g}")
 #   rate tried; at TPOT ≤ 25 ms the split loses ({glue}`short_split` against {glue}`short_co`), as its one decode
 #   GPU now carries every decode.
 # * **Scarce KV.** With KV for 8 slabs a GPU, the decode GPU holds {glue}`scarce_slots` requests at once and the
-#   two replicas {glue}`scarce_replica_slots`: the split's lead at TPOT ≤ 25 ms narrows ({glue}`scarce_split`
-#   against {glue}`scarce_co`).
+#   two replicas {glue}`scarce_replica_slots`; at TPOT ≤ 25 ms the split reaches {glue}`scarce_split` against
+#   {glue}`scarce_co` on this draw, and on other draws of the same traffic it comes out ahead or behind.
 # * **Four GPUs.** Now the split can give prompts more GPUs than decodes, DistServe's own point (it chose each
 #   phase's GPUs per model): three prefill GPUs and one decode GPU reach {glue}`four_31` requests/s per GPU at
 #   DistServe's targets against {glue}`four_co` for four replicas, and {glue}`four_31_t` against

@@ -58,7 +58,8 @@ class Engine:
         """
         rc = RunConfig.of(policy, config, knobs)
         requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
-        make_clock(rc.clock, rc.hardware)  # an unknown preset is refused before the model loads
+        if self._model is None and not rc.dry_run:  # an unknown preset is refused before the model loads
+            make_clock(rc.clock, rc.hardware)
         return Run(rc, requests, self.model_side(rc), hooks)
 
     def model_side(self, rc: RunConfig) -> ModelSide:

@@ -139,11 +139,6 @@ class Run:
         """No request of its own is left to arrive, wait or run."""
         return not self.pending and not self.scheduler.busy
 
-    @property
-    def kv_used_tokens(self) -> int:
-        """K/V tokens the slot holders keep now."""
-        return self.scheduler.kv_used_tokens
-
     def arrive(self, request: Request) -> None:
         """A request handed to this run (one of `later`) arrives now and joins the queue."""
         if request.status == REJECTED:

@@ -99,7 +99,7 @@ class _Question:
         return False
 
     def _pending(self) -> bool:
-        """Take what the learner entered but did not send yet; True when a prediction is in."""
+        """True when a prediction is in (Predict also takes a number typed but not yet sent)."""
         return self.answer is not None or self.guess is not None
 
     def _hint(self) -> str:

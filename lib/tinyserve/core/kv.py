@@ -104,8 +104,9 @@ class SlotPool:
 
     The interface every KV pool gives the scheduler (core/blocks.PagedPool is the paged one): claim and release a
     slot, fits / fitting / allocate / grow / free for the K/V a request needs (grow starts each step; preempted
-    lists who was taken back in it), step_fields and trace_fields for the record. A slab already holds a request's longest sequence, so here
-    most of them have nothing to do; the scheduler never asks which layout it has.
+    lists who was taken back in it), step_fields and trace_fields for the record. A slab already holds a
+    request's longest sequence, so here most of them have nothing to do; the scheduler never asks which layout
+    it has.
     """
 
     block_size = None  # no blocks

@@ -29,7 +29,7 @@ def layout_kv(hw, cfg: GPTConfig, requests: list[Request], batch_size: int, dtyp
     plan = plan_slabs(hw, cfg.n_layer, cfg.n_embd, size, str(dtype).removeprefix("torch."), cfg.n_positions,
                       kv_budget, max_model_len, config.slab)
     bpt = plan.bytes_per_token
-    if config.kv_layout == "paged":  # slabs would size the equal-memory pool: the longest of every request, as a slab run's
+    if config.kv_layout == "paged":  # sized as slabs would be (equal memory): the longest request, as a slab run's
         longest = max((r.prompt_len + r.max_new_tokens for r in requests if r.status != REJECTED), default=1)
         pool = paged_pool(batch_size, plan.capacity, plan.slab_tokens(longest) * bpt, block_size, bpt)
         refused = refusals_paged(pool, requests, plan.capacity_name)

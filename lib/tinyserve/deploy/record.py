@@ -70,8 +70,8 @@ class DeploymentTrace:
     def metrics(self, ttft_at: str = "prefill") -> dict:
         """Request-level metrics of the contract (throughput, TTFT, TPOT, ITL, E2EL) over the whole deployment,
         with TTFT where `ttft_at` says the first token counts (as_seen)."""
-        return {**request_metrics(self.as_seen(ttft_at)), "num_instances": len(self.instances), "num_gpus": self.num_gpus,
-                "transfers": len(self.transfers),
+        return {**request_metrics(self.as_seen(ttft_at)), "num_instances": len(self.instances),
+                "num_gpus": self.num_gpus, "transfers": len(self.transfers),
                 "transfer_ms": _stats([(x.end_s - x.ready_s) * 1e3 for x in self.transfers]),
                 "transfer_bytes": sum(x.bytes for x in self.transfers)}
 
