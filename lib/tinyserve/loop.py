@@ -146,6 +146,11 @@ class Run:
         self.requests.append(request)
         self.scheduler.add(request)
 
+    def wait_until(self, t: float) -> None:
+        """An idle run waits for something elsewhere (a deployment's K/V leaving gives it room at t): its clock
+        jumps there."""
+        self.now = max(self.now, t)
+
     def abort(self, request_id: str) -> None:
         """Stop a request; its slot and KV are free for the next step. Unknown or finished ids are errors."""
         r = next((x for x in self.requests if x.id == request_id), None)

@@ -1,5 +1,6 @@
-"""A decode instance short of KV: it never holds more than its KV does (slab: its slots; paged: its blocks), and
-what does not fit waits in its queue, never lost: every request still finishes."""
+"""A decode instance short of KV: it never holds more than its KV does (slab: its slots; paged: its blocks); what it
+has no room for waits on its prefill instance, K/V held there (memory pushes back), never lost: every request still
+finishes."""
 from __future__ import annotations
 
 import pytest
@@ -31,8 +32,11 @@ def burst() -> list:
 def test_a_decode_pool_short_of_kv_queues_and_loses_nothing(policy, layout, knobs, holds):
     dep = run_deployment(Engine(), burst(), RunConfig(policy, dry_run=True, **knobs),
                          DeploymentConfig("disaggregated", decode_instances=1))
-    dec = dep.instances[1]
-    assert dec.steps and any(s.num_waiting > 0 for s in dec.steps)  # the queue really formed
+    pre, dec = dep.instances
+    assert pre.steps and any(s.num_waiting > 0 for s in pre.steps)  # the queue really formed, before the prefill
+    assert any(tr.start_s > tr.ready_s for tr in dep.transfers)  # and K/V waited for room at the decode side
+    # the decode side waits for nothing but room for a request it preempted: a transfer is taken at once
+    assert all(s.num_waiting == 0 for s in dec.steps) or holds == 16
     contexts: dict[str, int] = {}
     for s in dec.steps:
         here = {w.request_id for w in s.works if w.phase != "wasted"}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import TinyserveError
 from ..lang import t
-from .request import REJECTED
+from .request import FINISHED, REJECTED
 
 
 def kv_bytes_per_token(n_layer: int, n_kv_dim: int, itemsize: int) -> int:
@@ -118,6 +118,13 @@ class SlotPool:
         self.slab_tokens = slab_tokens
         self.bytes_per_token = bytes_per_token
         self._free = list(range(num_slots))
+        # a deployment's hand-over (deploy/coordinator.py): K/V held for requests not in the batch. kept: on a
+        # prefill instance, finished prompts whose K/V wait to leave (keep_finished); reserved: on a decode
+        # instance, the slot and K/V taken for a transfer on its way (reserve), until the request is admitted
+        self.keep_finished = False
+        self.kept: dict[str, object] = {}
+        self.reserved: dict[str, object] = {}
+        self.parked_tokens = 0  # K/V positions of the kept and the reserved
 
     @property
     def num_free(self) -> int:
@@ -158,6 +165,43 @@ class SlotPool:
     def priced(self, clock):
         """The clock that prices this layout's steps: the given one."""
         return clock
+
+    # ---- a deployment's hand-over: K/V held outside the batch ---------------------------------------------
+    def keep(self, r) -> bool:
+        """r leaves the batch: True if this pool keeps its K/V (and slot) until they are sent, as a deployment's
+        prefill instance does for a finished prompt (keep_finished); False: the caller frees them."""
+        if not (self.keep_finished and r.status == FINISHED):
+            return False
+        self.kept[r.id] = r
+        self.parked_tokens += r.prompt_len
+        return True
+
+    def let_go(self, r) -> None:
+        """A kept request's K/V have left (landed on a decode instance, or were never to be sent): free them."""
+        del self.kept[r.id]
+        self.parked_tokens -= r.prompt_len
+        self.release(r.slot)
+        self.free(r)
+
+    def room_for(self, r) -> bool:
+        """A free slot and K/V for r arriving prefilled (its prompt and its next position)."""
+        return bool(self._free) and self.fits(r)
+
+    def reserve(self, r) -> None:
+        """Take a slot and r's prompt's K/V now, for a transfer on its way (room_for(r) must hold)."""
+        r.slot = self.claim()
+        if not self.allocate(r, r.prefill_len + 1):
+            raise RuntimeError(f"no KV to reserve for {r.id}")  # words: ok (the coordinator asks room_for first)
+        self.reserved[r.id] = r
+        self.parked_tokens += r.prompt_len
+
+    def take_reserved(self, r) -> bool:
+        """r is admitted: True if its slot and K/V were reserved (they are now its own, in the batch)."""
+        if r.id not in self.reserved:
+            return False
+        del self.reserved[r.id]
+        self.parked_tokens -= r.prompt_len
+        return True
 
     def claim(self) -> int:
         """Take the lowest free slot."""

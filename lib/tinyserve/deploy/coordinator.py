@@ -6,13 +6,19 @@ what arrives during it waits for the next one, as on a real server). An idle ins
 next event, but never past the deployment's next event, which may bring it work. Under the modeled clock that is
 the instances running in parallel.
 
-Routing: the least-loaded instance of the pool (requests queued, running or on their way to it; ties: the lowest
-index), counted at the moment of the arrival. Transfers: a prefill instance sends over its own link, one transfer
-at a time, first come first served; the destination is chosen when the prefill ends (an event of its own at that
-time, so every decode instance's state is counted at that moment, as an arrival's is). An instance of several GPUs
-(tensor parallel: each holds a share of the KV heads) sends the shares in parallel, one link per GPU. Modeled
-simplifications (stated): the prefill instance frees the request's K/V when its first token is made, not when the
-transfer ends; a transfer shares its link with no other traffic.
+Routing: the least-loaded instance of the pool (requests queued, running, holding K/V or on their way to it; ties:
+the lowest index), counted at the moment of the arrival.
+
+Memory pushes back, as in DistServe (its prefill instance keeps a prompt's blocks until the decode side takes
+them): a prompt's K/V stay on its prefill instance, counted in its KV, after its first token is made. Each prefill
+instance sends over its own link, one transfer at a time, first come first served; the head of its queue leaves
+when the link is free and a decode instance has room for it (a free slot and the prompt's K/V, with nobody
+preempted there still waiting for room): the least loaded of those reserves the slot and K/V as the transfer
+starts. In flight, the K/V count on both instances; on landing the prefill instance frees them and the decode
+instance admits the request at its next step (the reservation goes ahead of its queue). A prefill instance whose
+KV is full admits no new prompt until some K/V leave. An instance of several GPUs (tensor parallel: each holds a
+share of the KV heads) sends the shares in parallel, one link per GPU. Modeled simplification (stated): a
+transfer shares its link with no other traffic.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from ..core.config import RunConfig
+from ..core.blocks import blocks_for
 from ..core.request import FINISHED, REJECTED, Request, check_prompts
 from ..core.scheduling.scheduler import stop_reason
 from ..core.workloads import Workload, resolve_workload
@@ -50,8 +57,10 @@ class Instance:
         self.blocked = False  # idle with nothing of its own to wait for: asleep until something is admitted
         self.incoming = 0  # transfers on their way here (counted as load)
         self.last_step = (0.0, 0)  # (end, requests it finished) of this instance's latest step
+        self.planned_free = (0, 0)  # (slots, blocks) free once its latest step was planned: its room until it ends
         self._order = 0
         self.run = Run(rc, (name, []), model, (*hooks, _Carried(self)), later)
+        self.run.pool.keep_finished = role == "prefill"  # a prompt's K/V stay until they have landed elsewhere
 
     @property
     def done(self) -> bool:
@@ -82,7 +91,36 @@ class Instance:
         policy = self.run.policy
         end, finished = self.last_step
         return (len(self.run.pending) + len(self.inbox) + len(policy.waiting) + len(policy.running) + self.incoming
-                + (finished if end > t else 0))
+                + len(self.run.pool.kept) + (finished if end > t else 0))
+
+    def room(self, r: Request, t: float, later: bool = False) -> bool:
+        """A slot and K/V free here at time t for r arriving prefilled, and nobody preempted here waiting for room
+        (they come back first). Until its latest step ends, what that step frees is not free yet; later: once it
+        has ended."""
+        pool = self.run.pool
+        if any(w.id not in pool.reserved for w in self.run.policy.waiting):
+            return False
+        slots, blocks = (self.planned_free if t < self.last_step[0] and not later
+                         else (pool.num_free, getattr(pool, "free_blocks", 0)))
+        return slots > 0 and (pool.block_size is None or blocks_for(r.prefill_len + 1, pool.block_size) <= blocks)
+
+    def reserve(self, r: Request) -> None:
+        """Take a slot and r's K/V here for its transfer, now (room(r, now) held)."""
+        pool = self.run.pool
+        before = getattr(pool, "free_blocks", 0)
+        pool.reserve(r)
+        slots, blocks = self.planned_free
+        self.planned_free = (slots - 1, blocks - (before - getattr(pool, "free_blocks", 0)))
+        self.run.scheduler.recount()
+        self.incoming += 1
+
+    def let_go(self, p: Request, t: float) -> None:
+        """p's K/V have left this (prefill) instance at time t: freed. Asleep for want of KV, it wakes at t."""
+        self.run.pool.let_go(p)
+        self.run.scheduler.recount()
+        if self.blocked:
+            self.blocked = False
+            self.run.wait_until(t)
 
 
 class _Carried(StepHook):
@@ -93,6 +131,8 @@ class _Carried(StepHook):
         self.instance = instance
 
     def planned(self, run: Run, plan) -> None:
+        pool = run.pool
+        self.instance.planned_free = (pool.num_free, getattr(pool, "free_blocks", 0))
         carried = self.instance.carried
         if not carried:
             return
@@ -143,7 +183,7 @@ class Deployment:
         self.instances: list[Instance] = []
         self.transfers: list[Transfer] = []
         self.routes: dict[str, list[int]] = {r.id: [] for r in self.requests}
-        self._ready: list = []  # (ready_s, order, src, prefill request, blob): prompts done, not yet sent
+        self._queues: list[deque] = []  # per prefill instance: (decode request, prefill request, blob), not yet sent
         self._landing: list = []  # (end_s, order, Transfer, decode request, blob): transfers on the wire
         self._order = 0  # ties in the event heaps: first pushed, first handled
         self._link_free: list[float] = []  # per prefill instance: when its link is free again
@@ -166,6 +206,7 @@ class Deployment:
             for i in range(dc.prefill_instances):
                 self.instances.append(Instance("prefill", i, rc, name, model, pre, (_Handoff(self, i),)))
                 self._link_free.append(0.0)
+                self._queues.append(deque())
             rc_dec = dc.decode_config(rc)
             for j in range(dc.decode_instances):
                 self.instances.append(Instance("decode", dc.prefill_instances + j, rc_dec, name, model, dec))
@@ -184,14 +225,14 @@ class Deployment:
     @property
     def done(self) -> bool:
         """Nothing left to arrive, transfer, wait or run."""
-        return (not self.arrivals and not self._ready and not self._landing
+        return (not self.arrivals and not any(self._queues) and not self._landing
                 and all(x.done for x in self.instances))
 
     def step(self) -> bool:
         """Advance the earliest event (an arrival, a prompt ready to send, a landing transfer or one instance's
         step); False when done."""
         ta = self.arrivals[0].arrival_s if self.arrivals else math.inf
-        th = self._ready[0][0] if self._ready else math.inf
+        th, src = self._next_send() if any(self._queues) else (math.inf, None)
         tx = self._landing[0][0] if self._landing else math.inf
         ti, inst = math.inf, None
         for x in self.instances:
@@ -208,15 +249,14 @@ class Deployment:
             if not self.arrivals:
                 self._set_expecting()
         elif th <= min(tx, ti):
-            _, _, src, p, blob = heapq.heappop(self._ready)
-            self._send(src, p, blob)
+            self._send(src, th)
         elif tx <= ti:
             end, _, tr, req, blob = heapq.heappop(self._landing)
             dst = self.instances[tr.dst]
             dst.incoming -= 1
             self._admit(dst, req, end, blob)
-            if not self._landing:
-                self._set_expecting()
+            self.instances[tr.src].let_go(self.prefill_side[req.id], end)
+            self._set_expecting()
         else:
             before, done_before = inst.run.now, inst.run.num_done
             rec = inst.step(until=min(ta, th, tx))
@@ -224,7 +264,7 @@ class Deployment:
                 inst.blocked = True  # nothing to do until a request is admitted here
             elif rec is not None:
                 inst.last_step = (inst.run.now, inst.run.num_done - done_before)
-            if inst.role == "prefill" and inst.done:
+            if inst.role == "prefill":
                 self._set_expecting()
         return True
 
@@ -243,39 +283,61 @@ class Deployment:
     def _set_expecting(self) -> None:
         """Tell each instance whether more may still be admitted (a static batch waits for more only then)."""
         more = bool(self.arrivals)
-        feeding = (more or bool(self._ready) or bool(self._landing)
+        feeding = (more or any(self._queues) or bool(self._landing)
                    or any(not x.done for x in self.front if x.role == "prefill"))
         for x in self.instances:
-            now = feeding if x.role == "decode" else more
+            # a prefill instance holding K/V to send will have room again: waiting for it is no stall
+            now = feeding if x.role == "decode" else more or bool(x.run.pool.kept)
             if x.expecting != now:
                 x.expecting = now
                 x.blocked = False
 
     def hand_off(self, src: int, p: Request, blob: object) -> None:
-        """A prefill instance made request p's first token: unless that ended it, send its K/V to a decode instance."""
+        """A prefill instance made request p's first token: unless that ended it, its K/V (kept there) join the
+        instance's queue to be sent; else they are freed."""
         orig = self._by_id[p.id]
         n_out = orig.known_output_len()
         if p.finish_reason == "eos" or orig.max_new_tokens == 1 or n_out == 1:
-            return  # done at the prefill instance: nothing to decode
+            self.instances[src].let_go(p, p.finish_s)  # done at the prefill instance: nothing to decode
+            return
         d = orig.fresh()
         d.output, d.token_times = list(p.output), list(p.token_times)
         d.num_prefilled = d.prefill_len = p.prompt_len
         self.decode_side[p.id] = d
-        self._order += 1
-        heapq.heappush(self._ready, (p.finish_s, self._order, src, p, blob))
+        self._queues[src].append((d, p, blob))
 
-    def _send(self, src: int, p: Request, blob: object) -> None:
-        """At the end of p's prefill: choose its decode instance as loaded now and put its K/V on src's link."""
-        d = self.decode_side[p.id]
-        ready = p.finish_s
-        dst = _least_loaded(self.decoders, ready)
-        dst.incoming += 1
-        start = max(ready, self._link_free[src])
+    def _next_send(self) -> tuple[float, int | None]:
+        """When the next transfer can start, and from which prefill instance: the head of a queue leaves once its
+        prompt is done, its link is free and a decode instance has room for it (now, or when a step there ends)."""
+        best, best_src = math.inf, None
+        for src, q in enumerate(self._queues):
+            if not q:
+                continue
+            d, p, _ = q[0]
+            t0 = max(p.finish_s, self._link_free[src])
+            t = math.inf
+            for x in self.decoders:
+                if x.room(d, t0):
+                    t = t0
+                    break
+                if x.last_step[0] > t0 and x.room(d, t0, later=True):
+                    t = min(t, x.last_step[0])
+            if t < best:
+                best, best_src = t, src
+        return best, best_src
+
+    def _send(self, src: int, start: float) -> None:
+        """The head of src's queue leaves at `start`: the least-loaded decode instance with room reserves its slot
+        and K/V, and the K/V go on src's link."""
+        d, p, blob = self._queues[src].popleft()
+        dst = _least_loaded([x for x in self.decoders if x.room(d, start)], start)
+        dst.reserve(d)
         nbytes = p.prompt_len * self.instances[src].run.pool.bytes_per_token
         # tensor parallel: each of the instance's GPUs holds its share of the KV heads and sends it over its own link
         end = start + transfer_s(self.link, nbytes / self.gpus)
         self._link_free[src] = end
-        tr = Transfer(p.id, src, dst.index, self.link.name, nbytes, getattr(blob, "nbytes", None), ready, start, end)
+        tr = Transfer(p.id, src, dst.index, self.link.name, nbytes, getattr(blob, "nbytes", None), p.finish_s,
+                      start, end)
         self.transfers.append(tr)
         self._order += 1
         heapq.heappush(self._landing, (end, self._order, tr, d, blob))

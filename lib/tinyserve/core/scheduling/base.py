@@ -46,8 +46,15 @@ class Policy:
         self.running.clear()
 
     def add(self, req: Request) -> None:
-        """A request has arrived."""
-        self.waiting.append(req)
+        """A request has arrived. One whose slot and K/V were reserved for it (a deployment's transfer, landed)
+        goes ahead of those that must still find room: it enters at the next step."""
+        if self.pool.reserved and req.id in self.pool.reserved:
+            i = 0
+            while i < len(self.waiting) and self.waiting[i].id in self.pool.reserved:
+                i += 1
+            self.waiting.insert(i, req)
+        else:
+            self.waiting.append(req)
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         """What to compute in the next step at time `now`; more_coming: requests are still to arrive."""
@@ -75,7 +82,8 @@ class Policy:
     def _claim(self, req: Request) -> None:
         """req enters a slot; the pool takes what its prefill needs (a request that comes prefilled, its K/V from
         another instance, decodes at once: its next position too)."""
-        req.slot = self.pool.claim()
+        if not self.pool.take_reserved(req):
+            req.slot = self.pool.claim()
         self.running.append(req)
         if req.preemptions:
             req.resume()
@@ -83,6 +91,8 @@ class Policy:
             raise RuntimeError(f"no KV for {req.id}'s prefill")  # words: ok (a policy bug: admission asks fits())
 
     def _free(self, req: Request, last_step: int | None = None) -> None:
+        if self.pool.keep_finished and self.pool.keep(req):
+            return  # a deployment's prefill instance: the K/V stay until they have been sent
         self.pool.release(req.slot)
         self.pool.free(req, last_step)
 
@@ -98,7 +108,11 @@ class Policy:
     def _admits(self) -> bool:
         """A waiting request may enter now: a free slot, room under the batch size, KV for its prefill, and no
         preemption in this step (vLLM v1 admits nobody in a step that preempted: the blocks were just short)."""
-        return bool(self.waiting and self.pool.num_free and len(self.running) < self.batch_size
+        if not self.waiting:
+            return False
+        if self.pool.reserved and self.waiting[0].id in self.pool.reserved:
+            return True  # its slot and K/V were taken for it when its transfer started
+        return bool(self.pool.num_free and len(self.running) < self.batch_size
                     and self.pool.fits(self.waiting[0]) and not self.pool.preempted)
 
 

@@ -64,8 +64,9 @@ class Scheduler:
         self.recount()
 
     def recount(self) -> None:
-        """Re-sum the K/V the slot holders keep (Request.context_len over the running)."""
-        self.kv_used_tokens = sum(r.context_len for r in self.policy.running)
+        """Re-sum the K/V the slot holders keep (Request.context_len over the running), and those the pool holds
+        outside the batch (a deployment's: prompts waiting to be sent, transfers on their way)."""
+        self.kv_used_tokens = sum(r.context_len for r in self.policy.running) + self.pool.parked_tokens
 
     def _advance(self, works, tokens: list[int], start: float, now: float) -> list[Request]:
         """Each work's request one step on; those now done, in order. Also grows kv_used_tokens by the K/V this
