@@ -59,7 +59,7 @@ class Engine:
         rc = RunConfig.of(policy, config, knobs)
         requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
         if self._model is None and not rc.dry_run:  # an unknown preset is refused before the model loads
-            make_clock(rc.clock, rc.hardware)
+            make_clock(rc.clock, rc.hardware, rc.gpus)
         return Run(rc, requests, self.model_side(rc), hooks)
 
     def model_side(self, rc: RunConfig) -> ModelSide:

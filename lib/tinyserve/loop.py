@@ -102,7 +102,7 @@ class Run:
         them (Deployment)."""
         workload_name, requests = workload
         policy = config.policy_object if config.policy_object is not None else policy_for(config)
-        clock = make_clock(config.clock, config.hardware)
+        clock = make_clock(config.clock, config.hardware, config.gpus)
         self.config = config
         self.policy, self.dry_run = policy, config.dry_run
         self.hooks = tuple(hooks)
@@ -252,4 +252,4 @@ class Run:
                      kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
                      slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
                      kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs),
-                     **self.pool.trace_fields(len(self.steps) - 1))
+                     gpus=self.config.gpus, **self.pool.trace_fields(len(self.steps) - 1))

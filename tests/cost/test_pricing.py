@@ -11,6 +11,7 @@ from tinyserve.cost.clock import ModeledClock
 from tinyserve.cost.presets import get_preset
 from tinyserve.cost.flops import attn_flops_per_pair, linear_flops
 from tinyserve.cost.pricing import FIT, fit_row, per_unit, price, sides, step_hit, total
+from tinyserve.cost.tensor import tensor_parallel
 from tinyserve.core.request import Work
 
 
@@ -79,7 +80,25 @@ def test_price_names_its_parts_and_counts_flops_with_the_one_helpers():
     assert p.attn_flops == sum(attn_flops_per_pair(hw) * pairs for _, _, pairs, _ in t["attn"])
     assert attn_flops_per_pair(hw) == 4.0 * hw.n_layer * hw.attn_dim
     assert set(p.attn_s) == {"decode", "prefill", "padding"} and p.attn_s["padding"] > 0
-    linear_s, attn_s, *_, copy_s = p  # still a tuple for a caller that unpacks it
-    assert (linear_s, attn_s, copy_s) == (p.linear_s, p.attn_s, p.copy_s)
+    linear_s, attn_s, *_, copy_s, allreduce_s = p  # still a tuple for a caller that unpacks it
+    assert (linear_s, attn_s, copy_s, allreduce_s) == (p.linear_s, p.attn_s, p.copy_s, 0.0)
     assert total(p, hw) == pytest.approx(hw.overhead_s + p.calls_s + p.linear_s + sum(p.attn_s.values()) + p.write_s
                                          + p.copy_s, rel=1e-15)
+
+
+@pytest.mark.parametrize("n", [2, 8])
+def test_a_split_instance_agrees_but_for_its_known_all_reduces(n):
+    """Over several GPUs (cost/tensor.py) the all-reduces are a known term outside FIT: the linear form plus
+    Price.allreduce_s is the price, for any step and any rates (calibration refuses such a preset:
+    test_tensor_parallel.py)."""
+    rng = random.Random(n)
+    base = tensor_parallel(get_preset("h200-70b-fp8"), n)
+    for _ in range(200):
+        hw = random_rates(base, rng)
+        t = ModeledClock(hw, rng.choice([0, 16])).terms(random_works(rng))
+        x = per_unit(hw)
+        hit = step_hit(t, hw)
+        p = price(t, hw)
+        assert p.allreduce_s > 0
+        row = fit_row(t, hw, hit, hw.kv_cache_bytes, *sides(t, hw, hit, x))
+        assert sum(r * v for r, v in zip(row, x)) + p.allreduce_s == pytest.approx(total(p, hw), rel=1e-9)

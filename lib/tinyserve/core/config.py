@@ -90,6 +90,12 @@ def check_policy_object(p) -> None:
     check_knob("max_waiting_steps", w)
 
 
+def check_gpus(value) -> int:
+    """GPUs of one instance (tensor parallel, cost/tensor.py): an integer >= 1. What a preset allows is checked
+    where the preset is read (cost.tensor.tensor_parallel)."""
+    return _int("gpus", value, 1)
+
+
 def check_dtype(dtype: str) -> str:
     """The model's dtype by name (an engine setting, checked before anything loads)."""
     if dtype not in DTYPE_BYTES:
@@ -143,6 +149,9 @@ class RunConfig:
     slab: str = "max_model_len"  # every slot's slab: the server's maximum length, or "longest" (a what-if)
     kv_layout: str = "slab"  # "slab": one max-length slab per slot; "paged": a block pool (core/blocks.py)
     block_size: int | None = None  # positions per block, paged only (None: DEFAULT_BLOCK_SIZE, vLLM's 16)
+    # GPUs of one instance, the model split over them (tensor parallel, modeled clock only: cost/tensor.py); None:
+    # the preset as it is. Every instance of a deployment takes it (colocated replicas the same way)
+    gpus: int | None = None
     # the policy object when the run is given one (policy is then POLICY_OBJECT): not a knob, never compared
     policy_object: object = field(default=None, compare=False, repr=False)
 
@@ -194,6 +203,10 @@ class RunConfig:
         if self.kv_layout == "paged":
             object.__setattr__(self, "block_size", _int("block_size", DEFAULT_BLOCK_SIZE if self.block_size is None
                                                         else self.block_size, 1))
+        if self.gpus is not None:
+            object.__setattr__(self, "gpus", check_gpus(self.gpus))
+            if self.clock == "wall":
+                raise TinyserveError(t("engine.knob.gpus_wall"))
         if self.workload_knobs is not None and not isinstance(self.workload_knobs, dict):
             raise TinyserveError(t("engine.knob.workload_knobs", value=self.workload_knobs))
 

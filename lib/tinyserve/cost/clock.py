@@ -18,6 +18,14 @@ datacenter GPU, pricing each part of the step the way it runs:
                   after a prefix; the kernel reads and adds the mask for every pair; fitted ~5 ns on cpu-tiny)
   gathers         the paged layout, tinyserve-* only: gather_call_s per call whose K/V are copied out of the block
                   pool, and the copied bytes at gather_Bps (below)
+  all-reduces     an instance split over N GPUs (--gpus N, tensor parallel: cost/tensor.py): two ring all-reduces
+                  per layer of the step's activations (tokens x d_model x 2 bytes, bf16; tokens as the linear
+                  layers count them, padding included), each 2(N-1)/N x bytes / link bandwidth + 2(N-1) x link
+                  latency over the preset's tp_link, not overlapped; the rates are N x the preset's (each GPU holds
+                  1/N of the weights and K/V and does 1/N of the flops) and the KV memory N x (kv_memory_bytes + W)
+                  - W, W the resident weights. A modeled simplification: no overlap of communication with compute,
+                  a ring whatever the message size (NCCL may pick a tree or NVLink SHARP for small ones: the
+                  latency term is then an upper bound), every GPU's share exactly 1/N. One GPU: 0, nothing changes
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibration.calibrate() fits the two rates apart. A CPU's last-level cache also
@@ -79,6 +87,7 @@ from ..lang import t
 from .groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from .pricing import price, total
 from .presets import DEFAULT_HARDWARE, HardwarePreset, get_preset
+from .tensor import tensor_parallel
 
 class Clock(Protocol):
     name: str
@@ -218,12 +227,13 @@ class ModeledClock:
         t = self.terms(works)
         p = price(t, hw)  # pricing.price: the one formula
         attn_s = p.attn_s
+        # the all-reduces (tensor parallel) wait on the link: neither compute nor memory, apart in allreduce_s
         compute_s = p.linear_s + sum(attn_s.values()) + p.write_s + p.copy_s - p.memory_s
         return {"flops": p.lin_flops + p.attn_flops, "bytes": p.lin_bytes + p.kv_read + hw.kv_bytes_per_token * (
                     t["kv_written"] + t["gathered"]),
                 "tokens": t["tokens"], "calls": t["calls"], "linear_s": p.linear_s,
                 "decode_attn_s": attn_s["decode"], "prefill_attn_s": attn_s["prefill"] + attn_s["padding"],
-                "kv_write_s": p.write_s, "calls_s": p.calls_s, "gather_copy_s": p.copy_s,
+                "kv_write_s": p.write_s, "calls_s": p.calls_s, "gather_copy_s": p.copy_s, "allreduce_s": p.allreduce_s,
                 "overhead_s": hw.overhead_s if works else 0.0,
                 "compute_s": compute_s, "memory_s": p.memory_s,
                 "bound": "compute" if compute_s > p.memory_s else "memory"}
@@ -243,10 +253,17 @@ class ModeledClock:
         return self.step_time([Work(0, None, "prefill", start, tokens)])
 
 
-def make_clock(kind: str = "modeled", hardware: str | HardwarePreset | None = None) -> WallClock | ModeledClock:
-    """The clock the CLI's --clock/--hardware name; hardware defaults to DEFAULT_HARDWARE."""
+def make_clock(kind: str = "modeled", hardware: str | HardwarePreset | None = None,
+               gpus: int | None = None) -> WallClock | ModeledClock:
+    """The clock the CLI's --clock/--hardware/--gpus name; hardware defaults to DEFAULT_HARDWARE; gpus (RunConfig.gpus):
+    an instance of that many GPUs, tensor parallel (cost.tensor.tensor_parallel), None: the preset as it is."""
     if kind == "wall":
+        if gpus is not None:
+            raise TinyserveError(t("engine.knob.gpus_wall"))
         return WallClock()
     if kind == "modeled":
-        return ModeledClock(hardware if hardware is not None else DEFAULT_HARDWARE)
+        clock = ModeledClock(hardware if hardware is not None else DEFAULT_HARDWARE)
+        if gpus is not None:
+            clock.hardware = tensor_parallel(clock.hardware, gpus)
+        return clock
     raise TinyserveError(t("engine.knob.clock", clock=kind))

@@ -57,6 +57,16 @@ class HardwarePreset:
     gather_Bps: float = 0.0
     attention: str = "exact"  # how attention calls are made: see ATTENTION
     num_gpus: int = 1  # GPUs one instance of this model uses (tensor parallel): a deployment's goodput is per GPU
+    # tensor parallelism inside one instance (RunConfig.gpus, cost/tensor.py): how far the model may be split
+    gpus_per_node: int = 1  # GPUs of one node, the most an instance may split the model over
+    tp_link: str | None = None  # the link between them (a name in presets/links/); None: this preset is not split
+    n_kv_heads: int = 0  # the model's KV heads: at most one GPU per head (0: not stated)
+    d_model: int = 0  # the model's hidden size: each all-reduce moves tokens x d_model activations (0: not stated)
+    resident_weight_bytes: float = 0.0  # weights held in GPU memory (the input embedding too); 0 = weight_bytes
+    # an instance split over num_gpus GPUs (cost/tensor.py writes them): its all-reduces' seconds per token through
+    # the linear layers and per step (their latency); 0 = none (one GPU, or a file whose rates fold them in)
+    allreduce_token_s: float = 0.0
+    allreduce_step_s: float = 0.0
 
     def text(self, what: str = "description") -> str | list[str]:
         """A text of this preset in the learner's language: "description", "sources" (a list) or "details.KEY".
@@ -78,10 +88,12 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
             "attn_flops": float, "call_overhead_s": float, "row_overhead_s": float, "kv_bandwidth_Bps": float,
             "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
             "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float,
-            "gather_call_s": float, "gather_Bps": float, "num_gpus": int}
+            "gather_call_s": float, "gather_Bps": float, "num_gpus": int, "gpus_per_node": int, "n_kv_heads": int,
+            "d_model": int, "resident_weight_bytes": float, "allreduce_token_s": float, "allreduce_step_s": float}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
                 "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
-                "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s", "gather_Bps"}
+                "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s", "gather_Bps", "n_kv_heads",
+                "d_model", "resident_weight_bytes", "allreduce_token_s", "allreduce_step_s"}
 ATTENTION = ("exact", "tinyserve-cpu", "tinyserve-cuda")  # see cost/clock.py's docstring
 OLD_ATTENTION = {"paged": "exact"}  # the name before "paged" came to mean the KV layout (core/blocks.py)
 
@@ -148,8 +160,23 @@ def load_preset(path: str | Path) -> HardwarePreset:
         raise TinyserveError(t("engine.hardware.kv_memory", path=path, value=mem))
     if not isinstance(d.get("kv_dtype", ""), str):
         raise TinyserveError(t("engine.hardware.kv_dtype", path=path, value=d["kv_dtype"]))
+    check_tensor_fields(d, path)
     check_texts(d, path, "engine.hardware")
     return HardwarePreset(**d)
+
+
+def check_tensor_fields(d: dict, path: Path) -> None:
+    """tp_link null or a shipped link's name, stated with the model's shape it splits; all-reduce terms only for an
+    instance of several GPUs (price() reads them only then)."""
+    link = d.get("tp_link")
+    if link is not None:
+        links = list_presets(PRESET_DIR / "links")
+        if not isinstance(link, str) or link not in links:
+            raise TinyserveError(t("engine.hardware.tp_link", path=path, choices=", ".join(links), value=link))
+        if not (d.get("n_kv_heads", 0) and d.get("d_model", 0)):
+            raise TinyserveError(t("engine.hardware.tp_shape", path=path))
+    if (d.get("allreduce_token_s", 0) or d.get("allreduce_step_s", 0)) and d.get("num_gpus", 1) == 1:
+        raise TinyserveError(t("engine.hardware.allreduce", path=path))
 
 
 def save_preset(preset: HardwarePreset, path: str | Path) -> None:

@@ -6,7 +6,8 @@ gather K/V through block tables and the positions they copy) into the seconds of
 preset's rates: the modeled clock reads it for every step. `fit_row(...)` is the same formula made linear: once
 every max() knows which side wins, the step's time is a sum of (seconds per unit) x (units of the step), one
 term per number in FIT; calibration solves for those numbers, then checks itself with price().
-tests/cost/test_pricing.py proves the two forms agree, so a term added to one and not the other fails there.
+tests/cost/test_pricing.py proves the two forms agree, so a term added to one and not the other fails there. The one
+term outside FIT: the all-reduces of a tensor-parallel instance (Price.allreduce_s), known, never fitted.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ class Price(NamedTuple):
     lin_bytes: float  # weight bytes streamed (0 for an empty step)
     lin_flops: float  # linear-layer flops
     copy_s: float  # the paged layout's K/V copied out of the block pool (its calls are in calls_s)
+    allreduce_s: float  # tensor parallel: the all-reduces between the GPUs of an instance (cost/tensor.py); 0 on one
 
 
 def price(t: dict, hw: HardwarePreset) -> Price:
@@ -89,16 +91,19 @@ def price(t: dict, hw: HardwarePreset) -> Price:
         calls_s += hw.gather_call_s * t["gathers"]
         copy_s = hw.kv_bytes_per_token * t["gathered"] / hw.gather_Bps if hw.gather_Bps else 0.0
         memory_s += copy_s
+    # an instance of several GPUs (cost/tensor.py): two ring all-reduces per layer, not overlapped; one GPU: one test
+    allreduce_s = (hw.allreduce_step_s + hw.allreduce_token_s * t["tokens"] if hw.num_gpus > 1 and t["tokens"]
+                   else 0.0)
     # tuple.__new__: Price(...) without the namedtuple's Python-level __new__ (a dry run prices every step)
     return tuple.__new__(Price, (linear_s, attn_s, write_s, calls_s, memory_s, kv_read, attn_flops, lin_bytes,
-                                 lin_flops, copy_s))
+                                 lin_flops, copy_s, allreduce_s))
 
 
 def total(parts: Price, hw: HardwarePreset) -> float:
     """A step's modeled seconds from its priced parts."""
     attn_s = parts.attn_s
     return (hw.overhead_s + parts.calls_s + parts.linear_s + attn_s["decode"] + (attn_s["prefill"] + attn_s["padding"])
-            + parts.write_s + parts.copy_s)
+            + parts.write_s + parts.copy_s + parts.allreduce_s)
 
 
 # The numbers calibration fits, in fit_row's order; a rate (bytes or flops per second) enters as 1/rate.
@@ -135,7 +140,11 @@ def sides(t: dict, hw: HardwarePreset, hit: float, x: list[float]) -> tuple[bool
 
 
 def fit_row(t: dict, hw: HardwarePreset, hit: float, cache: float, mem_lin: bool, mem_attn: list[bool]) -> list[float]:
-    """price()'s terms, linear once each max() has its side: the units of the step multiplying each number of FIT."""
+    """price()'s terms, linear once each max() has its side: the units of the step multiplying each number of FIT.
+
+    All of them but the all-reduces of an instance split over several GPUs (Price.allreduce_s, cost/tensor.py): a
+    known term, not fitted (calibration measures one device: tools.calibrate.fit_cost refuses such a preset). So
+    fit_row . per_unit(hw) + price(t, hw).allreduce_s == total(price(t, hw), hw), and on one GPU the sum alone."""
     per_pair = attn_flops_per_pair(hw)
     kv = sum(hw.kv_bytes_per_token * keys for (_, keys, _, _), m in zip(t["attn"], mem_attn) if m)
     flops = sum(per_pair * pairs for (_, _, pairs, _), m in zip(t["attn"], mem_attn) if not m)

@@ -154,6 +154,7 @@ def _run_parser(r: argparse.ArgumentParser) -> None:
                    help=t("cli.help.max_waiting_steps"))
     r.add_argument("--clock", default="modeled", help=t("cli.help.clock"))
     r.add_argument("--hardware", help=t("cli.help.hardware"))
+    r.add_argument("--gpus", type=_positive_int("--gpus"), metavar="N", help=t("cli.help.gpus"))
     r.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget"))
     r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
     r.add_argument("--slab", choices=("max_model_len", "longest"), default="max_model_len", help=t("cli.help.slab"))

@@ -162,6 +162,7 @@ class TraceLike(Protocol):
     block_size: int
     num_blocks: int
     block_spans: list[tuple]
+    gpus: int | None
 
     def works_table(self) -> WorkTable: ...
     def step_arrays(self) -> StepArrays: ...

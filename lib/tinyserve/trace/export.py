@@ -33,7 +33,7 @@ def request_dict(tr: TraceLike, r: Request, tokens: bool = False) -> dict:
 def summary(tr: TraceLike, tokens: bool = False) -> dict:
     """The `tinyserve run --json` document."""
     return {"policy": tr.policy, "workload": tr.workload, "workload_knobs": tr.workload_knobs,
-            "clock": tr.clock, "hardware": tr.hardware,
+            "clock": tr.clock, "hardware": tr.hardware, **({"gpus": tr.gpus} if tr.gpus is not None else {}),
             "num_slots": tr.num_slots, "knobs": tr.knobs, "dry_run": tr.dry_run, "kv_units": tr.kv_units,
             "kv": {"units": tr.kv_units, "dtype": tr.kv_dtype, "bytes_per_token": tr.kv_bytes_per_token,
                    "capacity_bytes": tr.kv_capacity_bytes, "slab_bytes": tr.slab_bytes,
@@ -149,4 +149,4 @@ def trace_from_dict(cls: type[_T], d: dict) -> _T:
                slab_tokens=kv.get("slab_tokens", 0), slab_rule=kv.get("slab_rule", ""),
                kv_tensor_positions=kv.get("tensor_positions"), workload_knobs=dict(d.get("workload_knobs", {})),
                kv_layout=kv.get("layout", "slab"), block_size=kv.get("block_size", 0), num_blocks=kv.get("num_blocks", 0),
-               block_spans=[tuple(sp) for sp in d.get("block_spans", [])])
+               block_spans=[tuple(sp) for sp in d.get("block_spans", [])], gpus=d.get("gpus"))

@@ -50,6 +50,7 @@ class Trace:
     # each time a block was held: (block, request id, its index in the request's table, first step, last step);
     # a block map (blocks x steps, owner per cell) is these spans drawn as bars
     block_spans: list[tuple] = field(default_factory=list)
+    gpus: int | None = None  # GPUs of the instance, tensor parallel (RunConfig.gpus); None: the preset as it is
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ---- views -------------------------------------------------------------------------------------------

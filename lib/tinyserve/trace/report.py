@@ -12,7 +12,8 @@ def format_summary(tr: Trace) -> str:
     lines = [
         t("engine.summary.head", policy=tr.policy, knobs=knobs, workload=tr.workload, slots=tr.num_slots,
           clock=t("engine.summary.clock.modeled" if tr.clock == "modeled" else "engine.summary.clock.wall"),
-          hardware=t("engine.summary.on_hardware", hardware=tr.hardware) if tr.hardware else "",
+          hardware=("" if not tr.hardware else t("engine.summary.on_hardware", hardware=tr.hardware) if tr.gpus is None
+                    else t("engine.summary.on_hardware_gpus", hardware=tr.hardware, gpus=tr.gpus)),
           dry_run=t("engine.summary.dry_run") if tr.dry_run else ""),
         t("engine.summary.requests", finished=m["num_finished"], rejected=m["num_rejected"],
           aborted=m["num_aborted"], steps=m["num_steps"], duration=m["duration_s"]),
