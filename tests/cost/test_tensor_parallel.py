@@ -141,6 +141,8 @@ REFUSALS = [  # (clock, hardware, gpus, key, its fields)
     ("modeled", "cpu-tiny", 2, "engine.knob.gpus_one", {"preset": "cpu-tiny", "value": 2}),
     ("modeled", H200, 9, "engine.knob.gpus_node", {"preset": H200, "limit": 8, "value": 9}),
     ("modeled", "16", 9, "engine.knob.gpus_heads", {"preset": H200, "limit": 8, "value": 9}),
+    ("modeled", H200, 3, "engine.knob.gpus_divide", {"preset": H200, "heads": 8, "value": 3, "choices": "1, 2, 4, 8"}),
+    ("modeled", H200, 6, "engine.knob.gpus_divide", {"preset": H200, "heads": 8, "value": 6, "choices": "1, 2, 4, 8"}),
     ("modeled", H200, 0, "engine.knob.at_least", {"name": "gpus", "lo": 1, "value": 0}),
     ("modeled", H200, 2.5, "engine.knob.integer", {"name": "gpus", "lo": 1, "value": 2.5}),
     ("modeled", H200, "2", "engine.knob.integer", {"name": "gpus", "lo": 1, "value": "2"}),

@@ -159,3 +159,38 @@ def test_a_bad_token_id_is_refused_with_the_plain_runs_line(dc, bad):
     with pytest.raises(TinyserveError) as e:
         run_deployment(Engine(), reqs(), RunConfig("continuous", dry_run=True), dc)
     assert str(e.value) == str(plain.value) and "'bad'" in str(e.value)
+
+
+ROLES = {  # a split's per-role knobs, each bad value -> (how it is made, what the line names, the English)
+    "prefill chunk 0": (lambda: DC("disaggregated", prefill_chunk_size=0), ("--prefill-chunk-size", "0"), r"none"),
+    "prefill chunk word": (lambda: DC("disaggregated", prefill_chunk_size="whole"), ("--prefill-chunk-size", "whole"),
+                           r">= 1"),
+    "decode batch 0": (lambda: DC("disaggregated", decode_batch_size=0), ("--decode-batch-size", "0"), r">= 1"),
+    "prefill gpus 0": (lambda: DC("disaggregated", prefill_gpus=0), ("--prefill-gpus", "0"), r">= 1"),
+    "decode gpus -2": (lambda: DC("disaggregated", decode_gpus=-2), ("--decode-gpus", "-2"), r">= 1"),
+    "colocated prefill chunk": (lambda: DC("colocated", prefill_chunk_size=128), ("--prefill-chunk-size",),
+                                r"disaggregated"),
+    "colocated decode gpus": (lambda: DC("colocated", decode_gpus=2), ("--decode-gpus",), r"disaggregated"),
+}
+
+
+@pytest.mark.parametrize("case", ROLES)
+def test_a_bad_per_role_knob_is_one_clear_line(lang, case):
+    make, names, en = ROLES[case]
+    refused(lang, make, *names, en=en)
+
+
+@pytest.mark.parametrize("option,field,value,en", [
+    ("--prefill-gpus", "prefill_gpus", 9, r"at most 8"),  # beyond the preset's node (and its KV heads)
+    ("--decode-gpus", "decode_gpus", 16, r"at most 8"),
+])
+def test_per_role_gpus_beyond_the_preset_are_refused_before_anything_runs(lang, option, field, value, en):
+    rc = RunConfig("chunked", dry_run=True)
+    refused(lang, lambda: run_deployment(Engine(), [req("a", 10, 3)], rc, DC("disaggregated", **{field: value})),
+            option, str(value), en=en)
+
+
+def test_per_role_gpus_on_a_preset_that_folds_them_in_are_refused(lang):
+    rc = RunConfig("chunked", dry_run=True, hardware="4xh100-70b-bf16")
+    refused(lang, lambda: run_deployment(Engine(), [req("a", 10, 3)], rc, DC("disaggregated", prefill_gpus=2)),
+            "--prefill-gpus", "4xh100-70b-bf16", en=r"folded")

@@ -127,7 +127,7 @@ def test_two_decode_instances_share_the_work_each_request_once():
 
 def test_gpus_per_instance_come_from_the_hardware_preset():
     dep = disagg(hardware="4xh100-70b-bf16", p=1, d=2)  # 4 GPUs an instance (tensor parallel), 3 instances
-    assert dep.gpus_per_instance == 4 and dep.num_gpus == 12
+    assert dep.gpus_per_instance == {"prefill": 4, "decode": 4} and dep.num_gpus == 12
     assert all(x.bytes == by_id(dep.requests)[x.request_id].prompt_len * BPT for x in dep.transfers)
 
 

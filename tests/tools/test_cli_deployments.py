@@ -129,7 +129,8 @@ def test_disaggregated_json_transfers_priced_by_the_link_one_at_a_time(capsys, m
     d = json.loads(out)
     assert d["deployment"] == {"kind": "disaggregated", "replicas": None, "prefill_instances": 1,
                                "decode_instances": 1, "link": "ib-ndr", "decode_kv_layout": None,
-                               "gpus_per_instance": 1, "num_gpus": 2}
+                               "prefill_chunk_size": None, "decode_batch_size": None, "prefill_gpus": None,
+                               "decode_gpus": None, "gpus_per_instance": {"prefill": 1, "decode": 1}, "num_gpus": 2}
     assert [i["role"] for i in d["instances"]] == ["prefill", "decode"]
     reqs = {r["id"]: r for r in d["requests"]}
     assert len(reqs) == 30 and all(r["instances"] == [0, 1] for r in reqs.values())

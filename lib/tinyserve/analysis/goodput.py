@@ -5,12 +5,16 @@ requests meet both a TTFT and a TPOT target, divided by the GPUs serving it; rea
 A deployment is a DeploymentConfig or a spec string, the command line's syntax:
   colocated[:N]                   N replicas (default 1), each request routed to the least-loaded one
   disaggregated[:P:D[:LINK]]      P prefill + D decode instances (default 1 + 1) over LINK (default nvlink-h200)
+either followed by its own knobs, `,name=value` each (SPEC_KNOBS): a replica's chunk_size (N, or none: whole
+prompts, continuous batching) and gpus; a split's prefill_chunk_size (N or none), decode_batch_size, prefill_gpus
+and decode_gpus (DeploymentConfig). So each side of a comparison can run its own best settings (analysis/fair.py).
 Every run is on the modeled clock (a deployment's instances run in parallel only there), a dry run by default; a
 workload's `rate` is requests/s for the whole deployment, so the per-GPU figure divides by the deployment's GPUs.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from collections.abc import Iterable, Sequence
 
 from ..core.config import RunConfig
@@ -25,11 +29,18 @@ from ..trace.slo import check_targets, check_ttft_at, reading
 GOAL = 0.9  # DistServe's attainment goal
 
 
-def parse_deployment(spec: str | DeploymentConfig) -> DeploymentConfig:
-    """A DeploymentConfig from `colocated[:N]` or `disaggregated[:P:D[:LINK]]` (a DeploymentConfig passes through)."""
+SPEC_KNOBS = {"colocated": ("chunk_size", "gpus"),
+              "disaggregated": ("prefill_chunk_size", "decode_batch_size", "prefill_gpus", "decode_gpus")}
+WHOLE = "none"  # chunk_size=none / prefill_chunk_size=none: whole prompts
+
+
+def parse_spec(spec: str | DeploymentConfig) -> tuple[DeploymentConfig, dict]:
+    """(the deployment, the run knobs it sets for itself) from a spec string (module docstring); a
+    DeploymentConfig passes through with none of its own."""
     if isinstance(spec, DeploymentConfig):
-        return spec
-    parts = str(spec).split(":")
+        return spec, {}
+    head, *extra = str(spec).split(",")
+    parts = head.split(":")
     kind, rest = parts[0], parts[1:]
     if kind == "colocated" and len(rest) <= 1:
         counts, link = rest, None
@@ -40,24 +51,52 @@ def parse_deployment(spec: str | DeploymentConfig) -> DeploymentConfig:
     else:
         DeploymentConfig(kind)  # an unknown kind: DeploymentConfig's line names the kinds
         raise AssertionError(kind)  # words: ok (a bug: DeploymentConfig took a kind it does not know)
+    given: dict = {}
+    for item in extra:
+        name, eq, value = item.partition("=")
+        if not eq or name not in SPEC_KNOBS[kind] or name in given:
+            raise TinyserveError(t("cli.goodput.spec_knob", spec=spec, item=item, knobs=", ".join(SPEC_KNOBS[kind])))
+        try:
+            given[name] = value if value == WHOLE and name.endswith("chunk_size") else int(value)
+        except ValueError:
+            raise TinyserveError(t("cli.goodput.spec_knob", spec=spec, item=item,
+                                   knobs=", ".join(SPEC_KNOBS[kind]))) from None
     try:
         numbers = [int(c) for c in counts]
     except ValueError:
         raise TinyserveError(t("cli.goodput.spec", spec=spec)) from None
     try:
         if kind == "colocated":
-            return DeploymentConfig(kind, replicas=numbers[0] if numbers else None)
+            own = {}
+            if "chunk_size" in given:  # a replica's own chunk: chunked prefill of that length, or whole prompts
+                c = given["chunk_size"]
+                own = {"policy": "continuous", "chunk_size": None} if c == WHOLE else {"policy": "chunked",
+                                                                                      "chunk_size": c}
+            if "gpus" in given:
+                own["gpus"] = given["gpus"]
+            return DeploymentConfig(kind, replicas=numbers[0] if numbers else None), own
         p, d = numbers if numbers else (None, None)
-        return DeploymentConfig(kind, prefill_instances=p, decode_instances=d, link=link)
+        return DeploymentConfig(kind, prefill_instances=p, decode_instances=d, link=link, **given), {}
     except TinyserveError as e:  # DeploymentConfig names the option of `tinyserve run`: say which spec it was
         raise TinyserveError(t("cli.goodput.in_spec", spec=spec, message=e)) from None
 
 
-def deployment_label(dc: DeploymentConfig) -> str:
-    """The spec string of a deployment, every field spelled out (colocated:2, disaggregated:1:1:nvlink-h200)."""
+def parse_deployment(spec: str | DeploymentConfig) -> DeploymentConfig:
+    """A DeploymentConfig from `colocated[:N]` or `disaggregated[:P:D[:LINK]]` and a split's own knobs (a
+    DeploymentConfig passes through)."""
+    return parse_spec(spec)[0]
+
+
+def deployment_label(dc: DeploymentConfig, own: dict | None = None) -> str:
+    """The spec string of a deployment, every field spelled out (colocated:2, disaggregated:1:1:nvlink-h200), then
+    the knobs it sets for itself (own: a replica's, as parse_spec returns them)."""
     if dc.kind == "colocated":
-        return f"colocated:{dc.replicas}"
-    return f"disaggregated:{dc.prefill_instances}:{dc.decode_instances}:{dc.link or DEFAULT_LINK}"
+        own = own or {}
+        extra = [f"chunk_size={WHOLE if own['policy'] == 'continuous' else own['chunk_size']}"] if "policy" in own else []
+        extra += [f"gpus={own['gpus']}"] if "gpus" in own else []
+        return ",".join([f"colocated:{dc.replicas}", *extra])
+    extra = [f"{k}={getattr(dc, k)}" for k in SPEC_KNOBS["disaggregated"] if getattr(dc, k) is not None]
+    return ",".join([f"disaggregated:{dc.prefill_instances}:{dc.decode_instances}:{dc.link or DEFAULT_LINK}", *extra])
 
 
 def check_rates(rates: Iterable[float]) -> list[float]:
@@ -87,16 +126,25 @@ def check_workload(workload: Workload, workload_knobs: dict | None) -> None:
 
 def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: Iterable[float], ttft_ms: float,
           tpot_ms: float, *, engine: Engine | None = None, policy: str = "chunked",
-          workload_knobs: dict | None = None, ttft_at: str = "prefill", **run_knobs) -> list[dict]:
+          workload_knobs: dict | None = None, ttft_at: str = "prefill", roles: dict | None = None,
+          **run_knobs) -> list[dict]:
     """One row per deployment and rate: the SLO attainment of a run at that rate (run_knobs: RunConfig's, e.g.
-    chunk_size, batch_size, hardware, kv_layout, seed; dry_run defaults to True), TTFT counted where `ttft_at`
-    says (DeploymentTrace.as_seen)."""
+    chunk_size, batch_size, hardware, kv_layout, seed; dry_run defaults to True; a spec's own knobs win), TTFT
+    counted where `ttft_at` says (DeploymentTrace.as_seen). roles: a split's per-role knobs (SPEC_KNOBS) for every
+    disaggregated deployment that does not set them itself."""
     check_targets(ttft_ms, tpot_ms)
     check_ttft_at(ttft_at)
-    dcs = [parse_deployment(d) for d in deployments]
-    if not dcs:
+    specs = [parse_spec(d) for d in deployments]
+    if not specs:
         raise TinyserveError(t("cli.goodput.no_deployment"))
-    labels = [deployment_label(dc) for dc in dcs]
+    roles = {k: v for k, v in (roles or {}).items() if v is not None}
+    if roles:
+        if not any(dc.kind == "disaggregated" for dc, _ in specs):
+            raise TinyserveError(t("cli.goodput.roles_split", option="--" + next(iter(roles)).replace("_", "-")))
+        specs = [(replace(dc, **{k: v for k, v in roles.items() if getattr(dc, k) is None})
+                  if dc.kind == "disaggregated" else dc, own) for dc, own in specs]
+    dcs = [dc for dc, _ in specs]
+    labels = [deployment_label(dc, own) for dc, own in specs]
     for i, label in enumerate(labels):
         if label in labels[:i]:
             raise TinyserveError(t("cli.goodput.twice", deployment=label))
@@ -104,13 +152,13 @@ def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: I
     check_workload(workload, workload_knobs)
     run_knobs.setdefault("dry_run", True)
     knobs = dict(workload_knobs or {})
-    for dc in dcs:  # every deployment's refusals before anything runs
-        dc.check_run(RunConfig(policy, workload_knobs={**knobs, "rate": rates[0]}, **run_knobs))
+    for dc, own in specs:  # every deployment's refusals before anything runs
+        dc.check_run(run_config(policy, run_knobs, own, {**knobs, "rate": rates[0]}))
     engine = engine or Engine()
     rows = []
-    for dc, label in zip(dcs, labels):
+    for (dc, own), label in zip(specs, labels):
         for rate in rates:
-            rc = RunConfig(policy, workload_knobs={**knobs, "rate": rate}, **run_knobs)
+            rc = run_config(policy, run_knobs, own, {**knobs, "rate": rate})
             dt = run_deployment(engine, workload, rc, dc)
             m, slo = dt.metrics(ttft_at), dt.slo(ttft_ms, tpot_ms, ttft_at)
             rows.append({"deployment": label, "kind": dc.kind, "num_gpus": dt.num_gpus, "hardware": dt.hardware,
@@ -119,6 +167,17 @@ def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: I
                          "met_tpot": slo["met_tpot"], "num_rejected": m["num_rejected"],
                          "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"]})
     return rows
+
+
+def run_config(policy: str, run_knobs: dict, own: dict, workload_knobs: dict) -> RunConfig:
+    """The RunConfig of one run of a sweep: the sweep's knobs, a spec's own on top (a replica's chunk sets its
+    policy too: chunked, or continuous for whole prompts)."""
+    knobs = {**run_knobs, **own}
+    policy = knobs.pop("policy", policy)
+    if own.get("policy") == "continuous":  # whole prompts: no chunk, no token budget
+        knobs.pop("chunk_size", None)
+        knobs.pop("max_batch_tokens", None)
+    return RunConfig(policy, workload_knobs=workload_knobs, **knobs)
 
 
 def goodput_per_gpu(rows: Sequence[dict], goal: float = GOAL) -> list[dict]:

@@ -54,6 +54,10 @@ def tensor_parallel(hw: HardwarePreset, n: int) -> HardwarePreset:
         raise TinyserveError(t("engine.knob.gpus_node", preset=hw.name, limit=hw.gpus_per_node, value=n))
     if n > hw.n_kv_heads:
         raise TinyserveError(t("engine.knob.gpus_heads", preset=hw.name, limit=hw.n_kv_heads, value=n))
+    if hw.n_kv_heads % n:  # each GPU holds a whole share of the KV heads (vLLM refuses an uneven split too)
+        raise TinyserveError(t("engine.knob.gpus_divide", preset=hw.name, heads=hw.n_kv_heads, value=n,
+                               choices=", ".join(str(k) for k in range(1, hw.n_kv_heads + 1)
+                                                 if hw.n_kv_heads % k == 0 and k <= hw.gpus_per_node)))
     link = get_link(hw.tp_link)
     weights = hw.resident_weight_bytes or hw.weight_bytes  # resident: what each GPU holds 1/n of
     ring = 2 * (n - 1)  # steps of a ring all-reduce (reduce-scatter, then all-gather), each moving 1/n of the data

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -128,7 +129,13 @@ class _Carried(StepHook):
     blocks the policy just gave them, before the runner reads them, and count as held."""
 
     def __init__(self, instance: Instance):
-        self.instance = instance
+        # a weak reference: the instance holds its run, which holds this hook; a cycle would keep a whole dry run
+        # alive past its end (loop.gc_paused moves its objects to the oldest generation, seldom collected)
+        self._instance = weakref.ref(instance)
+
+    @property
+    def instance(self) -> Instance:
+        return self._instance()
 
     def planned(self, run: Run, plan) -> None:
         pool = run.pool
@@ -150,7 +157,7 @@ class _Handoff(StepHook):
     (executed), then hands each finished request to the coordinator (recorded)."""
 
     def __init__(self, deployment: Deployment, instance_index: int):
-        self.d, self.i = deployment, instance_index
+        self._d, self.i = weakref.ref(deployment), instance_index  # weak: no cycle (as _Carried)
         self.blobs: dict[str, object] = {}
 
     def executed(self, run: Run, plan) -> None:
@@ -163,7 +170,7 @@ class _Handoff(StepHook):
         for w in plan.works:
             r = w.request
             if w.phase == "prefill" and r.status == FINISHED:
-                self.d.hand_off(self.i, r, self.blobs.pop(r.id, None))
+                self._d().hand_off(self.i, r, self.blobs.pop(r.id, None))
 
 
 def _least_loaded(pool: list[Instance], t: float) -> Instance:
@@ -179,7 +186,7 @@ class Deployment:
         name, self.requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
         self.name = name
         self.link = get_link(dc.link) if dc.kind == "disaggregated" else None
-        self.gpus = make_clock(rc.clock, rc.hardware).hardware.num_gpus  # per instance (the preset's)
+        self.gpus = dc.gpus_per_role(rc, make_clock(rc.clock, rc.hardware).hardware.num_gpus)  # per instance, by role
         self.instances: list[Instance] = []
         self.transfers: list[Transfer] = []
         self.routes: dict[str, list[int]] = {r.id: [] for r in self.requests}
@@ -203,8 +210,9 @@ class Deployment:
             # prompt (Request.fresh would copy 200 prompts of 2,000-3,500 tokens on every dry run of a sweep)
             dec = [Request(r.id, r.prompt, r.max_new_tokens, r.arrival_s, r.ignore_eos, r.output_len_hint)
                    for r in self.requests]
-            for i in range(dc.prefill_instances):
-                self.instances.append(Instance("prefill", i, rc, name, model, pre, (_Handoff(self, i),)))
+            for i in range(dc.prefill_instances):  # each its own config: a policy object is one instance's
+                self.instances.append(Instance("prefill", i, dc.prefill_config(rc), name, model, pre,
+                                               (_Handoff(self, i),)))
                 self._link_free.append(0.0)
                 self._queues.append(deque())
             rc_dec = dc.decode_config(rc)
@@ -333,8 +341,9 @@ class Deployment:
         dst = _least_loaded([x for x in self.decoders if x.room(d, start)], start)
         dst.reserve(d)
         nbytes = p.prompt_len * self.instances[src].run.pool.bytes_per_token
-        # tensor parallel: each of the instance's GPUs holds its share of the KV heads and sends it over its own link
-        end = start + transfer_s(self.link, nbytes / self.gpus)
+        # tensor parallel: each GPU holds its share of the KV heads and sends it over its own link; between
+        # instances of different GPU counts, as many links as the smaller has GPUs carry it at once
+        end = start + transfer_s(self.link, nbytes / min(self.gpus["prefill"], self.gpus["decode"]))
         self._link_free[src] = end
         tr = Transfer(p.id, src, dst.index, self.link.name, nbytes, getattr(blob, "nbytes", None), p.finish_s,
                       start, end)
@@ -366,7 +375,7 @@ class Deployment:
         """The record so far: every instance's trace, the routes, the transfers, the requests as clients saw them."""
         hw = self.instances[0].run.clock.hardware
         return DeploymentTrace(self.dc.kind, self.dc.to_dict(), self.name, self.rc.policy, hw.name,
-                               hw.num_gpus, [x.role for x in self.instances], [x.run.trace() for x in self.instances],
+                               dict(self.gpus), [x.role for x in self.instances], [x.run.trace() for x in self.instances],
                                {k: list(v) for k, v in self.routes.items()}, list(self.transfers),
                                self.final_requests(), self.link.name if self.link else None)
 

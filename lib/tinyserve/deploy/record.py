@@ -36,7 +36,7 @@ class DeploymentTrace:
     workload: str
     policy: str
     hardware: str
-    gpus_per_instance: int
+    gpus_per_instance: dict[str, int]  # by role ("replica", or "prefill" and "decode"): tensor parallel
     roles: list[str]  # per instance: "replica" | "prefill" | "decode"
     instances: list[Trace]
     routes: dict[str, list[int]]  # request id -> the instances it went through, in order
@@ -46,8 +46,8 @@ class DeploymentTrace:
 
     @property
     def num_gpus(self) -> int:
-        """GPUs of the whole deployment (goodput is per GPU)."""
-        return self.gpus_per_instance * len(self.instances)
+        """GPUs of the whole deployment, every instance's counted (goodput is per GPU)."""
+        return sum(self.gpus_per_instance[role] for role in self.roles)
 
     def as_seen(self, ttft_at: str = "prefill") -> list[Request]:
         """The requests as a client sees them, by where the first token counts. "prefill" (DistServe's

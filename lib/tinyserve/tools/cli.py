@@ -107,6 +107,24 @@ def _whole(name: str):
     return parse
 
 
+def _chunk_or_none(s: str) -> int | str:
+    """--prefill-chunk-size: a whole number (DeploymentConfig checks >= 1) or `none` (whole prompts)."""
+    return s if s == "none" else _whole("--prefill-chunk-size")(s)
+
+
+def _role_options(p: argparse.ArgumentParser) -> None:
+    """A split's per-role knobs (DeploymentConfig): each role's chunk, batch size and GPUs."""
+    p.add_argument("--prefill-chunk-size", type=_chunk_or_none, metavar="N|none", help=t("cli.help.prefill_chunk"))
+    p.add_argument("--decode-batch-size", type=_whole("--decode-batch-size"), metavar="N",
+                   help=t("cli.help.decode_batch"))
+    p.add_argument("--prefill-gpus", type=_whole("--prefill-gpus"), metavar="N", help=t("cli.help.prefill_gpus"))
+    p.add_argument("--decode-gpus", type=_whole("--decode-gpus"), metavar="N", help=t("cli.help.decode_gpus"))
+
+
+ROLE_OPTIONS = (("--prefill-chunk-size", "prefill_chunk_size"), ("--decode-batch-size", "decode_batch_size"),
+                ("--prefill-gpus", "prefill_gpus"), ("--decode-gpus", "decode_gpus"))
+
+
 def _rates(s: str) -> list[float]:
     out = []
     for item in s.split(","):
@@ -180,6 +198,7 @@ def _run_parser(r: argparse.ArgumentParser) -> None:
                    help=t("cli.help.decode_instances"))
     r.add_argument("--link", metavar="NAME|FILE.json", help=t("cli.help.link", default=DEFAULT_LINK))
     r.add_argument("--decode-kv-layout", metavar="slab|paged", help=t("cli.help.decode_kv_layout"))
+    _role_options(r)
     _slo_options(r, required=False)
     r.add_argument("--ttft-at", metavar="prefill|decode", help=t("cli.help.ttft_at"))
 
@@ -189,13 +208,15 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
     g.add_argument("--workload", required=True, help=t("cli.help.goodput_workload"))
     g.add_argument("--rates", required=True, type=_rates, metavar="R1,R2,...", help=t("cli.help.rates"))
     _slo_options(g, required=True)
-    g.add_argument("--deployment", required=True, action="append", metavar="SPEC",
+    g.add_argument("--fair", type=_positive_int("--fair"), metavar="N", help=t("cli.help.fair"))
+    g.add_argument("--deployment", action="append", metavar="SPEC",
                    help=t("cli.help.goodput_deployment", default=DEFAULT_LINK))
     g.add_argument("--policy", default="chunked", help=t("cli.help.goodput_policy"))
     g.add_argument("--batch-size", type=_positive_int("--batch-size"))
     g.add_argument("--chunk-size", type=_positive_int("--chunk-size"))
     g.add_argument("--max-batch-tokens", type=_positive_int("--max-batch-tokens"))
     g.add_argument("--hardware", help=t("cli.help.hardware"))
+    g.add_argument("--gpus", type=_positive_int("--gpus"), metavar="N", help=t("cli.help.gpus"))
     g.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget"))
     g.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
     g.add_argument("--kv-layout", default="slab", help=t("cli.help.kv_layout"))
@@ -209,6 +230,7 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
                      help=t("cli.help.goodput_dry_run"))
     dry.add_argument("--no-dry-run", dest="dry_run", action="store_false", help=t("cli.help.goodput_real"))
     g.add_argument("--ttft-at", default="prefill", metavar="prefill|decode", help=t("cli.help.ttft_at"))
+    _role_options(g)
     g.add_argument("--json", action="store_true", help=t("cli.help.goodput_json"))
 
 
@@ -371,7 +393,8 @@ def cmd_run(a) -> None:
     if a.deployment is None:
         for option, v in (("--replicas", a.replicas), ("--prefill-instances", a.prefill_instances),
                           ("--decode-instances", a.decode_instances), ("--link", a.link),
-                          ("--decode-kv-layout", a.decode_kv_layout), ("--ttft-at", a.ttft_at)):
+                          ("--decode-kv-layout", a.decode_kv_layout), ("--ttft-at", a.ttft_at),
+                          *((o, getattr(a, f)) for o, f in ROLE_OPTIONS)):
             if v is not None:
                 raise TinyserveError(t("cli.deploy.needs", option=option))
     engine = Engine(device=a.device, dtype=a.dtype)
@@ -405,7 +428,7 @@ def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) ->
     def start():
         dc = DeploymentConfig(a.deployment, replicas=a.replicas, prefill_instances=a.prefill_instances,
                               decode_instances=a.decode_instances, link=a.link,
-                              decode_kv_layout=a.decode_kv_layout)
+                              decode_kv_layout=a.decode_kv_layout, **{f: getattr(a, f) for _, f in ROLE_OPTIONS})
         rc = _run_config(a)
         dc.check_run(rc)
         return start_deployment(engine, workload, rc, dc)
@@ -428,16 +451,25 @@ def _run_deployment(a, engine, workload, targets: tuple[float, float] | None) ->
 def cmd_goodput(a) -> None:
     from ..analysis.goodput import goodput_per_gpu, over_seeds, sweep
 
+    from ..analysis.fair import best_of, candidates
+
     if a.seeds is not None and a.seed is not None:
         raise TinyserveError(t("cli.goodput.seeds_and_seed"))
+    if (a.fair is None) == (a.deployment is None):  # one or the other: a fair search makes its own deployments
+        raise TinyserveError(t("cli.goodput.fair_or_deployment"))
+    if a.fair is not None and a.fair not in (2, 3, 4):
+        raise TinyserveError(t("cli.goodput.fair_gpus", value=a.fair))
+    if a.fair is not None and (a.chunk_size is not None or any(getattr(a, f) is not None for _, f in ROLE_OPTIONS)):
+        raise TinyserveError(t("cli.goodput.fair_knobs"))  # the search sets each side's chunk and batch itself
+    deployments = a.deployment if a.fair is None else [x for side in candidates(a.fair).values() for x in side]
     seeds = a.seeds or [0 if a.seed is None else a.seed]
     runs = {}
     for seed in seeds:
-        rows = sweep(a.deployment, a.workload, a.rates, a.slo_ttft_ms, a.slo_tpot_ms, policy=a.policy,
+        rows = sweep(deployments, a.workload, a.rates, a.slo_ttft_ms, a.slo_tpot_ms, policy=a.policy,
                      workload_knobs=dict(a.workload_knob), batch_size=a.batch_size, chunk_size=a.chunk_size,
-                     max_batch_tokens=a.max_batch_tokens, hardware=a.hardware, kv_budget=a.kv_budget,
+                     max_batch_tokens=a.max_batch_tokens, hardware=a.hardware, gpus=a.gpus, kv_budget=a.kv_budget,
                      max_model_len=a.max_model_len, kv_layout=a.kv_layout, block_size=a.block_size, seed=seed,
-                     dry_run=a.dry_run, ttft_at=a.ttft_at)
+                     dry_run=a.dry_run, ttft_at=a.ttft_at, roles={f: getattr(a, f) for _, f in ROLE_OPTIONS})
         runs[seed] = (rows, goodput_per_gpu(rows))
     rows, best = runs[seeds[0]]
     if a.json:
@@ -451,15 +483,22 @@ def cmd_goodput(a) -> None:
         else:  # a sweep per seed, and per deployment the median and the range
             doc.update(seeds=seeds, runs=[{"seed": s, "rows": r, "goodput": b} for s, (r, b) in runs.items()],
                        goodput=over_seeds({s: b for s, (_, b) in runs.items()}))
+        if a.fair is not None:
+            doc["fair"] = {"gpus": a.fair, "best": best_of(doc["goodput"])}
         print(json.dumps(doc))
     else:
-        from .deploy_report import format_goodput, format_seeds
+        from .deploy_report import format_goodput, format_seeds, goodput_words
 
         print("\n\n".join((t("cli.goodput.seed", seed=seed) + "\n" if a.seeds is not None else "")
                            + format_goodput(r, b, a.workload, a.policy, a.slo_ttft_ms, a.slo_tpot_ms)
                            for seed, (r, b) in runs.items()))
         if a.seeds is not None:
             print("\n" + format_seeds(over_seeds({s: b for s, (_, b) in runs.items()}), seeds))
+        if a.fair is not None:
+            goodputs = over_seeds({s: b for s, (_, b) in runs.items()}) if a.seeds is not None else best
+            print("\n" + "\n".join(t("cli.goodput.fair_best", gpus=a.fair, side=t(f"cli.goodput.side.{side}"),
+                                     deployment=g["deployment"], value=goodput_words(g.get("median", g)))
+                                   for side, g in best_of(goodputs).items()))
 
 
 def cmd_workloads(a) -> None:

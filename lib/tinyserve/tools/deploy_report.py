@@ -18,17 +18,33 @@ def slo_line(slo: dict) -> str:
     return t("cli.slo.line", **slo)
 
 
+def per_instance(dt: DeploymentTrace) -> str:
+    """GPUs per instance in words: one number for replicas, each role's for a split."""
+    g = dt.gpus_per_instance
+    return (t("cli.deploy.per_replica", n=g["replica"]) if "replica" in g
+            else t("cli.deploy.per_role", prefill=g["prefill"], decode=g["decode"]))
+
+
 def format_deployment(dt: DeploymentTrace, slo: dict | None = None, ttft_at: str = "prefill") -> str:
     """The deployment, its request-level metrics (TTFT counted where `ttft_at` says), a line per instance, the
     transfers and the SLO attainment."""
     m = dt.metrics(ttft_at)
     first = dt.instances[0]
-    knobs = ", ".join(f"{k}={v}" for k, v in first.knobs.items() if v is not None)
+
+    def policy(tr) -> str:
+        return t("cli.deploy.policy", policy=tr.policy, knobs=", ".join(f"{k}={v}" for k, v in tr.knobs.items()
+                                                                     if v is not None))
+
+    said = policy(first)
+    if dt.kind == "disaggregated":  # each role may run its own policy and knobs (per-role options)
+        dec = dt.instances[dt.roles.index("decode")]
+        if policy(dec) != said:
+            said = t("cli.deploy.roles_policy", prefill=said, decode=policy(dec))
     c = dt.config
     shape = (t("cli.deploy.colocated", replicas=c["replicas"]) if dt.kind == "colocated" else
              t("cli.deploy.disaggregated", prefill=c["prefill_instances"], decode=c["decode_instances"], link=dt.link))
-    lines = [t("cli.deploy.head", shape=shape, policy=dt.policy, knobs=knobs, workload=dt.workload, gpus=dt.num_gpus,
-               per=dt.gpus_per_instance, hardware=dt.hardware,
+    lines = [t("cli.deploy.head", shape=shape, policy=said, workload=dt.workload, gpus=dt.num_gpus,
+               per=per_instance(dt), hardware=dt.hardware,
                dry_run=t("engine.summary.dry_run") if first.dry_run else ""),
              t("cli.deploy.requests", finished=m["num_finished"], total=m["num_requests"],
                rejected=m["num_rejected"], duration=m["duration_s"]),

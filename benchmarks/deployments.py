@@ -1,0 +1,50 @@
+"""Writes lib/tinyserve/data/deployments.json: the deployment studies the lessons read (7.3 section 6 and its
+appendix B, 7.5 section 6), each deployment at every rate and seed of analysis/fair.py, scored against every SLO
+pair under both TTFT conventions. Dry runs on the modeled clock: the same numbers on every machine.
+
+    python benchmarks/deployments.py                 # every study (about 10 minutes on 2 cores)
+    python benchmarks/deployments.py --only tp-4     # one study, merged into the file
+
+tests/analysis/test_fair_data.py (slow) recomputes one seed of the file and compares.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "lib"))
+
+from tinyserve.analysis import fair  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", nargs="*", help="studies to run (default: all), merged into the file")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--out", type=Path, default=fair.DATA)
+    a = p.parse_args()
+    todo = fair.studies()
+    names = a.only or list(todo)
+    doc = fair.load(a.out) if a.out.exists() and a.only else {}
+    doc.update({"workload": fair.WORKLOAD, "hardware": "h200-70b-fp8", "pairs": fair.PAIRS,
+                "conventions": list(fair.CONVENTIONS), "kinds": list(fair.KINDS), "goal": fair.GOAL,
+                "alone": {"plain": fair.alone(), "short": fair.alone({"long_share": 0.0})}})
+    doc.setdefault("studies", {})
+    with multiprocessing.Pool(a.processes) as pool:
+        for name in names:
+            spec = todo[name]
+            t0 = time.perf_counter()
+            doc["studies"][name] = fair.study(spec["specs"], spec["gpus"], workload_knobs=spec.get("workload_knobs"),
+                                              run_knobs=spec.get("run_knobs"), pool=lambda f, jobs: pool.map(f, jobs, 8))
+            print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
+    a.out.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {a.out} ({a.out.stat().st_size / 1e3:.0f} kB)")
+
+
+if __name__ == "__main__":
+    main()

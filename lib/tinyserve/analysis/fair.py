@@ -1,0 +1,208 @@
+"""A fair fight at equal GPU count: each side searches its own knobs over the same grid, on several seeds.
+
+  replicas  colocated:N, a replica's chunk in CHUNKS (none: whole prompts, continuous batching)
+  split     disaggregated:P:D for every P + D = N, the prefill chunk in CHUNKS (none: whole prompts under a token
+            budget), the decode instances' batch size in DECODE_BATCHES
+
+Every (deployment, seed, rate) runs once, a dry run on the modeled clock; its requests are scored against each SLO
+pair of PAIRS, under both TTFT conventions (DeploymentTrace.as_seen), for both targets and for each alone (the
+TTFT-only and TPOT-only curves DistServe draws beside the joint one). Goodput per GPU is read off each seed's curve
+(trace.slo.reading); a side's best deployment is the one with the highest median over the seeds, and a comparison
+says what holds on every seed (`compare`). The search the lessons rest on is expensive, so
+benchmarks/deployments.py runs STUDIES once and writes lib/tinyserve/data/deployments.json (`load`); a slow test
+recomputes one seed of it.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core.workloads import resolve_workload
+from ..deploy import run_deployment
+from ..engine import Engine
+from ..trace.slo import attainment, reading
+from .goodput import GOAL, deployment_label, parse_spec, run_config
+
+CHUNKS = (128, 256, 512, 1024, "none")
+DECODE_BATCHES = (32, 64, 128)
+# P:D at each GPU count (one GPU per instance)
+SHAPES = {2: ((1, 1),), 3: ((2, 1), (1, 2)), 4: ((3, 1), (2, 2), (1, 3))}
+# the SLO pairs scored (TTFT ms, TPOT ms): DistServe's paper (OSDI '24, Figure 8's chatbot targets for OPT-66B,
+# from its plotting notebook), its artifact-evaluation script (ae-scripts/e2e/_plot.py, the comparison with vLLM
+# only) and a tight TPOT of ours near one plain decode step with a TTFT target every prompt meets alone
+PAIRS = {"paper": (2500.0, 150.0), "artifact": (400.0, 100.0), "tight": (2500.0, 25.0)}
+CONVENTIONS = ("prefill", "decode")
+KINDS = ("both", "ttft", "tpot")  # the share meeting both targets, the TTFT target alone, the TPOT target alone
+RATES_PER_GPU = (0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10)
+SEEDS = (0, 1, 2, 3, 4)
+WORKLOAD = "chapter-7.3-mixed"
+DATA = Path(__file__).parents[1] / "data" / "deployments.json"
+
+
+def candidates(gpus: int, chunks: Sequence = CHUNKS, decode_batches: Sequence[int] = DECODE_BATCHES,
+               link: str = "nvlink-h200", shapes: Sequence[tuple[int, int]] | None = None) -> dict[str, list[str]]:
+    """Each side's deployments at `gpus` GPUs, as spec strings (analysis.goodput's syntax)."""
+    split = [f"disaggregated:{p}:{d}:{link},prefill_chunk_size={c},decode_batch_size={b}"
+             for p, d in (SHAPES[gpus] if shapes is None else shapes) for c in chunks for b in decode_batches]
+    return {"replicas": [f"colocated:{gpus},chunk_size={c}" for c in chunks], "split": split}
+
+
+def score(dt, pairs: dict = PAIRS) -> dict:
+    """A run's requests against each pair: {pair: {convention: [met both, met TTFT, met TPOT]}} (counts)."""
+    out: dict = {}
+    for conv in CONVENTIONS:
+        seen = dt.as_seen(conv)
+        for name, (ttft, tpot) in pairs.items():
+            a = attainment(seen, ttft, tpot)
+            n = a["requests"]
+            out.setdefault(name, {})[conv] = [a["met"], round(a["met_ttft"] * n), round(a["met_tpot"] * n)]
+    return out
+
+
+def run_one(spec: str, seed: int, rate: float, workload_knobs: dict | None = None, run_knobs: dict | None = None,
+            engine: Engine | None = None, pairs: dict = PAIRS) -> dict:
+    """One dry run of a deployment at one rate and seed, scored: {"requests", "num_gpus", "met"}."""
+    dc, own = parse_spec(spec)
+    knobs = {"dry_run": True, "seed": seed, **(run_knobs or {})}
+    rc = run_config("chunked", knobs, own, {**(workload_knobs or {}), "rate": rate})
+    dt = run_deployment(engine or Engine(), WORKLOAD, rc, dc)
+    return {"requests": len(dt.requests), "num_gpus": dt.num_gpus, "met": score(dt, pairs)}
+
+
+def study(specs: dict[str, list[str]], gpus: int, seeds: Sequence[int] = SEEDS,
+          rates_per_gpu: Sequence[float] = RATES_PER_GPU, workload_knobs: dict | None = None,
+          run_knobs: dict | None = None, engine: Engine | None = None, pool=None) -> dict:
+    """Every deployment of `specs` ({side: [spec]}) at every seed and rate (rates per GPU x gpus), scored. pool: an
+    executor's map (a multiprocessing pool) or None. The file's layout: per side, per spec, its GPUs and per seed
+    a list over the rates of [per pair: [per convention: [met both, met TTFT, met TPOT]]], plus the requests per run."""
+    rates = [r * gpus for r in rates_per_gpu]
+    jobs = [(spec, seed, rate, workload_knobs, run_knobs) for side in specs.values() for spec in side
+            for seed in seeds for rate in rates]
+    results = iter((pool or map)(_job, jobs))
+    out: dict = {"gpus": gpus, "seeds": list(seeds), "rates": rates, "workload_knobs": dict(workload_knobs or {}),
+                 "run_knobs": dict(run_knobs or {}), "pairs": list(PAIRS), "sides": {}}
+    for side, group in specs.items():
+        runs = out["sides"].setdefault(side, {})
+        for spec in group:
+            label = deployment_label(*parse_spec(spec))
+            entry = runs[label] = {"num_gpus": None, "requests": None, "met": {}}
+            for seed in seeds:
+                per_rate = [next(results) for _ in rates]
+                entry["num_gpus"], entry["requests"] = per_rate[0]["num_gpus"], per_rate[0]["requests"]
+                # compact: per rate, per pair (the study's "pairs" order), per convention: [both, ttft, tpot]
+                entry["met"][str(seed)] = [[[r["met"][pair][conv] for conv in CONVENTIONS] for pair in PAIRS]
+                                           for r in per_rate]
+    return out
+
+
+def _job(job: tuple) -> dict:
+    spec, seed, rate, workload_knobs, run_knobs = job
+    return run_one(spec, seed, rate, workload_knobs, run_knobs)
+
+
+# ---- reading a study ------------------------------------------------------------------------------------------
+def curve(s: dict, side: str, label: str, seed: int, pair: str, conv: str = "prefill", kind: str = "both") -> list:
+    """Attainment (0-1) at each rate of one deployment, seed, pair, convention and kind (KINDS)."""
+    entry = s["sides"][side][label]
+    i, j, k = s["pairs"].index(pair), CONVENTIONS.index(conv), KINDS.index(kind)
+    return [m[i][j][k] / entry["requests"] for m in entry["met"][str(seed)]]
+
+
+def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", kind: str = "both",
+            goal: float = GOAL) -> dict:
+    """Goodput per GPU of one deployment on each seed ({seed: reading with value per GPU}), and their median,
+    lowest and highest (a goodput below the sweep ranks under every number: None)."""
+    entry = s["sides"][side][label]
+    per = {}
+    for seed in s["seeds"]:
+        r = reading(s["rates"], curve(s, side, label, seed, pair, conv, kind), goal)
+        per[seed] = {**r, "value": None if r["value"] is None else r["value"] / entry["num_gpus"]}
+    ranked = sorted((v["value"] for v in per.values()), key=lambda v: -math.inf if v is None else v)
+    return {"per_seed": per, "median": ranked[(len(ranked) - 1) // 2], "min": ranked[0], "max": ranked[-1],
+            "at_least": any(v["read"] == "at_least" for v in per.values()),
+            "monotone": all(v["monotone"] for v in per.values())}
+
+
+def _key(v) -> float:
+    return -math.inf if v is None else v
+
+
+def best(s: dict, side: str, pair: str, conv: str = "prefill", kind: str = "both") -> tuple[str, dict]:
+    """A side's best deployment at a pair: the highest median goodput per GPU over the seeds (ties: the highest
+    lowest, then the first listed)."""
+    labels = list(s["sides"][side])
+    scored = [(label, goodput(s, side, label, pair, conv, kind)) for label in labels]
+    return max(scored, key=lambda x: (_key(x[1]["median"]), _key(x[1]["min"])))
+
+
+def compare(s: dict, pair: str, conv: str = "prefill", a: str = "split", b: str = "replicas") -> dict:
+    """Each side's best at a pair, and what holds on every seed: "ahead" (a's best beats b's best on every seed),
+    "behind" (on every seed it is beaten), else "mixed"; the ratio of medians."""
+    (la, ga), (lb, gb) = best(s, a, pair, conv), best(s, b, pair, conv)
+    wins = [_key(ga["per_seed"][x]["value"]) > _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
+    loses = [_key(ga["per_seed"][x]["value"]) < _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
+    verdict = "ahead" if all(wins) else "behind" if all(loses) else "mixed"
+    ratio = (ga["median"] / gb["median"]) if ga["median"] and gb["median"] else None
+    return {a: (la, ga), b: (lb, gb), "verdict": verdict, "ratio": ratio}
+
+
+def studies() -> dict[str, dict]:
+    """The studies behind the lessons (7.3 section 6 and appendix B, 7.5 section 6): each a GPU count, each side's
+    deployments, and the workload's and the runs' knobs that differ from the plain case."""
+    from ..cost.presets import get_preset
+
+    few = int(8 * 4096 * get_preset("h200-70b-fp8").kv_bytes_per_token)  # KV for 8 slabs of 4,096 positions a GPU
+    tp_split = [f"disaggregated:{p}:{d}:nvlink-h200,prefill_chunk_size={c},decode_batch_size={b}{gpus}"
+                for p, d, gpus in ((1, 1, ",prefill_gpus=2,decode_gpus=2"), (2, 1, ",decode_gpus=2"),
+                                   (1, 2, ",prefill_gpus=2"))
+                for c in (512, "none") for b in (64, 128)]
+    return {
+        "fair-2": {"gpus": 2, "specs": candidates(2)},
+        "fair-3": {"gpus": 3, "specs": candidates(3)},
+        "fair-4": {"gpus": 4, "specs": candidates(4)},
+        "short-2": {"gpus": 2, "specs": candidates(2), "workload_knobs": {"long_share": 0.0}},
+        "scarce-2": {"gpus": 2, "specs": candidates(2), "run_knobs": {"kv_budget": few}},
+        "ib-2": {"gpus": 2, "specs": {"split": candidates(2, link="ib-ndr")["split"]}},
+        # tensor parallelism per phase at 4 GPUs: replicas of 2 or 4 GPUs each, splits with a phase on 2 or 3
+        "tp-4": {"gpus": 4, "specs": {"replicas": [f"colocated:{n},chunk_size={c},gpus={4 // n}" for n in (2, 1)
+                                                   for c in CHUNKS], "split": tp_split}},
+    }
+
+
+def best_of(goodputs: Sequence[dict]) -> dict[str, dict]:
+    """Each side's best row of `tinyserve goodput`'s goodput list (goodput_per_gpu's rows, or over_seeds' with a
+    median): the highest goodput per GPU (a median over seeds when there are several); "replicas" and "split"."""
+    out: dict[str, dict] = {}
+    for g in goodputs:
+        side = "replicas" if g["kind"] == "colocated" else "split"
+        if side not in out or _key(_value(g)) > _key(_value(out[side])):
+            out[side] = g
+    return out
+
+
+def _value(g: dict):
+    return (g["median"] if "median" in g else g)["goodput_per_gpu"]
+
+
+def load(path: str | Path = DATA) -> dict:
+    """The committed studies (benchmarks/deployments.py writes them)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def alone(workload_knobs: dict | None = None, seed: int = 0, pairs: dict = PAIRS, hardware: str | None = None,
+          engine: Engine | None = None) -> dict:
+    """Each pair's infeasible share: the requests that miss it even alone (one replica, whole prompts, arrivals 100
+    s apart so none overlaps another), under each TTFT convention's best case (a lone request: the same)."""
+    dc, own = parse_spec("colocated:1,chunk_size=none")
+    knobs = {"dry_run": True, "seed": seed, **({"hardware": hardware} if hardware else {})}
+    rc = run_config("chunked", knobs, own, {**(workload_knobs or {}), "rate": 0.01})
+    dt = run_deployment(engine or Engine(), WORKLOAD, rc, dc)
+    n = len(dt.requests)
+    return {name: {"requests": n, "miss": n - attainment(dt.requests, *p)["met"]} for name, p in pairs.items()}
+
+
+def workload_size(workload_knobs: dict | None = None, seed: int = 0) -> int:
+    """Requests in the studies' workload (the file's denominators)."""
+    return len(resolve_workload(WORKLOAD, seed, dict(workload_knobs or {}, rate=1.0))[1])
