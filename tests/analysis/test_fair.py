@@ -1,0 +1,84 @@
+"""analysis/fair.py: the fair search's grid, and reading a study (goodput per seed, each side's best, what holds on
+every seed) on hand-made studies whose answers are worked out in the comments."""
+from __future__ import annotations
+
+import pytest
+
+from tinyserve.analysis import fair
+from tinyserve.analysis.goodput import parse_spec
+
+
+@pytest.mark.parametrize("gpus", [2, 3, 4])
+def test_every_candidate_uses_exactly_the_gpus_and_each_side_searches_the_same_chunks(gpus):
+    c = fair.candidates(gpus)
+    for side, specs in c.items():
+        for spec in specs:
+            dc, own = parse_spec(spec)
+            n = dc.replicas if dc.kind == "colocated" else dc.prefill_instances + dc.decode_instances
+            assert n == gpus and "gpus" not in own and dc.prefill_gpus is None and dc.decode_gpus is None
+    shapes = {parse_spec(s)[0].prefill_instances for s in c["split"]}
+    assert shapes == set(range(1, gpus))  # every P:D with P + D = gpus
+    chunks = {str(parse_spec(s)[0].prefill_chunk_size) for s in c["split"]}
+    own = {str(parse_spec(s)[1].get("chunk_size") or "none") for s in c["replicas"]}
+    assert chunks == own == {str(x) for x in fair.CHUNKS}  # the same grid, whole prompts included
+    assert len(c["split"]) == (gpus - 1) * len(fair.CHUNKS) * len(fair.DECODE_BATCHES)
+
+
+def _study(curves: dict) -> dict:
+    """A study of 2 GPUs, rates 2, 4, 6, 8 (1-4 per GPU), 10 requests a run: curves {(side, label): {seed: [met
+    both at each rate]}}; the TTFT-only and TPOT-only counts are 10 (everyone meets each alone)."""
+    s = {"gpus": 2, "seeds": [0, 1], "rates": [2.0, 4.0, 6.0, 8.0], "pairs": list(fair.PAIRS), "sides": {}}
+    for (side, label), per_seed in curves.items():
+        met = {str(seed): [[[[m, 10, 10] for _ in fair.CONVENTIONS] for _ in fair.PAIRS] for m in ms]
+               for seed, ms in per_seed.items()}
+        s["sides"].setdefault(side, {})[label] = {"num_gpus": 2, "requests": 10, "met": met}
+    return s
+
+
+def test_goodput_per_seed_is_read_off_each_curve_and_per_gpu():
+    s = _study({("split", "a"): {0: [10, 10, 8, 5], 1: [10, 9, 9, 9]},
+                ("replicas", "b"): {0: [8, 7, 6, 5], 1: [10, 10, 10, 10]}})
+    g = fair.goodput(s, "split", "a", "paper")
+    # seed 0: 100% at 4, 80% at 6: crosses 90% (1.0 - 0.9) / (1.0 - 0.8) = half way: 5 req/s, 2.5 per GPU
+    # seed 1: every rate meets 90%: at least 8 req/s, 4 per GPU
+    assert g["per_seed"][0]["value"] == pytest.approx(2.5) and g["per_seed"][0]["read"] == "crossing"
+    assert g["per_seed"][1]["value"] == 4.0 and g["per_seed"][1]["read"] == "at_least"
+    assert g["median"] == pytest.approx(2.5) and g["min"] == pytest.approx(2.5) and g["max"] == 4.0  # lower middle
+    b = fair.goodput(s, "replicas", "b", "paper")
+    assert b["per_seed"][0]["value"] is None and b["per_seed"][0]["read"] == "below"  # 80% at the lowest rate
+    assert b["min"] is None and b["max"] == 4.0
+    assert fair.curve(s, "split", "a", 0, "paper", "decode", "ttft") == [1.0] * 4
+
+
+def test_a_side_wins_only_where_it_wins_on_every_seed():
+    # a: 2.5 per GPU on seed 0 (as above), at least 4 on seed 1
+    s = _study({("split", "a"): {0: [10, 10, 8, 5], 1: [10, 10, 10, 10]},
+                ("replicas", "b"): {0: [10, 10, 9, 5], 1: [10, 10, 10, 8]}})
+    c = fair.compare(s, "paper")
+    # b seed 0: 90% at 6 is not below the goal; 50% at 8: crossing between 6 and 8 at 6 + 2 * 0 / 0.4 = 6 -> 3 per GPU
+    # b seed 1: 100% at 6, 80% at 8: 6 + 2 * 0.1 / 0.2 = 7 -> 3.5 per GPU
+    assert c["replicas"][1]["per_seed"][0]["value"] == pytest.approx(3.0)
+    assert c["replicas"][1]["per_seed"][1]["value"] == pytest.approx(3.5)
+    assert c["verdict"] == "mixed"  # a behind on seed 0 (2.5 < 3), ahead on seed 1 (4 > 3.5)
+    s2 = _study({("split", "a"): {0: [10, 10, 10, 10], 1: [10, 10, 10, 10]},
+                 ("replicas", "b"): {0: [10, 10, 9, 5], 1: [10, 10, 10, 8]}})
+    assert fair.compare(s2, "paper")["verdict"] == "ahead"
+    assert fair.compare(s2, "paper", a="replicas", b="split")["verdict"] == "behind"
+
+
+def test_a_sides_best_is_its_highest_median():
+    s = _study({("split", "low"): {0: [10, 10, 8, 5], 1: [10, 10, 8, 5]},
+                ("split", "high"): {0: [10, 10, 10, 5], 1: [10, 10, 10, 5]},
+                ("replicas", "b"): {0: [10, 10, 10, 10], 1: [10, 10, 10, 10]}})
+    label, g = fair.best(s, "split", "paper")
+    # high: 100% at 6, 50% at 8: crossing at 6 + 2 * (1.0 - 0.9) / (1.0 - 0.5) = 6.4 req/s, 3.2 per GPU; low: 2.5
+    assert label == "high" and g["median"] == pytest.approx(3.2)
+
+
+def test_best_of_a_goodput_table_picks_each_sides_highest():
+    rows = [{"deployment": "colocated:2,chunk_size=128", "kind": "colocated", "goodput_per_gpu": 3.0},
+            {"deployment": "colocated:2,chunk_size=none", "kind": "colocated", "goodput_per_gpu": None},
+            {"deployment": "disaggregated:1:1", "kind": "disaggregated", "goodput_per_gpu": 2.0}]
+    best = fair.best_of(rows)
+    assert best["replicas"]["deployment"] == "colocated:2,chunk_size=128"
+    assert best["split"]["deployment"] == "disaggregated:1:1"
