@@ -21,12 +21,11 @@ import tinyserve_widgets as tw
 from tinyserve.analysis import sweeps
 from tinyserve.analysis.batching import kv_used_share
 from tinyserve.analysis.figures import iterations, named, story, token_iterations, waiting_on
-from tinyserve.analysis.goodput import GOAL, goodput_per_gpu
-from tinyserve.analysis.goodput import sweep as goodput_sweep
+from tinyserve.analysis import fair
+from tinyserve.analysis.goodput import GOAL, parse_spec, run_config
 from tinyserve.analysis.prefill import ttft_ms, worst_gap_ms
-from tinyserve.core.config import RunConfig
 from tinyserve.core.scheduling.variants import SeparatePrefill, WholePromptBudget
-from tinyserve.deploy import DeploymentConfig, run_deployment
+from tinyserve.deploy import run_deployment
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
@@ -449,11 +448,12 @@ for key, knobs in (("7.5.kv.share.context", {}), ("7.5.kv.share.longest", {"slab
 # attainment (A100 GPUs; DistServe chose each phase's number of GPUs and parallelism per model).
 #
 # **Our scenario.** 7.3's section 6 traffic (`chapter-7.3-mixed`: chat turns among 2,000–3,500-token prompts)
-# on two modeled H200s, with DistServe's chatbot targets for OPT-66B, the model nearest ours (TTFT ≤
-# {glue}`ds_ttft` ms, TPOT ≤ {glue}`ds_tpot` ms, from the script of its artifact that draws Figure 8). Three
-# deployments: two replicas with whole prompts beside the decodes (`continuous`: our stand-in for the vLLM it
-# measured, whose separate prefill steps stall decodes as long, section 4), two replicas with 512-token chunks
-# (`chunked`, Sarathi-Serve's answer, which came later), and one prefill GPU with one decode GPU over NVLink.
+# on two modeled H200s, at the paper's targets for OPT-66B, the model nearest ours (TTFT ≤ {glue}`ds_ttft` ms,
+# TPOT ≤ {glue}`ds_tpot` ms; 7.3's appendix B gives the source). Three deployments, read off 7.3's sweep of
+# {glue}`ds_seeds` draws of the traffic: two replicas with whole prompts beside the decodes (`continuous`: our
+# stand-in for the vLLM it measured, whose separate prefill steps stall decodes as long, section 4), two
+# replicas with chunks at their best length (`chunked`: DeepSpeed-MII, its other baseline, already cut prompts
+# this way, as Dynamic SplitFuse), and a prefill GPU with a decode GPU at their best settings.
 #
 # **Predict.** Which has the highest goodput per GPU: whole prompts, chunks or the split?
 
@@ -464,55 +464,75 @@ p_ds
 # %% [reveal]
 # NBVAL_CHECK_OUTPUT
 with p_ds.after_prediction():
-    DS_TTFT_MS, DS_TPOT_MS = 400, 100  # DistServe's artifact, Figure 8, OPT-66B on ShareGPT
-    DS_RATES = (0.5, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12)  # requests/s for the two GPUs together
-    SCALES = (2, 1.75, 1.5, 1.25, 1.1, 1, 0.9, 0.8, 0.7)  # both targets times this factor (the bottom row)
-    SCALE_RATE = 4  # requests/s for the two GPUs: the bottom row's fixed rate
-    ds_setups = {"continuous": (DeploymentConfig("colocated", replicas=2), "continuous", {}),
-                 "chunked": (DeploymentConfig("colocated", replicas=2), "chunked", {"chunk_size": 512}),
-                 "split": (DeploymentConfig("disaggregated", prefill_instances=1, decode_instances=1), "chunked",
-                           {"chunk_size": 512})}
-    ds_rows, ds_scale = {}, {}
-    for key, (dc, policy, knobs) in ds_setups.items():
-        ds_rows[key] = goodput_sweep([dc], "chapter-7.3-mixed", DS_RATES, DS_TTFT_MS, DS_TPOT_MS, engine=dry,
-                                     policy=policy, **knobs)
-        rc = RunConfig(policy, dry_run=True, workload_knobs={"rate": SCALE_RATE}, **knobs)
-        fixed = run_deployment(dry, "chapter-7.3-mixed", rc, dc)
-        ds_scale[key] = [fixed.slo(DS_TTFT_MS * s, DS_TPOT_MS * s)["attainment"] for s in SCALES]
-    ds_goodput = {key: goodput_per_gpu(rows)[0]["goodput_per_gpu"] for key, rows in ds_rows.items()}
-    tightest = {key: min((s for s, a in zip(SCALES, att) if a >= GOAL), default=None) for key, att in ds_scale.items()}
-    order = list(ds_setups)
-    print(p_ds.reveal(max(order, key=lambda k: ds_goodput[k] or 0),
-                      why=t("7.5.ds.why", gaps="; ".join(f"{t(f'7.5.ds.label.{k}')} {ds_goodput[k]:.3g}" for k in order))))
-    say("7.5.ds.head", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS, rate=SCALE_RATE / 2)
-    for key in order:
-        print(ljust(t(f"7.5.ds.label.{key}"), 40) + f"{ds_goodput[key]:>10.3g}{tightest[key]:>12g}×")
-    say("7.5.ds.ratio", rate=ds_goodput["split"] / ds_goodput["continuous"],
-        scale=tightest["split"] / tightest["continuous"])
-    glue("ds_ttft", DS_TTFT_MS)
+    STUDIES = fair.load()  # 7.3's deployment sweeps (benchmarks/deployments.py)
+    two = STUDIES["studies"]["fair-2"]
+    DS_TTFT_MS, DS_TPOT_MS = STUDIES["pairs"]["paper"]  # DistServe's Figure 8, OPT-66B on ShareGPT
+    # each deployment's label in the sweep, at each pair: whole prompts, and each side's best there
+    ds_labels = {pair: {"continuous": ("replicas", "colocated:2,chunk_size=none"),
+                        "chunked": ("replicas", fair.best(two, "replicas", pair)[0]),
+                        "split": ("split", fair.best(two, "split", pair)[0])} for pair in ("paper", "tight")}
+    ds_goodput = {pair: {key: fair.goodput(two, side, label, pair) for key, (side, label) in labels.items()}
+                  for pair, labels in ds_labels.items()}
+    order = list(ds_labels["paper"])
+    best_key = max(order, key=lambda k: ds_goodput["paper"][k]["median"] or 0)
+    print(p_ds.reveal(best_key, why=t("7.5.ds.why", gaps="; ".join(
+        f"{t(f'7.5.ds.label.{k}')} {fair.number_words(ds_goodput['paper'][k])}" for k in order))))
+    say("7.5.ds.head", n=len(two["seeds"]))
+    for pair in ("paper", "tight"):
+        ttft, tpot = STUDIES["pairs"][pair]
+        print(t("figures.fair.pair", name=t(f"figures.fair.pair.{pair}"), ttft=ttft, tpot=tpot))
+        for key in order:
+            print("  " + ljust(t(f"7.5.ds.label.{key}"), 46) + fair.number_words(ds_goodput[pair][key]))
+    glue("ds_ttft", DS_TTFT_MS, "{:,.0f}")
+    glue("ds_tpot", DS_TPOT_MS, "{:.0f}")
     glue("ds_goal", 100 * GOAL, "{:.0f}")
-    glue("ds_tpot", DS_TPOT_MS)
-    glue("ds_gp_cont", ds_goodput["continuous"], "{:.3g}")
-    glue("ds_gp_chunk", ds_goodput["chunked"], "{:.3g}")
-    glue("ds_gp_split", ds_goodput["split"], "{:.3g}")
-    glue("ds_rate_ratio", ds_goodput["split"] / ds_goodput["continuous"], "{:.2f}")
+    glue("ds_chunk", fair.describe(ds_labels["paper"]["chunked"][1]))
+    for name in ("fair2_paper", "fair2_paper_whole", "fair2_tight", "fair2_tight_whole"):
+        glue(f"claim_{name}", fair.claim_words(STUDIES, name))
+
+
+# %% [hide-code]
+glue("ds_seeds", len(STUDIES["studies"]["fair-2"]["seeds"]))
+
+# %% [reveal]
+# NBVAL_CHECK_OUTPUT
+with p_ds.after_prediction():
+    # the bottom row: the rate held still, both targets shrunk by one factor, every seed of the sweep
+    SCALES = (1, 0.7, 0.5, 0.35, 0.25, 0.2, 0.16, 0.13, 0.1)
+    SCALE_RATE = 2  # requests/s for the two GPUs: the bottom row's fixed rate
+    ds_scale = {}
+    for key, (side, label) in ds_labels["paper"].items():
+        for seed in two["seeds"]:
+            dc, own = parse_spec(label)
+            rc = run_config("chunked", {"dry_run": True, "seed": seed}, own, {"rate": SCALE_RATE})
+            fixed = run_deployment(dry, "chapter-7.3-mixed", rc, dc)
+            ds_scale[key, seed] = [fixed.slo(DS_TTFT_MS * s, DS_TPOT_MS * s)["attainment"] for s in SCALES]
+    tightest = {k: min((s for s, a in zip(SCALES, att) if a >= GOAL), default=None) for k, att in ds_scale.items()}
+    say("7.5.ds.scale_head", rate=SCALE_RATE / 2)
+    for key in order:
+        held = sorted(tightest[key, seed] for seed in two["seeds"])
+        words = t("7.5.ds.scale_range", low=held[0], high=held[-1]) if held[0] != held[-1] else f"{held[0]:g}×"
+        print("  " + ljust(t(f"7.5.ds.label.{key}"), 46) + words)
+        glue(f"ds_scale_{key}", words)
     glue("ds_scale_rate", SCALE_RATE / 2, "{:g}")
-    glue("ds_scale_cont", tightest["continuous"], "{:g}")
-    glue("ds_scale_split", tightest["split"], "{:g}")
 
 
 # %% [reveal, hide-code]
 with p_ds.after_prediction():
-    DS_STYLE = {"continuous": dict(color=OI["blue"], ls="-", marker="v"),
-                "chunked": dict(color=OI["sky_blue"], ls="--", marker="s", ms=4),
-                "split": dict(color=OI["vermillion"], ls="-", lw=2.2, marker="o")}
+    DS_STYLE = {"continuous": dict(color=OI["blue"], ls="-"), "chunked": dict(color=OI["sky_blue"], ls="--"),
+                "split": dict(color=OI["vermillion"], ls="-", lw=1.6)}
     fig, ax = plt.subplots(1, 2, figsize=(9.5, 3.8), sharey=True)
     for key in order:
-        ax[0].plot([r / 2 for r in DS_RATES], [100 * row["attainment"] for row in ds_rows[key]],
-                   label=t(f"7.5.ds.label.{key}"), **DS_STYLE[key])
-        ax[1].plot(SCALES, [100 * a for a in ds_scale[key]], **DS_STYLE[key])
+        side, label = ds_labels["paper"][key]
+        for i, seed in enumerate(two["seeds"]):
+            ax[0].plot([r / 2 for r in two["rates"]], [100 * a for a in fair.curve(two, side, label, seed, "paper")],
+                       alpha=0.7, label=t(f"7.5.ds.label.{key}") if i == 0 else None, **DS_STYLE[key])
+            ax[1].plot(SCALES, [100 * a for a in ds_scale[key, seed]], alpha=0.7, **DS_STYLE[key])
     for a in ax:
         a.axhline(100 * GOAL, color=OI["black"], ls=":", lw=0.8)
+    ax[0].set_xscale("log")
+    ax[0].set_xticks([0.25, 0.5, 1, 2, 4, 10], ["0.25", "0.5", "1", "2", "4", "10"])
+    ax[0].minorticks_off()
     ax[1].invert_xaxis()  # tighter targets to the right, as in the paper
     ax[0].set(xlabel=t("7.5.ds.fig.rate"), ylabel=t("7.5.ds.fig.attainment"), ylim=(0, 102),
               title=t("7.5.ds.fig.rate_title", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS))
@@ -524,19 +544,18 @@ with p_ds.after_prediction():
 
 # %% [markdown]
 # The shape comes back: curves that hold near the top and then fall, a goodput where each crosses
-# {glue}`ds_goal`%, a tightest target. The order does not. Whole prompts beside the decodes stay above it up to
-# {glue}`ds_gp_cont` requests/s per GPU, chunks up to {glue}`ds_gp_chunk`, the split up to {glue}`ds_gp_split`:
-# the split serves {glue}`ds_rate_ratio`× the rate of our vLLM stand-in, where the paper measured up to 7.4×.
-# At {glue}`ds_scale_rate` requests/s per GPU the stand-in holds the targets down to {glue}`ds_scale_cont`× their
-# size, the split only to {glue}`ds_scale_split`×. Shrinking them further helps nobody here: the longest
-# prompts' prefill alone nearly fills the {glue}`ds_ttft` ms TTFT target.
+# {glue}`ds_goal`%, a tightest target (a line per draw). The order does not, at the paper's targets: against the
+# best chunks ({glue}`ds_chunk`), {glue}`claim_fair2_paper`; against whole prompts, {glue}`claim_fair2_paper_whole`.
+# At {glue}`ds_scale_rate` requests/s per GPU, whole prompts hold the targets down to {glue}`ds_scale_continuous`
+# of their size, chunks to {glue}`ds_scale_chunked`, the split to {glue}`ds_scale_split`.
+#
+# It comes back where both targets are tight, 7.3's *tight* pair: there {glue}`claim_fair2_tight`; against whole
+# prompts, {glue}`claim_fair2_tight_whole`. Only then does no chunk length meet both.
 #
 # **Where our setting differs.** TPOT is a mean over a request's tokens, so a few long steps beside a whole
-# prompt barely move it, and whole prompts give long prompts their first token soonest (7.3, section 4). Our
-# cost model charges a mixed step only its roofline time; the slowdown DistServe measured when prefill and decode
-# share a step on real GPUs is not in it. DistServe also gave each phase its own number of GPUs and tensor
-# parallelism; ours has one GPU each. 7.3's appendix B shows the split winning once a target is tight for both
-# phases, or once prompts get three GPUs of four.
+# prompt barely move it. Our cost model charges a mixed step only its roofline time; the slowdown DistServe
+# measured when prefill and decode share a step on real GPUs is not in it. DistServe also gave each phase its own
+# number of GPUs and parallelism; 7.3's appendix B tries both, and where the first token is counted.
 
 # %% [markdown]
 # ## 7. The sweeps the papers use
@@ -679,8 +698,8 @@ widgets.VBox([widgets.HBox([spread_knob, load_knob]), latency.widget])
 # * A prefill step stalls every decode in flight whether it runs alone (vLLM) or mixed in (Orca); chunks bound
 #   the stall, and the token budget that bounds it is also its floor.
 # * Under slabs, memory binds before the batch cap does.
-# * DistServe's curves keep their shape here but not their order: what the split wins depends on the targets, on
-#   what a mixed step costs, and on how many GPUs each phase gets.
+# * DistServe's curves keep their shape here, and their order only where both targets are tight: what the split
+#   wins depends on the targets, on what a mixed step costs, and on how many GPUs each phase gets.
 #
 # ## Questions
 #
@@ -695,3 +714,4 @@ widgets.VBox([widgets.HBox([spread_knob, load_knob]), latency.widget])
 #    not have, and which does it make worse?
 # 6. Why does raising the batch cap barely change continuous batching's capacity under a tight P99 target?
 # 7. In the ablation, which ingredient lowers the P99 gap and which keeps TTFT low?
+# 8. Why does DistServe's order come back only when both targets are tight?

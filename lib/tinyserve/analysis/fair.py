@@ -141,10 +141,13 @@ def best(s: dict, side: str, pair: str, conv: str = "prefill", kind: str = "both
     return max(scored, key=lambda x: (_key(x[1]["median"]), _key(x[1]["min"])))
 
 
-def compare(s: dict, pair: str, conv: str = "prefill", a: str = "split", b: str = "replicas") -> dict:
-    """Each side's best at a pair, and what holds on every seed: "ahead" (a's best beats b's best on every seed),
-    "behind" (on every seed it is beaten), else "mixed"; the ratio of medians."""
-    (la, ga), (lb, gb) = best(s, a, pair, conv), best(s, b, pair, conv)
+def compare(s: dict, pair: str, conv: str = "prefill", a: str = "split", b: str = "replicas",
+            b_label: str | None = None) -> dict:
+    """Each side's best at a pair (b_label: that deployment of side b instead of its best), and what holds on every
+    seed: "ahead" (a's beats b's on every seed), "behind" (on every seed it is beaten), else "mixed"; the ratio of
+    medians."""
+    (la, ga) = best(s, a, pair, conv)
+    (lb, gb) = best(s, b, pair, conv) if b_label is None else (b_label, goodput(s, b, b_label, pair, conv))
     wins = [_key(ga["per_seed"][x]["value"]) > _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
     loses = [_key(ga["per_seed"][x]["value"]) < _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
     verdict = "ahead" if all(wins) else "behind" if all(loses) else "mixed"
@@ -201,6 +204,9 @@ CLAIMS = {
     "short_tight": ("short-2", "tight", "prefill"), "scarce_tight": ("scarce-2", "tight", "prefill"),
     "scarce_paper": ("scarce-2", "paper", "prefill"),
     "tp4_tight": ("tp-4", "tight", "prefill"), "tp4_paper": ("tp-4", "paper", "prefill"),
+    # against two replicas of whole prompts (continuous batching: 7.5's stand-in for the vLLM DistServe measured)
+    "fair2_paper_whole": ("fair-2", "paper", "prefill", "colocated:2,chunk_size=none"),
+    "fair2_tight_whole": ("fair-2", "tight", "prefill", "colocated:2,chunk_size=none"),
 }
 
 
@@ -221,8 +227,8 @@ def number_words(g: dict) -> str:
 
 def claim(d: dict, name: str) -> dict:
     """One of CLAIMS read off the studies d (load()): compare()'s result."""
-    study_name, pair, conv = CLAIMS[name]
-    return compare(d["studies"][study_name], pair, conv)
+    study_name, pair, conv, *label = CLAIMS[name]
+    return compare(d["studies"][study_name], pair, conv, b_label=label[0] if label else None)
 
 
 def claim_words(d: dict, name: str) -> str:
