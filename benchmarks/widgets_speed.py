@@ -38,6 +38,13 @@ DEPLOY_CASES = [
     ("disaggregated", "rate", (4.0, 6.0), {}),
     ("colocated", "rate", (4.0, 6.0), {}),
     ("disaggregated", "decode_instances", (1, 2), {"rate": 4.0}),
+    # each role's own knobs (issue 44), and the replicas' GPUs
+    ("disaggregated", "prefill_chunk_size", (512, 2048), {"rate": 4.0}),
+    ("disaggregated", "decode_batch_size", (32, 128), {"rate": 4.0}),
+    ("disaggregated", "prefill_gpus", (1, 2), {"rate": 4.0}),
+    ("disaggregated", "decode_gpus", (1, 4), {"rate": 4.0}),
+    ("colocated", "gpus", (1, 2), {"rate": 4.0}),
+    ("colocated", "replicas", (2, 4), {"rate": 4.0, "gpus": 2}),
 ]
 
 

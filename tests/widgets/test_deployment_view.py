@@ -170,3 +170,24 @@ def test_zh_tw_labels_are_chinese(zh, split):
                                                           transfer_line(ex.view).name, transfer_line(ex.view).text[0]]
     assert all(CJK.search(w) for w in words), [w for w in words if not CJK.search(w)]
     assert not any("widgets.deploy." in w for w in words)
+
+
+def test_each_roles_own_knobs_and_the_ttft_convention_reach_the_run():
+    ex = tw.DeploymentExplorer(n=40, rate=4.0, ttft_ms=400, tpot_ms=25)
+    assert not ex.knobs["prefill_chunk_size"].disabled and ex.knobs["gpus"].disabled
+    ex.set(prefill_chunk_size="none", decode_batch_size=8, prefill_gpus=2, decode_gpus=4)
+    pre, dec = ex.trace.instances
+    assert pre.policy == "whole-prompt" and dec.num_slots == 8  # the prefill GPU runs whole prompts
+    assert ex.trace.gpus_per_instance == {"prefill": 2, "decode": 4} and ex.numbers["gpus"] == 6
+    run = ex.trace
+    ex.knobs["ttft_at"].value = "decode"  # where the first token counts: a recount, the same run
+    seen = run.as_seen("decode")
+    assert ex.trace is run
+    assert ex.numbers["attainment"] == pytest.approx(sum(
+        (r.token_times[0] - r.arrival_s) * 1e3 <= 400 and (len(r.token_times) < 2 or (
+            r.token_times[-1] - r.token_times[0]) * 1e3 / (len(r.token_times) - 1) <= 25) for r in seen) / len(seen))
+    ex.set(deployment="colocated", gpus=2)
+    assert ex.trace.gpus_per_instance == {"replica": 2} and ex.numbers["gpus"] == 4
+    assert all(ex.knobs[k].disabled for k in ("prefill_chunk_size", "decode_batch_size", "prefill_gpus",
+                                              "decode_gpus", "ttft_at"))
+    assert ex.set(deployment="disaggregated", prefill_gpus=8, decode_gpus=8) is not None  # 8 KV heads: allowed

@@ -34,12 +34,16 @@ TTFTS = [100, 200, 250, 500, 1000, 2000, 2500, 4000]  # ms
 TPOTS = [10, 20, 25, 30, 40, 50, 75, 100, 150, 200]  # ms
 RATES = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0]  # requests/s, the whole deployment's
 MAX_INSTANCES = 8  # replicas; prefill and decode instances each up to half of it
-CONTROLS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "ttft_ms", "tpot_ms", "rate",
-            "chunk_size")
+GPUS = [1, 2, 4, 8]  # GPUs of one instance, the model split over them (tensor parallel: they share its 8 KV heads)
+DECODE_BATCHES = [8, 16, 32, 64, 128]
+WHOLE = "none"  # a prefill instance's chunk: whole prompts
+CONTROLS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "gpus", "prefill_chunk_size",
+            "decode_batch_size", "prefill_gpus", "decode_gpus", "ttft_ms", "tpot_ms", "ttft_at", "rate", "chunk_size")
 EXTRA = ("policy", "hardware", "n")  # offered with controls=... (not shown by default)
-TARGETS = ("ttft_ms", "tpot_ms")  # they recount the attainment; the rest re-run the deployment
-OWN_WORDS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link") + TARGETS  # the others:
-# the single-run explorer's words (knob.rate, knob.chunk_size, ...)
+TARGETS = ("ttft_ms", "tpot_ms", "ttft_at")  # they recount the attainment; the rest re-run the deployment
+ROLES = ("prefill_chunk_size", "decode_batch_size", "prefill_gpus", "decode_gpus")  # a split's own (DeploymentConfig)
+OWN_WORDS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "gpus") + ROLES + TARGETS
+# the others: the single-run explorer's words (knob.rate, knob.chunk_size, ...)
 
 
 def _link_label(name: str) -> str:
@@ -55,13 +59,18 @@ class DeploymentExplorer:
 
     def __init__(self, workload: str = WORKLOAD, policy: str = "chunked", *, deployment: str = "disaggregated",
                  replicas: int = 2, prefill_instances: int = 1, decode_instances: int = 1,
-                 link: str = "nvlink-h200", ttft_ms: float = 1000, tpot_ms: float = 50, rate: float | None = None,
+                 link: str = "nvlink-h200", gpus: int = 1, prefill_chunk_size: int | str | None = None,
+                 decode_batch_size: int | None = None, prefill_gpus: int = 1, decode_gpus: int = 1,
+                 ttft_ms: float = 1000, tpot_ms: float = 50, ttft_at: str = "prefill", rate: float | None = None,
                  n: int | None = None, chunk_size: int = 512, batch_size: int | None = None,
                  hardware: str = DEFAULT_HARDWARE, seed: int = 0, time: float | None = None,
                  controls: tuple[str, ...] = CONTROLS, workload_knobs: dict | None = None, width: int = WIDTH_PX):
         """workload: a named workload with a `rate` knob; rate, n: its knobs (None: the workload's default);
-        workload_knobs: other fixed knobs of it; ttft_ms, tpot_ms: the SLO targets; time: the cursor's first
-        moment in seconds (None: mid-run); controls: the knobs shown (CONTROLS, and any of EXTRA)."""
+        workload_knobs: other fixed knobs of it; ttft_ms, tpot_ms: the SLO targets, ttft_at: where the first token
+        counts (prefill: DistServe's; decode: vLLM's and Dynamo's); gpus: each replica's GPUs; prefill_chunk_size
+        (a length, or "none": whole prompts; None: the run's chunk), decode_batch_size (None: the run's),
+        prefill_gpus, decode_gpus: a split's own knobs; time: the cursor's first moment in seconds (None: mid-run);
+        controls: the knobs shown (CONTROLS, and any of EXTRA)."""
         self.engine = Engine()  # dry runs never load the model
         self.workload, self.seed, self.batch_size = workload, seed, batch_size
         self.fixed_knobs, self.n_given = dict(workload_knobs or {}), n is not None
@@ -83,6 +92,18 @@ class DeploymentExplorer:
             "rate": W.SelectionSlider(options=_opts(RATES, rate or spec.get("rate", (4.0,))[0]),
                                       value=float(rate or spec.get("rate", (4.0,))[0]), **slider()),
             "chunk_size": W.SelectionSlider(options=_opts(CHUNKS, chunk_size), value=chunk_size, **slider()),
+            "gpus": W.SelectionSlider(options=_opts(GPUS, gpus), value=gpus, **slider()),
+            "prefill_chunk_size": W.Dropdown(
+                options=[(t("widgets.deploy.same_chunk"), None), (t("widgets.deploy.whole"), WHOLE)]
+                + _opts(CHUNKS, prefill_chunk_size if isinstance(prefill_chunk_size, int) else CHUNKS[0]),
+                value=prefill_chunk_size, style={"description_width": "initial"}, layout=W.Layout(width="300px")),
+            "decode_batch_size": W.Dropdown(
+                options=[(t("widgets.deploy.same_batch"), None)] + [(str(b), b) for b in DECODE_BATCHES],
+                value=decode_batch_size, style={"description_width": "initial"}, layout=W.Layout(width="260px")),
+            "prefill_gpus": W.SelectionSlider(options=_opts(GPUS, prefill_gpus), value=prefill_gpus, **slider()),
+            "decode_gpus": W.SelectionSlider(options=_opts(GPUS, decode_gpus), value=decode_gpus, **slider()),
+            "ttft_at": W.ToggleButtons(options=[(t(f"widgets.deploy.ttft_at.{x}"), x) for x in ("prefill", "decode")],
+                                       value=ttft_at, style={"button_width": "auto"}),
             "policy": W.ToggleButtons(options=[(policy_name(p), p) for p in DECODE_POLICIES], value=policy,
                                       style={"button_width": "auto"}),
             "hardware": W.Dropdown(options=list_presets(), value=hardware, style={"description_width": "initial"},
@@ -107,8 +128,9 @@ class DeploymentExplorer:
         self.trace = first
         self._numbers()
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
-                for row in (("deployment", "policy"), ("replicas", "prefill_instances", "decode_instances", "link"),
-                            ("ttft_ms", "tpot_ms"), ("rate", "n", "chunk_size", "hardware"))]
+                for row in (("deployment", "policy"), ("replicas", "gpus", "prefill_instances", "decode_instances", "link"),
+                            ("prefill_chunk_size", "prefill_gpus", "decode_batch_size", "decode_gpus"),
+                            ("ttft_ms", "tpot_ms", "ttft_at"), ("rate", "n", "chunk_size", "hardware"))]
         self.widget = W.VBox(rows + [self.message, self.numbers_line, self.status, self.view.widget],
                              layout=W.Layout(width="100%"))
         self.relabel()
@@ -122,7 +144,10 @@ class DeploymentExplorer:
             for name, w in self.knobs.items():
                 w.description = t(f"widgets.deploy.knob.{name}" if name in OWN_WORDS else f"knob.{name}")
             named = {"deployment": lambda x: t(f"widgets.deploy.kind.{x}"), "link": _link_label,
-                     "policy": policy_name}
+                     "policy": policy_name, "ttft_at": lambda x: t(f"widgets.deploy.ttft_at.{x}"),
+                     "prefill_chunk_size": lambda x: (t("widgets.deploy.same_chunk") if x is None else
+                                                      t("widgets.deploy.whole") if x == WHOLE else str(x)),
+                     "decode_batch_size": lambda x: t("widgets.deploy.same_batch") if x is None else str(x)}
             for name, fn in named.items():
                 w = self.knobs[name]
                 value = w.value
@@ -139,6 +164,9 @@ class DeploymentExplorer:
         colocated = k["deployment"].value == "colocated"
         k["replicas"].disabled = not colocated
         k["prefill_instances"].disabled = k["decode_instances"].disabled = k["link"].disabled = colocated
+        for name in ROLES + ("ttft_at",):
+            k[name].disabled = colocated
+        k["gpus"].disabled = not colocated
         k["chunk_size"].disabled = k["policy"].value != "chunked"
         spec = WORKLOADS.get(self.workload, ("", None, {}))[2]
         k["rate"].disabled, k["n"].disabled = "rate" not in spec, "n" not in spec
@@ -151,13 +179,18 @@ class DeploymentExplorer:
         if "n" in spec and ("n" in self.controls or self.n_given):  # else the workload's own, as the CLI's
             wl_knobs["n"] = k["n"]
         policy = {"chunk_size": k["chunk_size"]} if k["policy"] == "chunked" else {}
+        colocated = k["deployment"] == "colocated"
+        gpus = k["gpus"] if colocated and k["gpus"] != 1 else None  # 1: the preset as it is
         rc = RunConfig(k["policy"], batch_size=self.batch_size, dry_run=True, hardware=k["hardware"],
-                       seed=self.seed, workload_knobs=wl_knobs, **policy)
-        if k["deployment"] == "colocated":
+                       seed=self.seed, workload_knobs=wl_knobs, gpus=gpus, **policy)
+        if colocated:
             dc = DeploymentConfig("colocated", replicas=k["replicas"])
         else:
             dc = DeploymentConfig("disaggregated", prefill_instances=k["prefill_instances"],
-                                  decode_instances=k["decode_instances"], link=k["link"])
+                                  decode_instances=k["decode_instances"], link=k["link"],
+                                  prefill_chunk_size=k["prefill_chunk_size"], decode_batch_size=k["decode_batch_size"],
+                                  prefill_gpus=None if k["prefill_gpus"] == 1 else k["prefill_gpus"],
+                                  decode_gpus=None if k["decode_gpus"] == 1 else k["decode_gpus"])
         return wl_knobs, rc, dc
 
     def set(self, **values) -> DeploymentTrace | None:
@@ -218,7 +251,8 @@ class DeploymentExplorer:
         """The line of numbers: SLO attainment at the targets, TTFT and TPOT p50/p99, GPUs, transfers."""
         dt = self.trace
         ttft, tpot = self.knobs["ttft_ms"].value, self.knobs["tpot_ms"].value
-        slo, m = dt.slo(ttft, tpot), dt.metrics()
+        at = self.knobs["ttft_at"].value
+        slo, m = dt.slo(ttft, tpot, at), dt.metrics(at)
         self.numbers = {"attainment": slo["attainment"], "met": slo["met"], "requests": slo["requests"],
                         "ttft_ms": ttft, "tpot_ms": tpot, "ttft_p50": m["ttft_ms"]["p50"],
                         "ttft_p99": m["ttft_ms"]["p99"], "tpot_p50": m["tpot_ms"]["p50"], "tpot_p99": m["tpot_ms"]["p99"], "gpus": dt.num_gpus,
