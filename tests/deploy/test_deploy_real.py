@@ -122,3 +122,21 @@ def test_the_kv_changes_shape_between_a_slab_prefill_and_a_paged_decode_and_back
     # the premise: each side really ran its own layout (a paged run has a block pool, a slab run none)
     assert [tr.kv_layout for tr in dep.instances] == [prefill_layout, decode_layout, decode_layout]
     assert all((tr.num_blocks > 0) == (tr.kv_layout == "paged") for tr in dep.instances)
+
+
+@pytest.mark.parametrize("rc,dc", [
+    (RunConfig("chunked", chunk_size=16), DeploymentConfig("disaggregated", prefill_chunk_size="none",
+                                                           decode_batch_size=2)),
+    (RunConfig("chunked", chunk_size=16), DeploymentConfig("disaggregated", prefill_chunk_size=5, decode_batch_size=3,
+                                                           decode_kv_layout="paged")),
+    # two slabs on each side: the decode side pushes back, prompts' K/V wait on the prefill instance
+    (RunConfig("continuous", kv_budget=2 * 4096 * BPT), DeploymentConfig("disaggregated")),
+    # six blocks of 16 on each side: the longest request (50 positions) takes four of them
+    (RunConfig("continuous", kv_layout="paged", kv_budget=6 * 16 * BPT), DeploymentConfig("disaggregated")),
+], ids=["whole-prompts", "chunk-5-paged-decode", "slab-backpressure", "paged-backpressure"])
+def test_each_roles_own_knobs_and_memory_that_pushes_back_keep_the_alone_tokens(get_model, alone, rc, dc):
+    dep = run_deployment(Engine(get_model("checkpoint")), requests(), rc, dc)
+    check_tokens(dep, alone)
+    assert len(dep.requests) == 10
+    if rc.kv_budget is not None:  # the premise: K/V really waited on the prefill instance for room
+        assert any(tr.start_s > tr.ready_s for tr in dep.transfers)
