@@ -60,7 +60,9 @@ class Instance:
         self.last_step = (0.0, 0)  # (end, requests it finished) of this instance's latest step
         self.planned_free = (0, 0)  # (slots, blocks) free once its latest step was planned: its room until it ends
         self._order = 0
-        self.run = Run(rc, (name, []), model, (*hooks, _Carried(self)), later)
+        # only a decode instance is handed K/V (and asked for room mid-step): replicas and prefill instances step
+        # without the hook, as fast as a plain run
+        self.run = Run(rc, (name, []), model, (*hooks, _Carried(self)) if role == "decode" else hooks, later)
         self.run.pool.keep_finished = role == "prefill"  # a prompt's K/V stay until they have landed elsewhere
 
     @property
@@ -273,7 +275,10 @@ class Deployment:
             elif rec is not None:
                 inst.last_step = (inst.run.now, inst.run.num_done - done_before)
             if inst.role == "prefill":
-                self._set_expecting()
+                if inst.done:  # the decode side may wait for it no longer
+                    self._set_expecting()
+                elif inst.expecting != (bool(self.arrivals) or bool(inst.run.pool.kept)):
+                    inst.expecting, inst.blocked = not inst.expecting, False
         return True
 
     def finish(self) -> DeploymentTrace:
