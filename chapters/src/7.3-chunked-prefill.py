@@ -386,12 +386,12 @@ with p_split.after_prediction():
     per_gpu_rates = [r / two["gpus"] for r in two["rates"]]
     fig, ax = plt.subplots(1, 3, figsize=(10, 3.7), sharey=True)
     for side, color in (("replicas", BLUE), ("split", ORANGE)):
-        label = fair.best(two, side, "tight")[0]
+        best_label = fair.best(two, side, "tight")[0]  # (not `label`: section 1's cells read that name)
         for a, kind in zip(ax, fair.KINDS):
             for i, seed in enumerate(two["seeds"]):
-                a.plot(per_gpu_rates, [100 * x for x in fair.curve(two, side, label, seed, "tight", kind=kind)],
+                a.plot(per_gpu_rates, [100 * x for x in fair.curve(two, side, best_label, seed, "tight", kind=kind)],
                        color=color, lw=1.2, alpha=0.7, marker=".", ms=3,
-                       label=fair.describe(label) if i == 0 else None)
+                       label=fair.describe(best_label) if i == 0 else None)
     for a, kind in zip(ax, fair.KINDS):
         a.axhline(100 * GOAL, color=GREY, ls="--", lw=0.8)
         a.set(title=t(f"7.3.fig.kind.{kind}"), xscale="log", xlabel=t("7.3.fig.rate_per_gpu"), ylim=(0, 102))
@@ -556,6 +556,10 @@ glue("scarce_wait_max", waits[-1], "{:.1f}")
 # * **Three and four GPUs.** The split's best gives prompts the extra GPUs ({glue}`three_best`;
 #   {glue}`four_best`). At the tight targets, three GPUs: {glue}`claim_fair3_tight`; four:
 #   {glue}`claim_fair4_tight`. At the paper's, four: {glue}`claim_fair4_paper`.
+# * **Chunk 128.** Under the ridge, a 128-token chunk rides almost free beside the decodes, so at loose targets it is
+#   the replicas' best. But a long prompt then takes up to {glue}`c128_steps` steps, each streaming the weights
+#   again, and {glue}`c128_miss` requests miss {glue}`art_ttft` ms even alone: at the artifact's and the tight
+#   targets it scores low, whatever the load.
 # * **The model split over GPUs, per phase.** DistServe's main lever is a different parallelism for each phase.
 #   With four GPUs as two replicas of two GPUs each, or as splits with one phase on two GPUs, at the tight
 #   targets {glue}`claim_tp4_tight`. The best, {glue}`tp_best_co`, reaches {glue}`tp_best_co_gp` against

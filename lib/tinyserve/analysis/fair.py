@@ -220,9 +220,10 @@ def number_words(g: dict) -> str:
     at_least_top = top is not None and top["read"] == "at_least"
     med = next((x for x in g["per_seed"].values() if x["value"] == g["median"]), None)
     median = one(g["median"], med is not None and med["read"] == "at_least")
-    if g["min"] == g["max"]:
-        return median
-    return t("figures.fair.range", median=median, low=one(g["min"], False), high=one(g["max"], at_least_top))
+    words = median if g["min"] == g["max"] else t("figures.fair.range", median=median, low=one(g["min"], False),
+                                                   high=one(g["max"], at_least_top))
+    # a curve that climbs back above the goal after it first fell below: said (its first crossing is the one read)
+    return words if g["monotone"] else t("figures.fair.not_monotone", words=words)
 
 
 def claim(d: dict, name: str) -> dict:
