@@ -19,7 +19,7 @@ from tinyserve.core.workloads import WORKLOADS
 from tinyserve.cost.links import get_link, list_links
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
 from tinyserve.deploy import DeploymentConfig, DeploymentTrace, run_deployment
-from tinyserve.deploy.config import DECODE_POLICIES
+from tinyserve.deploy.config import DECODE_POLICIES, WHOLE  # WHOLE: a prefill instance's chunk, whole prompts
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.lang import t
@@ -36,7 +36,6 @@ RATES = [0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 16.0]  # reque
 MAX_INSTANCES = 8  # replicas; prefill and decode instances each up to half of it
 GPUS = [1, 2, 4, 8]  # GPUs of one instance, the model split over them (tensor parallel: they share its 8 KV heads)
 DECODE_BATCHES = [8, 16, 32, 64, 128]
-WHOLE = "none"  # a prefill instance's chunk: whole prompts
 CONTROLS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "gpus", "prefill_chunk_size",
             "decode_batch_size", "prefill_gpus", "decode_gpus", "ttft_ms", "tpot_ms", "ttft_at", "rate", "chunk_size")
 EXTRA = ("policy", "hardware", "n")  # offered with controls=... (not shown by default)

@@ -19,14 +19,14 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.workloads import resolve_workload
 from ..deploy import run_deployment
 from ..engine import Engine
 from ..lang import t
 from ..trace.slo import attainment, reading
+from ..deploy.config import WHOLE
 from .goodput import GOAL, deployment_label, parse_spec, run_config
 
-CHUNKS = (128, 256, 512, 1024, "none")
+CHUNKS = (128, 256, 512, 1024, WHOLE)
 DECODE_BATCHES = (32, 64, 128)
 # P:D at each GPU count (one GPU per instance)
 SHAPES = {2: ((1, 1),), 3: ((2, 1), (1, 2)), 4: ((3, 1), (2, 2), (1, 3))}
@@ -164,7 +164,7 @@ def studies() -> dict[str, dict]:
     tp_split = [f"disaggregated:{p}:{d}:nvlink-h200,prefill_chunk_size={c},decode_batch_size={b}{gpus}"
                 for p, d, gpus in ((1, 1, ",prefill_gpus=2,decode_gpus=2"), (2, 1, ",decode_gpus=2"),
                                    (1, 2, ",prefill_gpus=2"))
-                for c in (512, "none") for b in (64, 128)]
+                for c in (512, WHOLE) for b in (64, 128)]
     return {
         "fair-2": {"gpus": 2, "specs": candidates(2)},
         "fair-3": {"gpus": 3, "specs": candidates(3)},
@@ -252,7 +252,7 @@ def describe(label: str) -> str:
         text = t("figures.fair.replicas", n=dc.replicas, chunk=chunk)
         return text + (t("figures.fair.gpus_each", n=own["gpus"]) if "gpus" in own else "")
     c = dc.prefill_chunk_size
-    chunk = t("figures.fair.whole") if c == "none" else t("figures.fair.chunks", chunk=c)
+    chunk = t("figures.fair.whole") if c == WHOLE else t("figures.fair.chunks", chunk=c)
     text = t("figures.fair.split", p=dc.prefill_instances, d=dc.decode_instances, chunk=chunk,
              batch=dc.decode_batch_size)
     if dc.prefill_gpus or dc.decode_gpus:
@@ -292,7 +292,3 @@ def alone(workload_knobs: dict | None = None, seed: int = 0, pairs: dict = PAIRS
     n = len(dt.requests)
     return {name: {"requests": n, "miss": n - attainment(dt.requests, *p)["met"]} for name, p in pairs.items()}
 
-
-def workload_size(workload_knobs: dict | None = None, seed: int = 0) -> int:
-    """Requests in the studies' workload (the file's denominators)."""
-    return len(resolve_workload(WORKLOAD, seed, dict(workload_knobs or {}, rate=1.0))[1])

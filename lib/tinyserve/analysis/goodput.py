@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from ..core.config import RunConfig
 from ..core.workloads import WORKLOADS, Workload, resolve_workload
 from ..deploy import DeploymentConfig, run_deployment
-from ..deploy.config import DEFAULT_LINK
+from ..deploy.config import DEFAULT_LINK, WHOLE  # WHOLE: chunk_size=none / prefill_chunk_size=none, whole prompts
 from ..engine import Engine
 from ..errors import TinyserveError
 from ..lang import t
@@ -31,7 +31,6 @@ GOAL = 0.9  # DistServe's attainment goal
 
 SPEC_KNOBS = {"colocated": ("chunk_size", "gpus"),
               "disaggregated": ("prefill_chunk_size", "decode_batch_size", "prefill_gpus", "decode_gpus")}
-WHOLE = "none"  # chunk_size=none / prefill_chunk_size=none: whole prompts
 
 
 def parse_spec(spec: str | DeploymentConfig) -> tuple[DeploymentConfig, dict]:

@@ -183,15 +183,12 @@ class SlotPool:
         self.release(r.slot)
         self.free(r)
 
-    def room_for(self, r) -> bool:
-        """A free slot and K/V for r arriving prefilled (its prompt and its next position)."""
-        return bool(self._free) and self.fits(r)
-
     def reserve(self, r) -> None:
-        """Take a slot and r's prompt's K/V now, for a transfer on its way (room_for(r) must hold)."""
+        """Take a slot and r's prompt's K/V now, for a transfer on its way (the coordinator found the room first:
+        deploy.coordinator.Instance.room)."""
         r.slot = self.claim()
         if not self.allocate(r, r.prefill_len + 1):
-            raise RuntimeError(f"no KV to reserve for {r.id}")  # words: ok (the coordinator asks room_for first)
+            raise RuntimeError(f"no KV to reserve for {r.id}")  # words: ok (a bug: the coordinator asks for room first)
         self.reserved[r.id] = r
         self.parked_tokens += r.prompt_len
 

@@ -128,14 +128,6 @@ class DeploymentConfig:
         return replace(rc, policy="chunked", chunk_size=c, max_batch_tokens=budget, prefill_first=None,
                        max_waiting_steps=None)
 
-    def gpus_per_role(self, rc: RunConfig, preset_gpus: int) -> dict[str, int]:
-        """Each role's GPUs per instance (the JSON's gpus_per_instance): --gpus / --prefill-gpus / --decode-gpus,
-        else the preset's own."""
-        base = rc.gpus or preset_gpus
-        if self.kind == "colocated":
-            return {"replica": base}
-        return {"prefill": self.prefill_gpus or base, "decode": self.decode_gpus or base}
-
     def to_dict(self) -> dict:
         """Every field (the JSON's `deployment` block)."""
         return asdict(self)

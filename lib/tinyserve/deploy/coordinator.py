@@ -34,7 +34,6 @@ from ..core.blocks import blocks_for
 from ..core.request import FINISHED, REJECTED, Request, check_prompts
 from ..core.scheduling.scheduler import stop_reason
 from ..core.workloads import Workload, resolve_workload
-from ..cost.clock import make_clock
 from ..cost.links import get_link, transfer_s
 from ..loop import ModelSide, Run, StepHook, gc_paused
 from ..trace.record import snapshot_requests
@@ -188,7 +187,6 @@ class Deployment:
         name, self.requests = resolve_workload(workload, rc.seed, rc.workload_knobs)
         self.name = name
         self.link = get_link(dc.link) if dc.kind == "disaggregated" else None
-        self.gpus = dc.gpus_per_role(rc, make_clock(rc.clock, rc.hardware).hardware.num_gpus)  # per instance, by role
         self.instances: list[Instance] = []
         self.transfers: list[Transfer] = []
         self.routes: dict[str, list[int]] = {r.id: [] for r in self.requests}
@@ -228,6 +226,8 @@ class Deployment:
                 else:
                     self.prefill_side[r.id] = p
         self.decoders = [x for x in self.instances if x.role == "decode"]
+        # each role's GPUs per instance, as its instances' clocks price them (--gpus, --prefill-gpus, --decode-gpus)
+        self.gpus = {x.role: x.run.clock.hardware.num_gpus for x in self.instances}
         self.arrivals = deque(sorted((r for r in self.requests if r.status != REJECTED), key=lambda r: r.arrival_s))
         self._set_expecting()
 

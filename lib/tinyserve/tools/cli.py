@@ -109,7 +109,9 @@ def _whole(name: str):
 
 def _chunk_or_none(s: str) -> int | str:
     """--prefill-chunk-size: a whole number (DeploymentConfig checks >= 1) or `none` (whole prompts)."""
-    return s if s == "none" else _whole("--prefill-chunk-size")(s)
+    from ..deploy.config import WHOLE
+
+    return s if s == WHOLE else _whole("--prefill-chunk-size")(s)
 
 
 def _role_options(p: argparse.ArgumentParser) -> None:
