@@ -20,7 +20,7 @@ LAYERS = (
     ("tinyserve.core",),  # requests, RunConfig, KV slots and blocks, policies, workloads: what a plan needs
     ("tinyserve.cost",),  # presets, the price of a step, clocks
     ("tinyserve.trace",),  # the record of a run
-    ("tinyserve.loop",),  # the step loop: plan -> runner -> clock -> record
+    ("tinyserve.loop", "tinyserve.port"),  # the step loop: plan -> runner -> clock -> record; the port a deployment drives it through
     ("tinyserve.model", "tinyserve.threads"),  # torch: the tiny GPT, its runner, torch's threads
     ("tinyserve.engine", "tinyserve.deploy"),  # the wiring: a model for the loop; deployments of several runs
     ("tinyserve.analysis",),  # what lessons compute from traces

@@ -528,13 +528,13 @@ glue("tp_best_co", fair.describe(fair.best(studies["tp-4"], "replicas", "tight")
 glue("tp_best_co_gp", fair.number_words(fair.best(studies["tp-4"], "replicas", "tight")[1]))
 glue("four_best_co_gp", fair.number_words(fair.best(studies["fair-4"], "replicas", "tight")[1]))
 few = studies["scarce-2"]["run_knobs"]["kv_budget"]
-glue("few_slabs", few / (4096 * hw.kv_bytes_per_token), "{:.0f}")
 scarce_rate = 2 * studies["scarce-2"]["gpus"]  # 2 requests/s per GPU: past the split's scarce-memory goodput
 held = run_deployment(dry, "chapter-7.3-mixed", RunConfig("chunked", dry_run=True, kv_budget=few,
                                                           workload_knobs={"rate": scarce_rate}),
                       DeploymentConfig("disaggregated", prefill_chunk_size="none", decode_batch_size=128))
 waits = sorted(tr.start_s - tr.ready_s for tr in held.transfers)
 glue("scarce_slots", held.instances[1].num_slots)
+glue("few_slabs", few / (held.instances[1].slab_tokens * hw.kv_bytes_per_token), "{:.0f}")
 glue("scarce_rate", scarce_rate / 2, "{:g}")
 glue("scarce_wait", waits[len(waits) // 2], "{:.1f}")
 glue("scarce_wait_max", waits[-1], "{:.1f}")

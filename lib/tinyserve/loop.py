@@ -16,6 +16,7 @@ from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_objec
 from .core.layout import layout_kv
 from .core.request import REJECTED, Request, SlotWork, Work, check_requests
 from .core.scheduling import Plan, Scheduler, policy_for
+from .core.scheduling.scheduler import reject
 from .cost.clock import make_clock
 from .errors import TinyserveError
 from .lang import t
@@ -94,62 +95,55 @@ class Run:
     """One workload under one policy, advanced a step at a time (step()), or to its end (finish())."""
 
     def __init__(self, config: RunConfig, workload: tuple[str, list[Request]], model: ModelSide,
-                 hooks: Sequence[StepHook] = (), later: Sequence[Request] = ()):
+                 hooks: Sequence[StepHook] = ()):
         """config: the run's checked knobs (its policy's name, or the object in config.policy_object); workload:
-        its name and fresh requests (resolve_workload); model: the model's side (ModelSide). later: requests
-        someone hands it later (a deployment's instance, through arrive()): the KV is laid out for them too and
-        each that could never fit is marked rejected now, alone; their token ids were checked by whoever hands
-        them (Deployment)."""
-        workload_name, requests = workload
+        its name and fresh requests (resolve_workload); model: the model's side (ModelSide)."""
+        self._start(config, workload, model, hooks, (), None)
+
+    @classmethod
+    def handed(cls, config: RunConfig, name: str, requests: list[Request], model: ModelSide,
+               hooks: Sequence[StepHook] = (), pool: Callable | None = None) -> Run:
+        """A run laid out for requests handed to it one by one (port.Port), none arriving by itself, each that could
+        never fit rejected now, alone (their token ids checked by whoever hands them); pool(pool) wraps its KV pool."""
+        return cls.__new__(cls)._start(config, (name, []), model, hooks, requests, pool)
+
+    def _start(self, config: RunConfig, workload: tuple[str, list[Request]], model: ModelSide,
+               hooks: Sequence[StepHook], handed: Sequence[Request], wrap: Callable | None) -> Run:
+        self.workload_name, requests = workload
         policy = config.policy_object if config.policy_object is not None else policy_for(config)
         clock = make_clock(config.clock, config.hardware, config.gpus)
-        self.config = config
-        self.policy, self.dry_run = policy, config.dry_run
-        self.hooks = tuple(hooks)
-        self.requests = requests
-        self.now = 0.0
+        self.config, self.policy, self.dry_run = config, policy, config.dry_run
+        self.hooks, self.requests, self.now = tuple(hooks), requests, 0.0
         self.num_done = 0  # finished by the engine (aborts not counted)
         self.steps: list[StepRecord] = []
-        self.forward_s = 0.0  # wall time inside the runner (segments, build_step, forward, sampling)
-        self.loop_s = 0.0  # wall time of whole steps (the rest is bookkeeping)
+        self.forward_s = self.loop_s = 0.0  # wall time inside the runner; of whole steps (the rest: bookkeeping)
+        self.open = False  # requests may still be handed to it (port.Port): it waits, its driver moves its clock
+        self.next_event_s: float | None = None  # an idle run's next arrival or wake-up (None: none)
         shape = model.config
         limit = config.context_limit(shape.n_positions)
         named = 'max_model_len' if config.max_model_len else 'the context'  # words: ok (a name check_requests compares)
-        check_requests(requests, shape.vocab_size, limit, named, self.dry_run)
-        check_requests(later, shape.vocab_size, limit, named, self.dry_run, prompts_checked=True)
+        reject(check_requests(requests, shape.vocab_size, limit, named, self.dry_run))
+        reject(check_requests(handed, shape.vocab_size, limit, named, self.dry_run, prompts_checked=True))
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)
-        kv = layout_kv(getattr(clock, "hardware", None), shape, [*requests, *later], policy.batch_size, model.dtype,
+        kv = layout_kv(getattr(clock, "hardware", None), shape, [*requests, *handed], policy.batch_size, model.dtype,
                        config)
-        self.pool, accepted, plan = kv.pool, kv.accepted, kv.plan
+        self.pool, accepted, plan = kv.pool if wrap is None else wrap(kv.pool), kv.accepted, kv.plan
         self.clock = self.pool.priced(clock)
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
         self.kv_tensor_positions = None if self.dry_run or not accepted else kv.tensor_positions
         self.runner = None if self.kv_tensor_positions is None else model.make_runner(
             self.pool.num_slots, self.kv_tensor_positions, self.pool.block_size)
-        queued = {id(r) for r in requests}
-        self.pending = deque(sorted((r for r in accepted if id(r) in queued), key=lambda r: r.arrival_s))  # not arrived yet
-        self.workload_name = workload_name
+        self.pending = deque() if handed else deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
         self.scheduler = Scheduler(policy, self.pool, self.dry_run)
         self.scheduler.reject(kv.refused)
+        return self
 
     @property
     def done(self) -> bool:
         """No request of its own is left to arrive, wait or run."""
         return not self.pending and not self.scheduler.busy
-
-    def arrive(self, request: Request) -> None:
-        """A request handed to this run (one of `later`) arrives now and joins the queue."""
-        if request.status == REJECTED:
-            raise RuntimeError(f"{request.id} was rejected: not admitted")  # words: ok (a deployment bug)
-        self.requests.append(request)
-        self.scheduler.add(request)
-
-    def wait_until(self, t: float) -> None:
-        """An idle run waits for something elsewhere (a deployment's K/V leaving gives it room at t): its clock
-        jumps there."""
-        self.now = max(self.now, t)
 
     def abort(self, request_id: str) -> None:
         """Stop a request; its slot and KV are free for the next step. Unknown or finished ids are errors."""
@@ -176,24 +170,20 @@ class Run:
                 bar.update(self.num_done - bar.n)
             return self.trace()  # its copies are made with the collector still paused
 
-    def step(self, until: float | None = None, *, arriving: float | None = None,
-             expecting: bool = False) -> StepRecord | None:
+    def step(self) -> StepRecord | None:
         """One step, as the chapter draws it: arrivals -> schedule -> execute -> clock -> update -> record. None
-        when nothing could run now: the clock then jumps to the next event, but not past `until` (a deployment's
-        next event elsewhere, which may bring this run work). arriving: when the next request someone hands
-        this run arrives; expecting: more may be handed at a time not known yet (waiting for them is no stall)."""
+        when nothing could run now: the clock then jumps to the next event."""
         t_loop = time.perf_counter()
         while self.pending and self.pending[0].arrival_s <= self.now:
             self.scheduler.add(self.pending.popleft())
         self.scheduler.begin_step(len(self.steps))
         for h in self.hooks:
             h.before_plan(self)
-        more = bool(self.pending) or arriving is not None or expecting
-        plan = self.scheduler.schedule(self.now, more_coming=more)
+        plan = self.scheduler.schedule(self.now, more_coming=bool(self.pending) or self.open)
         for h in self.hooks:
             h.planned(self, plan)
         if not plan.works:
-            self._idle(plan, until, arriving, expecting)
+            self._idle(plan)
             return None
         tokens, measured = ([], None) if self.dry_run else self._execute(plan)
         start = self.now
@@ -206,17 +196,17 @@ class Run:
             h.recorded(self, plan, rec)
         return rec
 
-    def _idle(self, plan: Plan, until: float | None, arriving: float | None, expecting: bool) -> None:
-        """Nothing to compute: jump the clock to the next arrival or timeout (either clock: jumped, never slept)."""
-        events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s, arriving)
-                  if t is not None]
-        if not events:
-            if not self.done and not expecting:
-                raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
-            return
-        if min(events) <= self.now:
-            raise RuntimeError(f"{self.policy.name} policy asked to wake at {min(events)} <= now {self.now}")  # words: ok (a bug)
-        self.now = min(events) if until is None or min(events) <= until else max(self.now, until)
+    def _idle(self, plan: Plan) -> None:
+        """Nothing to compute: jump the clock to the next arrival or timeout (either clock: jumped, never slept). An
+        open run stays: whoever hands it requests may hand one sooner (Port.step moves it)."""
+        events = [t for t in (self.pending[0].arrival_s if self.pending else None, plan.wake_s) if t is not None]
+        self.next_event_s = wake = min(events, default=None)
+        if wake is not None and wake <= self.now:
+            raise RuntimeError(f"{self.policy.name} policy asked to wake at {wake} <= now {self.now}")  # words: ok (a bug)
+        if wake is not None and not self.open:
+            self.now = wake
+        elif wake is None and not self.open and not self.done:
+            raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
 
     def _execute(self, plan: Plan) -> tuple[list[int], float | None]:
         """The runner's one forward over the plan's works: the sampled tokens and its wall time."""
@@ -231,10 +221,8 @@ class Run:
     def _record(self, plan: Plan, start: float, measured: float | None) -> StepRecord:
         """The step as the trace keeps it: what each slot did, its times, the KV it held."""
         reserved, used, blocks = self.scheduler.step_kv
-        # tuple.__new__ is SlotWork(...) without the namedtuple's Python-level __new__ (one per slot per step).
-        # Measured 2026-12-04 (median of 9, CPU): without it dry runs are 7-15% slower (chapter-7.3-long-prompt
-        # static 8.9 ms against 7.8 ms before the scheduler split), past the engine's no-slower budget of 10%;
-        # it saves 2-4% of a widgets row (chapter-7.2-longtail dynamic: 3.8 of 175 ms)
+        # tuple.__new__ is SlotWork(...) without the namedtuple's Python-level __new__ (one per slot per step):
+        # measured 2026-12-04 (median of 9, CPU), dry runs 7-15% faster, 2-4% of a widgets row
         new = tuple.__new__
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))

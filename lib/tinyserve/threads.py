@@ -180,7 +180,8 @@ def fixed() -> Iterator[int]:
 
 
 def before_step() -> None:
-    """Before every forward step: let the governor adjust the thread count (a few ns unless a window ended)."""
+    """Before every step ModelRunner.execute runs: let the governor adjust the thread count (a few ns unless a
+    window ended)."""
     if _governor is not None:
         _governor.before_step()
 

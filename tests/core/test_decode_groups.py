@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinyserve.cost import groups as M  # where the decode grouping and its call cost live
-from tinyserve.cost.groups import group_decodes
+from tinyserve.core import decode_groups as M  # where the decode grouping and its call cost live
 from tinyserve.core.config import GPTConfig
+from tinyserve.core.decode_groups import group_decodes
 from tinyserve.model.gpt import TinyGPT
 from tinyserve.model.step import KVCache, build_step
 

@@ -20,6 +20,7 @@ import pytest
 from helpers import greedy_alone, make_random_model
 
 import tinyserve
+from tinyserve.core.config import RunConfig
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import BOS
 from tinyserve.core.workloads import get_workload
@@ -68,13 +69,18 @@ def small_requests(n: int, out: int = 6) -> list[Request]:
     ("continuous", {"max_model_len": 0}, r"max_model_len: must be an integer in 1\.\.4096, got 0"),
     ("continuous", {"max_model_len": 64.0}, r"max_model_len: must be an integer in 1\.\.4096"),
     ("continuous", {"seed": "x"}, r"seed: must be an integer, got 'x'"),
-    (None, {}, r"policy: unknown None \(choose static, dynamic, continuous, chunked\)"),
     ("Static", {}, r"policy: unknown 'Static'"),
 ])
 def test_bad_knobs_name_the_argument_and_range(policy, knobs, match):
     with pytest.raises(ValueError, match=match) as e:
         Engine().run("chapter-7.1-padding", policy, dry_run=True, **knobs)  # what tinyserve.run calls
     assert isinstance(e.value, TinyserveError) and "\n" not in str(e.value)
+
+
+def test_no_policy_means_the_default_one():
+    """Engine.start(w, None), as its signature allows: the config's policy, else continuous (RunConfig.of)."""
+    assert Engine().run("chapter-7.1-padding", None, dry_run=True).policy == "continuous"
+    assert Engine().run("chapter-7.1-padding", None, RunConfig("static"), dry_run=True).policy == "static"
 
 
 def test_tinyserve_run_works_more_than_once_in_a_fresh_interpreter(tmp_path):

@@ -19,21 +19,21 @@ FEW = 8 * 4096 * BPT  # KV for 8 slabs of 4,096 positions a GPU: 7.3's scarce-KV
 def _books(dep) -> None:
     """Every instance within its budget; every handed-off request's K/V on some instance's books."""
     for x in dep.instances:
-        pool = x.run.pool
-        assert pool.held_bytes() <= x.run.kv_capacity, (x.role, x.index)
-        assert x.run.scheduler.kv_used_tokens * BPT <= x.run.kv_capacity
+        run = x.port.run
+        assert run.pool.held_bytes() <= run.kv_capacity, (x.role, x.index)
+        assert run.scheduler.kv_used_tokens * BPT <= run.kv_capacity
     for tr in dep.transfers:
         d = dep.decode_side[tr.request_id]
         src, dst = dep.instances[tr.src], dep.instances[tr.dst]
-        landed = any(r is d for r in dst.run.requests) or any(r is d for _, _, r in dst.inbox)
+        landed = any(r is d for r in dst.port.run.requests) or any(e[2] is d for e in dst.port.inbox)
         if not landed:  # in flight: on both instances' books
-            assert tr.request_id in src.run.pool.kept and tr.request_id in dst.run.pool.reserved
+            assert tr.request_id in src.handover.kept and tr.request_id in dst.handover.reserved
         else:
-            assert tr.request_id not in src.run.pool.kept
+            assert tr.request_id not in src.handover.kept
     sent = {tr.request_id for tr in dep.transfers}
     for rid, d in dep.decode_side.items():  # done prompts not yet sent: held where they were computed
         if rid not in sent:
-            (src,) = [x for x in dep.instances if rid in x.run.pool.kept]
+            (src,) = [x for x in dep.instances if x.handover is not None and rid in x.handover.kept]
             assert src.role == "prefill"
 
 

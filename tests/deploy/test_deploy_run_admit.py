@@ -1,6 +1,6 @@
-"""A deployment's instance (deploy/coordinator.Instance) around a plain Run: requests laid out at start but handed
-to it later (admit, its own inbox), a run that waits for them without calling it a stall (expecting), an idle jump
-bounded by `until`."""
+"""A deployment's instance (deploy/instance.Instance) around a plain Run, driven through its port (port.Port):
+requests laid out at start but handed to it later (admit, its port's inbox), a run that waits for them without
+calling it a stall (expecting), an idle jump bounded by `until`."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +10,7 @@ from deploy_cases import req
 
 from tinyserve.core.config import RunConfig
 from tinyserve.core.request import FINISHED, REJECTED
-from tinyserve.deploy.coordinator import Instance
+from tinyserve.deploy.instance import Instance
 from tinyserve.engine import Engine
 
 
@@ -23,11 +23,11 @@ def test_a_request_admitted_at_t_runs_as_one_that_arrives_at_t():
     plain = Engine().run([req("a", 80, 6, 0.5)], "continuous", dry_run=True)
     a = req("a", 80, 6)  # arrival 0: admit() says when it comes
     inst = start([a])
-    assert inst.done and not inst.run.requests  # laid out, not queued
+    assert inst.done and not inst.port.run.requests  # laid out, not queued
     inst.admit(a, 0.5)
     while not inst.done:
         inst.step(None)
-    tr = inst.run.trace()
+    tr = inst.port.run.trace()
     assert [dataclasses.asdict(s) for s in tr.steps] == [dataclasses.asdict(s) for s in plain.steps]
     assert a.status == FINISHED and a.token_times == plain.requests[0].token_times
 
@@ -35,7 +35,7 @@ def test_a_request_admitted_at_t_runs_as_one_that_arrives_at_t():
 def test_expecting_waits_without_a_stall_and_until_bounds_the_idle_jump():
     a = req("a", 80, 6)
     inst = start([a])
-    run = inst.run
+    run = inst.port.run
     inst.expecting = True
     assert inst.step(None) is None and run.now == 0.0  # nothing here yet, more may come: no error, no jump
     inst.admit(a, 2.0)
@@ -53,4 +53,4 @@ def test_later_requests_are_laid_out_and_the_hopeless_ones_rejected_alone():
     inst.admit(small, 0.0)
     while not inst.done:
         inst.step(None)
-    assert inst.run.trace().requests[0].status == FINISHED
+    assert inst.port.run.trace().requests[0].status == FINISHED

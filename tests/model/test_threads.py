@@ -228,3 +228,28 @@ def test_governor_takes_only_the_free_cpus_on_a_bigger_machine():
     assert m.sets == [1]
     m.run(g, 0.1, wait_share=0.0)
     assert m.sets == [1, 3]  # three CPUs are free
+
+
+class CountingGovernor:
+    def __init__(self):
+        self.calls = 0
+
+    def before_step(self):
+        self.calls += 1
+
+
+def test_the_runner_asks_the_governor_before_every_step_and_the_model_never_does(monkeypatch):
+    from helpers import make_random_model
+
+    from tinyserve.core.tokenizer import EOS
+    from tinyserve.engine import Engine
+
+    g = CountingGovernor()
+    monkeypatch.setattr(threads, "_governor", g)
+    model = make_random_model(n_positions=64)
+    trace = Engine(model).run("chapter-7.2-longtail", "continuous", workload_knobs={"n": 3}, max_model_len=64,
+                              progress=False)
+    assert trace.metrics()["num_steps"] > 1 and g.calls == trace.metrics()["num_steps"]
+    g.calls = 0
+    model.generate([EOS] * 4, 3, stop_at_eos=False)  # the model alone only computes
+    assert g.calls == 0

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tinyserve.core.request import FINISHED
 from tinyserve.lang import t
 from tinyserve.trace.arrays import DECODE, GRID_PHASES, IDLE, PADDING, PREFILL, REQUEST_STATES, WASTED
+from tinyserve.trace.metrics import latency_stats
 from tinyserve.trace.record import Trace
 
 from .palette import PALETTE
@@ -225,11 +227,10 @@ def composition_at(trace: Trace, k: int) -> dict:
     if not trace.steps:
         return {"step": 0, "decode": 0, "wasted": 0, "padding": 0, "chunks": [], "total": 0, "budget": budget(trace)}
     k = clamp_step(trace, k)
-    s = trace.steps[k]
+    s, sa = trace.steps[k], trace.step_arrays()
     chunks = [(w.request_id, w.start, w.start + w.tokens - 1, w.tokens) for w in s.works if w.phase == "prefill"]
-    return {"step": k, "decode": sum(w.tokens for w in s.works if w.phase == "decode"),
-            "wasted": sum(w.tokens for w in s.works if w.phase == "wasted"),
-            "padding": sum(w.padding for w in s.works), "chunks": chunks, "total": s.tokens, "budget": budget(trace)}
+    return {"step": k, "decode": int(sa.decode_tokens[k]), "wasted": int(sa.wasted_tokens[k]),
+            "padding": int(sa.padding_tokens[k]), "chunks": chunks, "total": s.tokens, "budget": budget(trace)}
 
 
 def composition_sentence(trace: Trace, k: int) -> str:
@@ -277,22 +278,22 @@ def kv_sentence(trace: Trace, k: int) -> str:
 def latency_ms(trace: Trace) -> dict[str, np.ndarray]:
     """Sorted TTFT and end-to-end latencies (ms) of finished requests (works for a trace without steps)."""
     ra = trace.request_arrays()
-    done = ra.status == "finished"
+    done = ra.status == FINISHED
     return {"ttft": np.sort(ra.ttft_s[done] * 1e3), "e2e": np.sort(ra.e2e_s[done] * 1e3)}
 
 
-def percentiles(values: np.ndarray) -> tuple[float, float]:
-    """p50 and p99 (numpy's linear interpolation, as Trace.metrics)."""
-    if len(values) == 0:
-        return math.nan, math.nan
-    p50, p99 = np.percentile(values, [50, 99])
-    return float(p50), float(p99)
+def percentiles(trace: Trace) -> dict[str, tuple[float, float]]:
+    """p50 and p99 (ms) of TTFT ("ttft") and end-to-end latency ("e2e"), from the function Trace.metrics() takes
+    them from (nan: none finished)."""
+    m = latency_stats(trace.requests)
+    return {key: tuple(math.nan if m[name][p] is None else m[name][p] for p in ("p50", "p99"))
+            for key, name in (("ttft", "ttft_ms"), ("e2e", "e2el_ms"))}
 
 
 def finished_by(trace: Trace, k: int) -> int:
     """Requests finished by the end of step k."""
     if not trace.steps:
-        return int(np.sum(trace.request_arrays().status == "finished"))
+        return int(np.sum(trace.request_arrays().status == FINISHED))
     ra = trace.request_arrays()
     return int(np.sum((ra.finish_step >= 0) & (ra.finish_step <= clamp_step(trace, k))))
 

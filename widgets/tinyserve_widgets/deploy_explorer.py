@@ -13,13 +13,15 @@ from time import perf_counter
 import ipywidgets as W
 
 from tinyserve.analysis.figures import policy_name
-from tinyserve.core.config import RunConfig
+from tinyserve.core.config import RUN_FIELDS, RunConfig, takes
+from tinyserve.core.knobs import DEFAULT_CHUNK, POLICY_KNOBS
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS
 from tinyserve.cost.links import get_link, list_links
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
 from tinyserve.deploy import DeploymentConfig, DeploymentTrace, run_deployment
-from tinyserve.deploy.config import DECODE_POLICIES, WHOLE  # WHOLE: a prefill instance's chunk, whole prompts
+# WHOLE: a prefill instance's chunk, whole prompts
+from tinyserve.deploy.config import DECODE_POLICIES, DEFAULT_LINK, WHOLE
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.lang import t
@@ -41,6 +43,14 @@ CONTROLS = ("deployment", "replicas", "prefill_instances", "decode_instances", "
 EXTRA = ("policy", "hardware", "n")  # offered with controls=... (not shown by default)
 TARGETS = ("ttft_ms", "tpot_ms", "ttft_at")  # they recount the attainment; the rest re-run the deployment
 ROLES = ("prefill_chunk_size", "decode_batch_size", "prefill_gpus", "decode_gpus")  # a split's own (DeploymentConfig)
+# where each control (and a config's field with no control) starts unless a config or a keyword says otherwise
+STARTS = {"deployment": "disaggregated", "replicas": 2, "prefill_instances": 1, "decode_instances": 1,
+          "link": DEFAULT_LINK, "gpus": 1, "prefill_chunk_size": None, "decode_batch_size": None, "prefill_gpus": 1,
+          "decode_gpus": 1, "chunk_size": DEFAULT_CHUNK, "hardware": DEFAULT_HARDWARE}
+DC_FIELDS = sorted({f for kind in KINDS for f in DeploymentConfig.options(kind)})  # each kind's (DeploymentConfig)
+# RunConfig fields not taken from the config as they are: the policy, and those the controls set
+NOT_BASE = ("policy", "policy_object", "chunk_size", "hardware", "gpus", "dry_run")
+OWN = {"ttft_ms": 1000, "tpot_ms": 50, "ttft_at": "prefill", "rate": None, "n": None}  # the explorer's own
 OWN_WORDS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "gpus") + ROLES + TARGETS
 # the others: the single-run explorer's words (knob.rate, knob.chunk_size, ...)
 
@@ -56,58 +66,75 @@ def _ms(v: float | None) -> str:
 class DeploymentExplorer:
     """Deployment knobs -> a dry run of the deployment -> the stacked timeline and its SLO numbers redrawn."""
 
-    def __init__(self, workload: str = WORKLOAD, policy: str = "chunked", *, deployment: str = "disaggregated",
-                 replicas: int = 2, prefill_instances: int = 1, decode_instances: int = 1,
-                 link: str = "nvlink-h200", gpus: int = 1, prefill_chunk_size: int | str | None = None,
-                 decode_batch_size: int | None = None, prefill_gpus: int = 1, decode_gpus: int = 1,
-                 ttft_ms: float = 1000, tpot_ms: float = 50, ttft_at: str = "prefill", rate: float | None = None,
-                 n: int | None = None, chunk_size: int = 512, batch_size: int | None = None,
-                 hardware: str = DEFAULT_HARDWARE, seed: int = 0, time: float | None = None,
-                 controls: tuple[str, ...] = CONTROLS, workload_knobs: dict | None = None, width: int = WIDTH_PX):
-        """workload: a named workload with a `rate` knob; rate, n: its knobs (None: the workload's default);
-        workload_knobs: other fixed knobs of it; ttft_ms, tpot_ms: the SLO targets, ttft_at: where the first token
-        counts (prefill: DistServe's; decode: vLLM's and Dynamo's); gpus: each replica's GPUs; prefill_chunk_size
-        (a length, or "none": whole prompts; None: the run's chunk), decode_batch_size (None: the run's),
-        prefill_gpus, decode_gpus: a split's own knobs; time: the cursor's first moment in seconds (None: mid-run);
-        controls: the knobs shown (CONTROLS, and any of EXTRA)."""
+    def __init__(self, workload: str = WORKLOAD, policy: str | None = None, *, config: RunConfig | None = None,
+                 deployment: DeploymentConfig | str = "disaggregated", controls: tuple[str, ...] = CONTROLS,
+                 time: float | None = None, width: int = WIDTH_PX, **knobs):
+        """workload: a named workload with a `rate` knob; policy: the run's (None: the config's, else chunked);
+        config: the run's other settings (a RunConfig: batch_size, chunk_size, hardware, seed, gpus, workload_knobs:
+        its fixed knobs); deployment: a DeploymentConfig, or its kind (colocated, disaggregated); knobs: a field of
+        either config (replicas=2, prefill_chunk_size="none", chunk_size=512, ...) or one of the explorer's own
+        (OWN: ttft_ms, tpot_ms, the SLO targets; ttft_at, where the first token counts: prefill, DistServe's, or
+        decode, vLLM's and Dynamo's; rate, n: the workload's knobs, None: its default); gpus (RunConfig's): each
+        replica's GPUs; time: the cursor's first moment in seconds (None: mid-run); controls: the knobs shown (CONTROLS, and any
+        of EXTRA)."""
+        dc = deployment if isinstance(deployment, DeploymentConfig) else None
+        unknown = [name for name in knobs if name not in OWN and name not in DC_FIELDS and (
+            name not in RUN_FIELDS or name in ("policy", "policy_object"))]
+        if unknown:  # as Python says it of any function
+            raise TypeError("DeploymentExplorer() got an unexpected keyword argument " + repr(unknown[0]))  # words: ok
+        config = config or RunConfig("chunked")
+        policy = policy or config.policy
+        given = {f: getattr(c, f) for c in (config, dc) if c is not None for f in STARTS
+                 if getattr(c, f, None) is not None}
+        start = {**STARTS, **given, **OWN, **knobs, "deployment": dc.kind if dc is not None else deployment}
+        # the run's settings that are no control (kv_layout, slab, max_batch_tokens, ...): the config's, or given
+        self.base = {f: start.get(f, getattr(config, f)) for f in RUN_FIELDS if f not in NOT_BASE}
+        self.decode_kv_layout = start.get("decode_kv_layout")  # no control: as given
         self.engine = Engine()  # dry runs never load the model
-        self.workload, self.seed, self.batch_size = workload, seed, batch_size
-        self.fixed_knobs, self.n_given = dict(workload_knobs or {}), n is not None
+        self.workload, self.seed = workload, self.base["seed"]
+        self.fixed_knobs, self.n_given = dict(self.base["workload_knobs"] or {}), start["n"] is not None
         spec = WORKLOADS.get(workload, ("", None, {}))[2]
         self._hold = False
         def slider():
             return dict(continuous_update=False, style={"description_width": "initial"}, layout=W.Layout(width="300px"))
 
+        def choose(name: str, options: list) -> W.SelectionSlider:  # a slider of these options, at its start
+            return W.SelectionSlider(options=_opts(options, start[name]), value=start[name], **slider())
+
+        chunk = start["prefill_chunk_size"]
         k = self.knobs = {
             "deployment": W.ToggleButtons(options=[(t(f"widgets.deploy.kind.{x}"), x) for x in KINDS],
-                                          value=deployment, style={"button_width": "auto"}),
-            "replicas": W.IntSlider(value=replicas, min=1, max=MAX_INSTANCES, **slider()),
-            "prefill_instances": W.IntSlider(value=prefill_instances, min=1, max=MAX_INSTANCES // 2, **slider()),
-            "decode_instances": W.IntSlider(value=decode_instances, min=1, max=MAX_INSTANCES // 2, **slider()),
-            "link": W.Dropdown(options=[(_link_label(x), x) for x in list_links()], value=link,
+                                          value=start["deployment"], style={"button_width": "auto"}),
+            "replicas": W.IntSlider(value=start["replicas"], min=1, max=MAX_INSTANCES, **slider()),
+            "prefill_instances": W.IntSlider(value=start["prefill_instances"], min=1, max=MAX_INSTANCES // 2,
+                                             **slider()),
+            "decode_instances": W.IntSlider(value=start["decode_instances"], min=1, max=MAX_INSTANCES // 2, **slider()),
+            "link": W.Dropdown(options=[(_link_label(x), x) for x in list_links()], value=start["link"],
                                style={"description_width": "initial"}, layout=W.Layout(width="360px")),
-            "ttft_ms": W.SelectionSlider(options=_opts(TTFTS, ttft_ms), value=ttft_ms, **slider()),
-            "tpot_ms": W.SelectionSlider(options=_opts(TPOTS, tpot_ms), value=tpot_ms, **slider()),
-            "rate": W.SelectionSlider(options=_opts(RATES, rate or spec.get("rate", (4.0,))[0]),
-                                      value=float(rate or spec.get("rate", (4.0,))[0]), **slider()),
-            "chunk_size": W.SelectionSlider(options=_opts(CHUNKS, chunk_size), value=chunk_size, **slider()),
-            "gpus": W.SelectionSlider(options=_opts(GPUS, gpus), value=gpus, **slider()),
+            "ttft_ms": choose("ttft_ms", TTFTS),
+            "tpot_ms": choose("tpot_ms", TPOTS),
+            "rate": W.SelectionSlider(options=_opts(RATES, start["rate"] or spec.get("rate", (4.0,))[0]),
+                                      value=float(start["rate"] or spec.get("rate", (4.0,))[0]), **slider()),
+            "chunk_size": choose("chunk_size", CHUNKS),
+            "gpus": choose("gpus", GPUS),
             "prefill_chunk_size": W.Dropdown(
                 options=[(t("widgets.deploy.same_chunk"), None), (t("widgets.deploy.whole"), WHOLE)]
-                + _opts(CHUNKS, prefill_chunk_size if isinstance(prefill_chunk_size, int) else CHUNKS[0]),
-                value=prefill_chunk_size, style={"description_width": "initial"}, layout=W.Layout(width="300px")),
+                + _opts(CHUNKS, chunk if isinstance(chunk, int) else CHUNKS[0]), value=chunk, style={"description_width": "initial"}, layout=W.Layout(width="300px")),
             "decode_batch_size": W.Dropdown(
                 options=[(t("widgets.deploy.same_batch"), None)] + [(str(b), b) for b in DECODE_BATCHES],
-                value=decode_batch_size, style={"description_width": "initial"}, layout=W.Layout(width="260px")),
-            "prefill_gpus": W.SelectionSlider(options=_opts(GPUS, prefill_gpus), value=prefill_gpus, **slider()),
-            "decode_gpus": W.SelectionSlider(options=_opts(GPUS, decode_gpus), value=decode_gpus, **slider()),
+                value=start["decode_batch_size"], style={"description_width": "initial"},
+                layout=W.Layout(width="260px")),
+            "prefill_gpus": choose("prefill_gpus", GPUS),
+            "decode_gpus": choose("decode_gpus", GPUS),
             "ttft_at": W.ToggleButtons(options=[(t(f"widgets.deploy.ttft_at.{x}"), x) for x in ("prefill", "decode")],
-                                       value=ttft_at, style={"button_width": "auto"}),
+                                       value=start["ttft_at"], style={"button_width": "auto"}),
             "policy": W.ToggleButtons(options=[(policy_name(p), p) for p in DECODE_POLICIES], value=policy,
                                       style={"button_width": "auto"}),
-            "hardware": W.Dropdown(options=list_presets(), value=hardware, style={"description_width": "initial"},
+            "hardware": W.Dropdown(options=list_presets(), value=start["hardware"],
+                                   style={"description_width": "initial"},
                                    layout=W.Layout(width="320px")),
-            "n": W.IntSlider(value=spec.get("n", (200,))[0] if n is None else n, min=1, max=max(1000, n or 0),
+            "n": W.IntSlider(value=spec.get("n", (200,))[0] if start["n"] is None else start["n"], min=1,
+                             max=max(1000, start["n"] or 0),
                              **slider()),
         }
         unknown = set(controls) - set(k)
@@ -158,15 +185,15 @@ class DeploymentExplorer:
             self._numbers()
 
     def _enable(self) -> None:
-        """Grey out the knobs the chosen deployment or policy does not take."""
+        """Grey out the knobs the chosen deployment or policy does not take (as the configs declare them)."""
         k = self.knobs
-        colocated = k["deployment"].value == "colocated"
-        k["replicas"].disabled = not colocated
-        k["prefill_instances"].disabled = k["decode_instances"].disabled = k["link"].disabled = colocated
-        for name in ROLES + ("ttft_at",):
-            k[name].disabled = colocated
-        k["gpus"].disabled = not colocated
-        k["chunk_size"].disabled = k["policy"].value != "chunked"
+        own = DeploymentConfig.options(k["deployment"].value)
+        for name in DC_FIELDS:
+            if name in k:
+                k[name].disabled = name not in own
+        k["ttft_at"].disabled = "decode_instances" not in own  # a first token counts apart only where roles split
+        k["gpus"].disabled = "prefill_gpus" in own  # a split sets each role's GPUs instead
+        k["chunk_size"].disabled = "chunk_size" not in takes(k["policy"].value)
         spec = WORKLOADS.get(self.workload, ("", None, {}))[2]
         k["rate"].disabled, k["n"].disabled = "rate" not in spec, "n" not in spec
 
@@ -177,20 +204,19 @@ class DeploymentExplorer:
         wl_knobs = {**self.fixed_knobs, **({"rate": k["rate"]} if "rate" in spec else {})}
         if "n" in spec and ("n" in self.controls or self.n_given):  # else the workload's own, as the CLI's
             wl_knobs["n"] = k["n"]
-        policy = {"chunk_size": k["chunk_size"]} if k["policy"] == "chunked" else {}
-        colocated = k["deployment"] == "colocated"
-        gpus = k["gpus"] if colocated and k["gpus"] != 1 else None  # 1: the preset as it is
-        rc = RunConfig(k["policy"], batch_size=self.batch_size, dry_run=True, hardware=k["hardware"],
-                       seed=self.seed, workload_knobs=wl_knobs, gpus=gpus, **policy)
-        if colocated:
-            dc = DeploymentConfig("colocated", replicas=k["replicas"])
-        else:
-            dc = DeploymentConfig("disaggregated", prefill_instances=k["prefill_instances"],
-                                  decode_instances=k["decode_instances"], link=k["link"],
-                                  prefill_chunk_size=k["prefill_chunk_size"], decode_batch_size=k["decode_batch_size"],
-                                  prefill_gpus=None if k["prefill_gpus"] == 1 else k["prefill_gpus"],
-                                  decode_gpus=None if k["decode_gpus"] == 1 else k["decode_gpus"])
-        return wl_knobs, rc, dc
+        policy_knobs = takes(k["policy"])
+        base = {f: v for f, v in self.base.items() if f not in POLICY_KNOBS or f in policy_knobs}
+        if "chunk_size" in policy_knobs:
+            base["chunk_size"] = k["chunk_size"]
+        options = DeploymentConfig.options(k["deployment"])
+        gpus = None if "prefill_gpus" in options or k["gpus"] == 1 else k["gpus"]  # 1: the preset as it is
+        rc = RunConfig.of(k["policy"], None, {**base, "dry_run": True, "hardware": k["hardware"],
+                                              "workload_knobs": wl_knobs, "gpus": gpus})
+        shape = {}
+        for name in options:  # the kind's own (decode_kv_layout has no control: as given)
+            v = k[name] if name in k else self.decode_kv_layout
+            shape[name] = None if name.endswith("_gpus") and v == 1 else v  # 1 GPU: the preset as it is
+        return wl_knobs, rc, DeploymentConfig(k["deployment"], **shape)
 
     def set(self, **values) -> DeploymentTrace | None:
         """Set several knobs (names as in the knobs dict) and re-run once; the new trace (None: a message)."""

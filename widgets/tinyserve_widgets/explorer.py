@@ -11,7 +11,8 @@ from dataclasses import replace
 import ipywidgets as W
 
 from tinyserve.analysis.figures import policy_name
-from tinyserve.core.config import KNOBS, POLICIES, RunConfig
+from tinyserve.core.config import DEFAULT_BLOCK_SIZE, RUN_FIELDS, RunConfig, policy_classes, takes
+from tinyserve.core.knobs import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, DEFAULT_MAX_WAITING_STEPS, POLICY_KNOBS
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS, get_workload
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
@@ -73,6 +74,16 @@ CONTROLS = ("policy", "batch_size", "chunk_size", "max_batch_tokens", "timeout",
             "workload", "n", "rate", "hardware", "kv_budget", "max_model_len", "kv_layout", "block_size", "x")
 
 
+# the knobs' controls (names as RunConfig's, but "order": prefill_first), and where each starts unless given
+STARTS = {"batch_size": DEFAULT_BATCH_SIZE, "chunk_size": DEFAULT_CHUNK, "max_batch_tokens": None, "timeout": None,
+          "prefill_first": True, "max_waiting_steps": DEFAULT_MAX_WAITING_STEPS, "hardware": DEFAULT_HARDWARE,
+          "kv_budget": None, "max_model_len": None, "kv_layout": "slab", "block_size": DEFAULT_BLOCK_SIZE}
+# a policy's knobs by the control that sets each; which ones a policy takes, its class says (takes)
+POLICY_CONTROLS = {("order" if knob == "prefill_first" else knob): knob for knob in POLICY_KNOBS}
+ORDER = ("prefill_first", "max_waiting_steps")  # two ways of saying one thing: the order buttons and a bound
+NOT_KNOBS = ("policy", "policy_object")  # RunConfig fields no keyword sets (the policy is its own argument)
+# the explorer's own settings beside a RunConfig's (Explorer's docstring)
+OWN = {"n": None, "rate": None, "x": "steps", "policies": None, "real_knobs": None, "k": 0}
 NONE = {"auto": None, "full": None, "none": None, "preset": None}  # slider values meaning "not set" (a SelectionSlider needs a value)
 
 
@@ -115,22 +126,28 @@ def set_knobs(owner, values: dict, prepare=lambda name, w, v: v) -> None:
 class Explorer:
     """Knobs -> the engine's dry run -> every view redrawn under one cursor; plus a real-model run button."""
 
-    def __init__(self, workload: str | list = "chapter-7.2-longtail", policy: str = "continuous", *,
-                 batch_size: int = 32, chunk_size: int = 512, max_batch_tokens: int | None = None,
-                 timeout: float | None = None, prefill_first: bool = True, max_waiting_steps: float = 20,
-                 n: int | None = None, rate: float | None = None, hardware: str = DEFAULT_HARDWARE,
-                 kv_budget: int | None = None, x: str = "steps", seed: int = 0, views: tuple[str, ...] = VIEWS,
-                 controls: tuple[str, ...] = CONTROLS, cursor: Cursor | None = None, real_button: bool = True,
-                 width: int = BOARD_WIDTH_PX, policies: tuple[str, ...] | None = None,
-                 real_knobs: dict | None = None, workload_knobs: dict | None = None,
-                 max_model_len: int | None = None, k: int = 0, kv_layout: str = "slab", block_size: int = 16):
-        """policies: the policy buttons offered (default: all); real_knobs: workload knobs the real-model run
-        uses instead (a scaled-down copy, e.g. {"n": 16}: said in the widget); workload_knobs: fixed knobs of
-        a named workload that are not controls (e.g. {"long_output": 400}); k: the cursor's first step (negative:
-        from the end)."""
+    def __init__(self, workload: str | list = "chapter-7.2-longtail", policy: str | None = None, *,
+                 config: RunConfig | None = None, views: tuple[str, ...] = VIEWS, controls: tuple[str, ...] = CONTROLS,
+                 cursor: Cursor | None = None, real_button: bool = True, width: int = BOARD_WIDTH_PX, **knobs):
+        """policy: the policy shown first (None: the config's, else continuous); config: the run's other settings
+        (a RunConfig; its knobs start the sliders); knobs: a RunConfig field (batch_size=8, chunk_size=64, ...: it
+        starts its slider, or is a setting of every run, as workload_knobs: fixed knobs of a named workload that
+        are not controls) or one of the explorer's own (OWN: n, rate, x; policies: the policy buttons offered,
+        default all; real_knobs: workload knobs the real-model run uses instead, a scaled-down copy said in the
+        widget, e.g. {"n": 16}; k: the cursor's first step, negative from the end)."""
+        unknown = [name for name in knobs if name not in OWN and (name not in RUN_FIELDS or name in NOT_KNOBS)]
+        if unknown:  # as Python says it of any function
+            raise TypeError("Explorer() got an unexpected keyword argument " + repr(unknown[0]))  # words: ok
+        config = config or RunConfig()
+        policy = policy or config.policy
+        own = {**OWN, **{name: v for name, v in knobs.items() if name in OWN}}
+        start = {**STARTS, **{f: getattr(config, f) for f in STARTS if getattr(config, f) is not None},
+                 **{name: v for name, v in knobs.items() if name in STARTS}}
+        # the settings of every run that are no control (clock, slab, gpus, ...): the config's, and those given
+        self.base = {f: knobs.get(f, getattr(config, f)) for f in RUN_FIELDS if f not in STARTS and f not in NOT_KNOBS}
+        seed, workload_knobs = self.base.pop("seed"), self.base.pop("workload_knobs")
         self.engine = Engine()  # dry runs never load the model
-        self.real_knobs, self.fixed_knobs = dict(real_knobs or {}), dict(workload_knobs or {})
-        first_k = k  # the name k is the knobs' below
+        self.real_knobs, self.fixed_knobs = dict(own["real_knobs"] or {}), dict(workload_knobs or {})
         self.seed, self._hold, self.on_trace = seed, False, []
         self.custom = None if isinstance(workload, str) else list(workload)
         names = list(WORKLOADS) + ([workload] if isinstance(workload, str) and workload not in WORKLOADS else []) + (
@@ -138,30 +155,30 @@ class Explorer:
         wl = workload if isinstance(workload, str) else "custom"
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
         k = self.knobs = {
-            "policy": W.ToggleButtons(options=[(policy_name(p), p) for p in (policies or POLICIES)], value=policy,
-                                      description=t("knob.policy"),
-                                      style={"button_width": "auto"}),
-            "batch_size": _slider("batch_size", BATCH, batch_size),
-            "chunk_size": _slider("chunk_size", CHUNKS, chunk_size),
-            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, max_batch_tokens, "400px"),
-            "timeout": _slider("timeout", TIMEOUTS, timeout),
-            "order": W.ToggleButtons(options=[(t(k), v) for k, v in ORDERS], value=prefill_first, description=t("knob.order"), style={"button_width": "auto"}),
-            "max_waiting_steps": _slider("max_waiting_steps", WAITS, max_waiting_steps),
+            "policy": W.ToggleButtons(options=[(policy_name(p), p) for p in (own["policies"] or policy_classes())],
+                                      value=policy, description=t("knob.policy"), style={"button_width": "auto"}),
+            "batch_size": _slider("batch_size", BATCH, start["batch_size"]),
+            "chunk_size": _slider("chunk_size", CHUNKS, start["chunk_size"]),
+            "max_batch_tokens": _slider("max_batch_tokens", BUDGETS, start["max_batch_tokens"], "400px"),
+            "timeout": _slider("timeout", TIMEOUTS, start["timeout"]),
+            "order": W.ToggleButtons(options=[(t(k), v) for k, v in ORDERS], value=start["prefill_first"],
+                                     description=t("knob.order"), style={"button_width": "auto"}),
+            "max_waiting_steps": _slider("max_waiting_steps", WAITS, start["max_waiting_steps"]),
             "workload": W.Dropdown(options=[(_workload_option(n), n) for n in names], value=wl,
                                    description=t("knob.workload"),
                                    layout=W.Layout(width="320px")),
-            "n": W.IntSlider(value=spec.get("n", (32,))[0] if n is None else n, min=0, max=400, description=t("knob.n"),
-                             continuous_update=False, layout=W.Layout(width="300px")),
-            "rate": _slider("rate", RATES, rate or spec.get("rate", (4.0,))[0]),
-            "hardware": W.Dropdown(options=list_presets(), value=hardware, description=t("knob.hardware"),
+            "n": W.IntSlider(value=spec.get("n", (32,))[0] if own["n"] is None else own["n"], min=0, max=400,
+                             description=t("knob.n"), continuous_update=False, layout=W.Layout(width="300px")),
+            "rate": _slider("rate", RATES, own["rate"] or spec.get("rate", (4.0,))[0]),
+            "hardware": W.Dropdown(options=list_presets(), value=start["hardware"], description=t("knob.hardware"),
                                    style={"description_width": "initial"}, layout=W.Layout(width="320px")),
-            "kv_budget": _slider("kv_budget", KV_BUDGETS, kv_budget),
-            "max_model_len": _slider("max_model_len", SLABS, max_model_len, "360px"),
-            "kv_layout": W.ToggleButtons(options=[(layout_name(v), v) for v in LAYOUTS], value=kv_layout,
+            "kv_budget": _slider("kv_budget", KV_BUDGETS, start["kv_budget"]),
+            "max_model_len": _slider("max_model_len", SLABS, start["max_model_len"], "360px"),
+            "kv_layout": W.ToggleButtons(options=[(layout_name(v), v) for v in LAYOUTS], value=start["kv_layout"],
                                          description=t("knob.kv_layout"),
                                          style={"button_width": "auto"}),
-            "block_size": _slider("block_size", BLOCK_SIZES, block_size),
-            "x": W.ToggleButtons(options=[(t(k), v) for k, v in AXES], value=x,
+            "block_size": _slider("block_size", BLOCK_SIZES, start["block_size"]),
+            "x": W.ToggleButtons(options=[(t(k), v) for k, v in AXES], value=own["x"],
                                  description=t("knob.x"), style={"button_width": "auto"}),
         }
         self.controls = tuple(c for c in controls if c not in KV_KNOBS or {"blocks", "kv"} & set(views))
@@ -179,9 +196,9 @@ class Explorer:
         self._enable()
         first = self.simulate(draw=False)
         if first is None:  # the starting settings themselves are bad: say so, draw an empty run
-            first = Trace(policy, wl, "modeled", hardware, 1, {}, True)
-        self.board = TraceView(first, first_k if first_k >= 0 else len(first.steps) + first_k, x, views, cursor=cursor,
-                               width=width)
+            first = Trace(policy, wl, "modeled", start["hardware"], 1, {}, True)
+        first_k = own["k"] if own["k"] >= 0 else len(first.steps) + own["k"]
+        self.board = TraceView(first, first_k, own["x"], views, cursor=cursor, width=width)
         self._set_trace(first, draw=False)
         rows = [W.HBox([k[c] for c in row if c in self.controls], layout=W.Layout(flex_flow="row wrap"))
                 for row in (("policy", "order", "x"), ("batch_size", "chunk_size", "max_batch_tokens", "timeout",
@@ -213,12 +230,10 @@ class Explorer:
     # ---- settings ----------------------------------------------------------------------------------------
     def _enable(self) -> None:
         """Grey out the knobs the chosen policy or workload does not take."""
-        k, pol = self.knobs, self.knobs["policy"].value
-        takes = KNOBS[pol]
-        k["chunk_size"].disabled = k["max_batch_tokens"].disabled = "chunk_size" not in takes
-        k["timeout"].disabled = "timeout" not in takes
-        k["order"].disabled = "prefill_first" not in takes
-        k["max_waiting_steps"].disabled = "prefill_first" not in takes or k["order"].value
+        k, own = self.knobs, takes(self.knobs["policy"].value)  # the knobs the policy's class declares
+        for name, knob in POLICY_CONTROLS.items():
+            k[name].disabled = knob not in own
+        k["max_waiting_steps"].disabled |= k["order"].value  # prefill-first: newcomers wait no step
         spec = WORKLOADS.get(k["workload"].value, ("", None, {}))[2]
         k["n"].disabled, k["rate"].disabled = "n" not in spec, "rate" not in spec
         k["block_size"].disabled = k["kv_layout"].value != "paged"
@@ -228,7 +243,7 @@ class Explorer:
         refuses raises its one clear line (TinyserveError)."""
         k = {name: _unset(w.value) for name, w in self.knobs.items()}
         pol = k["policy"]
-        takes = KNOBS[pol]
+        own = takes(pol)
         knobs = {"batch_size": k["batch_size"], "hardware": k["hardware"]}
         if k["kv_budget"] is not None:
             knobs["kv_budget"] = int(k["kv_budget"])
@@ -236,13 +251,10 @@ class Explorer:
             knobs["max_model_len"] = int(k["max_model_len"])
         if k["kv_layout"] == "paged":  # the constructor's layout holds even where its knobs are not shown
             knobs["kv_layout"], knobs["block_size"] = "paged", k["block_size"]
-        if "chunk_size" in takes:
-            knobs["chunk_size"] = k["chunk_size"]
-            if k["max_batch_tokens"] is not None:
-                knobs["max_batch_tokens"] = k["max_batch_tokens"]
-        if "timeout" in takes and k["timeout"] is not None:
-            knobs["timeout"] = k["timeout"]
-        if "prefill_first" in takes:
+        for name, knob in POLICY_CONTROLS.items():  # the policy's own knobs, those set (None: its default)
+            if knob in own and knob not in ORDER and k[name] is not None:
+                knobs[knob] = k[name]
+        if ORDER[0] in own:  # one of the two ways of saying it
             if k["order"] or "max_waiting_steps" not in self.controls:
                 knobs["prefill_first"] = k["order"]
             else:
@@ -250,7 +262,8 @@ class Explorer:
         wl = k["workload"]
         spec = WORKLOADS.get(wl, ("", None, {}))[2]
         wl_knobs = {**self.fixed_knobs, **{key: k[key] for key in ("n", "rate") if key in spec and key in self.controls}}
-        return (self.custom if wl == "custom" else wl), wl_knobs, RunConfig.of(pol, None, {**knobs, "seed": self.seed})
+        return (self.custom if wl == "custom" else wl), wl_knobs, RunConfig.of(pol, None, {**self.base, **knobs,
+                                                                                           "seed": self.seed})
 
     def _run(self, engine, wl, wl_knobs: dict, rc: RunConfig) -> Trace:
         """engine.run of a named workload with its knobs (the engine builds it), or of the caller's requests."""

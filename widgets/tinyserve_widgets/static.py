@@ -248,14 +248,14 @@ def plot_latency(ax_ttft, ax_e2e, traces: Trace | dict[str, Trace]):
     """Empirical CDFs of TTFT and end-to-end latency, p50/p99 marked, one line per trace."""
     traces = traces if isinstance(traces, dict) else {policy_name(traces.policy): traces}
     for i, (label, tr) in enumerate(traces.items()):
-        lat = D.latency_ms(tr)
+        lat, marked = D.latency_ms(tr), D.percentiles(tr)
         for ax, key in ((ax_ttft, "ttft"), (ax_e2e, "e2e")):
             v = lat[key]
             if not len(v):
                 continue
             line, = ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label,
                             color=SERIES[i % len(SERIES)])
-            p50, p99 = D.percentiles(v)
+            p50, p99 = marked[key]
             ax.plot([p50, p99], [0.5, 0.99], "o", color=line.get_color(), ms=4)
             ax.annotate(f"{t('lat.p50')} {p50:.0f}", (p50, 0.5), fontsize=SMALL_PT, xytext=(4, -10),
                         textcoords="offset points")

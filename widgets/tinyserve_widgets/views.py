@@ -610,13 +610,14 @@ class LatencyView(View):
         items = list(self.traces.items())
         for i in range(MAX_SERIES):
             lat = D.latency_ms(items[i][1]) if i < len(items) else None
+            marked = D.percentiles(items[i][1]) if i < len(items) else None
             for p, key in ((0, "ttft"), (1, "e2e")):
                 line, marks = self.tr(4 * i + 2 * p), self.tr(4 * i + 2 * p + 1)
                 if lat is None:
                     line.visible = marks.visible = False
                     continue
                 label, v = items[i][0], lat[key]
-                p50, p99 = D.percentiles(v)
+                p50, p99 = marked[key]
                 self.stats[(label, key)] = (p50, p99)
                 line.update(x=arr(v), y=arr(np.arange(1, len(v) + 1) / max(1, len(v))), name=label, visible=True,
                             hovertemplate="%{x:.1f} ms<extra>" + label + "</extra>")

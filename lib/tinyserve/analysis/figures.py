@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..core.scheduling.registry import POLICY_CLASSES
 from ..lang import t, width, wrap
 from ..trace.record import Trace
 
 PHASE_MARK = {"prefill": "p", "decode": "d", "wasted": "w"}
-POLICY_NAMES = ("static", "dynamic", "continuous", "chunked")  # what a sweep's label starts with
 
 
 def policy_name(policy: str) -> str:
-    """A named policy as the reader's language names it ('continuous' -> 連續批次 in zh-TW)."""
-    return t(f"figures.policy.{policy}") if policy in POLICY_NAMES else policy
+    """A named policy as the reader's language names it ('continuous' -> 連續批次 in zh-TW); others as they are."""
+    return t(f"figures.policy.{policy}") if policy in POLICY_CLASSES else policy
 
 
 def setting_label(label: str) -> str:

@@ -8,70 +8,27 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import TinyserveError
 from ..lang import t
+from .knobs import (DEFAULT_BATCH_SIZE, POLICY_KNOBS, UNBOUNDED, check_int, check_knob, check_token_budget,
+                    waiting_steps, waiting_steps_error)
 
-POLICIES = ("static", "dynamic", "continuous", "chunked")
-DEFAULT_BATCH_SIZE = 32
-DEFAULT_TIMEOUT_S = 0.1  # dynamic batching's default wait for stragglers
-DEFAULT_CHUNK = 512  # the chapter's example chunk length
-# decode-first's bound: TGI's router forces waiting requests in after max_waiting_tokens decode steps, default 20
-# (text-generation-inference launcher, --max-waiting-tokens)
-DEFAULT_MAX_WAITING_STEPS = 20
 LAYOUTS = ("slab", "paged")  # KV layouts: core/kv.py (slabs), core/blocks.py (pages)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default block size (--block-size)
-UNBOUNDED = math.inf  # max_waiting_steps: newcomers wait until no decode is in flight (drain, then refill)
-# knobs beyond batch_size that each policy takes
-KNOBS = {"static": {"timeout"}, "dynamic": {"timeout"}, "continuous": {"prefill_first", "max_waiting_steps"},
-         "chunked": {"chunk_size", "max_batch_tokens"}}
 FROM_CONFIG = "<the config's policy>"  # Engine.start's policy when none is given: RunConfig.of keeps the config's
 POLICY_OBJECT = "<a Policy object>"  # RunConfig.policy when the run is given a policy object, not a name
-POLICY_KNOBS = ("timeout", "chunk_size", "max_batch_tokens", "prefill_first", "max_waiting_steps")
 
 
-def _int(name: str, value, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise TinyserveError(t("engine.knob.integer", name=name, lo=lo, value=value))
-    if value < lo:
-        raise TinyserveError(t("engine.knob.at_least", name=name, lo=lo, value=value))
-    return value
+def policy_classes() -> dict[str, type]:
+    """The policies a run may name, each as its class declares itself (its `name` and the knobs it `takes`):
+    core/scheduling/registry.py, in the chapter's order."""
+    from .scheduling.registry import POLICY_CLASSES  # here, not above: the scheduling package imports RunConfig
+
+    return POLICY_CLASSES
 
 
-def check_knob(name: str, value):
-    """The one rule of each policy knob: the value as the policy stores it, or a TinyserveError naming the knob."""
-    if name in ("batch_size", "chunk_size", "max_batch_tokens"):
-        return _int(name, value, 1)
-    if name == "timeout":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise TinyserveError(t("engine.knob.timeout", value=value))
-        return float(value)
-    if name == "prefill_first":
-        if not isinstance(value, bool):
-            raise TinyserveError(t("engine.knob.prefill_first", value=value))
-        return value
-    if name == "max_waiting_steps":
-        if value == UNBOUNDED:
-            return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                float(value).is_integer() and value >= 0):
-            raise waiting_steps_error(value)
-        return int(value)
-    raise TinyserveError(f"{name}: not a policy knob")  # words: ok (a bug, not user input)
-
-
-def waiting_steps_error(value) -> TinyserveError:
-    """The one message for a bad max_waiting_steps."""
-    return TinyserveError(t("engine.knob.max_waiting_steps", value=value))
-
-
-def waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:
-    """One bound from the two ways of saying it (prefill_first is the older, coarser knob)."""
-    if max_waiting_steps is None:
-        return DEFAULT_MAX_WAITING_STEPS if prefill_first is False else 0
-    if prefill_first is not None and prefill_first != (max_waiting_steps == 0):
-        raise TinyserveError(t("engine.knob.waiting_contradicts", value=max_waiting_steps, prefill_first=prefill_first))
-    return max_waiting_steps
+def takes(policy: str) -> tuple[str, ...]:
+    """The knobs beyond batch_size a named policy takes (its class's declaration); () for an unknown name."""
+    cls = policy_classes().get(policy)
+    return cls.takes if cls is not None else ()
 
 
 def check_policy_object(p) -> None:
@@ -93,7 +50,7 @@ def check_policy_object(p) -> None:
 def check_gpus(value) -> int:
     """GPUs of one instance (tensor parallel, cost/tensor.py): an integer >= 1. What a preset allows is checked
     where the preset is read (cost.tensor.tensor_parallel)."""
-    return _int("gpus", value, 1)
+    return check_int("gpus", value, 1)
 
 
 def check_dtype(dtype: str) -> str:
@@ -115,12 +72,6 @@ def check_load_dtype(dtype: str) -> str:
     if dtype not in DTYPE_BYTES:
         raise TinyserveError(t("engine.dtype.unknown", dtype=dtype))
     return dtype
-
-
-def check_token_budget(batch_size: int, max_batch_tokens: int) -> None:
-    """Chunked prefill's budget must leave room for every slot's decode."""
-    if max_batch_tokens < batch_size:
-        raise TinyserveError(t("engine.knob.token_budget", batch_size=batch_size, max_batch_tokens=max_batch_tokens))
 
 
 @dataclass(frozen=True)
@@ -165,22 +116,24 @@ class RunConfig:
         self._check_run_knobs()
 
     def _check_policy_knobs(self) -> None:
-        if self.policy not in POLICIES:
-            raise TinyserveError(t("engine.knob.policy_unknown", policy=self.policy, choices=", ".join(POLICIES)))
+        classes = policy_classes()
+        if self.policy not in classes:
+            raise TinyserveError(t("engine.knob.policy_unknown", policy=self.policy, choices=", ".join(classes)))
+        own = classes[self.policy].takes
         for knob in POLICY_KNOBS:
-            if getattr(self, knob) is not None and knob not in KNOBS[self.policy]:
-                users = t("engine.and").join(p for p in POLICIES if knob in KNOBS[p])
+            if getattr(self, knob) is not None and knob not in own:
+                users = t("engine.and").join(p for p, c in classes.items() if knob in c.takes)
                 raise TinyserveError(t("engine.knob.not_for_policy", knob=knob, policy=self.policy, users=users))
         set_ = object.__setattr__  # frozen: normalised values are set once, here
         set_(self, "batch_size", check_knob("batch_size", DEFAULT_BATCH_SIZE if self.batch_size is None
                                              else self.batch_size))
-        for knob in ("timeout", "prefill_first", "max_waiting_steps", "chunk_size", "max_batch_tokens"):
+        for knob in own:  # in POLICY_KNOBS' order
             if getattr(self, knob) is not None:
                 set_(self, knob, check_knob(knob, getattr(self, knob)))
         if self.max_batch_tokens is not None:
             check_token_budget(self.batch_size, self.max_batch_tokens)
-        if self.policy == "continuous" and self.max_waiting_steps is not None:
-            waiting_steps(self.prefill_first, self.max_waiting_steps)  # the two ways of saying it must agree
+        if self.max_waiting_steps is not None:  # the two ways of saying it must agree
+            waiting_steps(self.prefill_first, self.max_waiting_steps)
 
     def _check_run_knobs(self) -> None:
         kv = self.kv_budget
@@ -201,8 +154,8 @@ class RunConfig:
         if self.block_size is not None and self.kv_layout != "paged":
             raise TinyserveError(t("engine.kv.block_size_slab"))
         if self.kv_layout == "paged":
-            object.__setattr__(self, "block_size", _int("block_size", DEFAULT_BLOCK_SIZE if self.block_size is None
-                                                        else self.block_size, 1))
+            size = DEFAULT_BLOCK_SIZE if self.block_size is None else self.block_size
+            object.__setattr__(self, "block_size", check_int("block_size", size, 1))
         if self.gpus is not None:
             object.__setattr__(self, "gpus", check_gpus(self.gpus))
             if self.clock == "wall":
@@ -221,7 +174,7 @@ class RunConfig:
 
     @classmethod
     def of(cls, policy=FROM_CONFIG, config: RunConfig | None = None, knobs: dict | None = None) -> RunConfig:
-        """The config of a run from a policy (a name, a policy object, or FROM_CONFIG: the config's, else
+        """The config of a run from a policy (a name, a policy object, or FROM_CONFIG or None: the config's, else
         continuous), a config and knobs on top of it, each a RunConfig field (checked here, once): the engine's
         one way in."""
         knobs = dict(knobs or {})
@@ -229,9 +182,9 @@ class RunConfig:
         if unknown:  # as Python says it of any function
             raise TypeError("unexpected keyword argument " + repr(unknown[0]))  # words: ok (Python's own)
         base = {f.name: getattr(config, f.name) for f in fields(cls)} if config is not None else {}
-        if policy is FROM_CONFIG:
+        if policy is FROM_CONFIG or policy is None:
             pass
-        elif policy is not None and not isinstance(policy, str):  # an object: its own fields are its knobs
+        elif not isinstance(policy, str):  # an object: its own fields are its knobs
             cls.for_object(type(policy).__name__, {k: knobs.get(k) for k in ("batch_size",) + POLICY_KNOBS})  # refuses
             base.update(policy=POLICY_OBJECT, policy_object=policy,
                         **{k: None for k in POLICY_KNOBS + ("batch_size",)})
@@ -252,7 +205,7 @@ class RunConfig:
         """The policy's knobs as given (None: its default), batch_size included; {} for a policy object."""
         if self.policy == POLICY_OBJECT:
             return {}
-        return {"batch_size": self.batch_size, **{k: getattr(self, k) for k in POLICY_KNOBS if k in KNOBS[self.policy]}}
+        return {"batch_size": self.batch_size, **{k: getattr(self, k) for k in takes(self.policy)}}
 
     def to_dict(self) -> dict:
         """Every knob (JSON-able but for math.inf, written as None)."""

@@ -10,8 +10,8 @@ import heapq
 from dataclasses import dataclass
 
 from ..errors import TinyserveError
-from ..lang import t
-from .request import FINISHED, REJECTED
+from ..lang import LazyText, t
+from .request import REJECTED
 
 
 def kv_bytes_per_token(n_layer: int, n_kv_dim: int, itemsize: int) -> int:
@@ -48,9 +48,9 @@ class SlabPlan:
     dtype: str
     bytes_per_token: int
     capacity: int | None  # the KV budget or modeled KV memory that caps the slots (None: no cap)
-    capacity_name: str | None
+    capacity_name: str | LazyText | None
     server_len: int | None  # positions a server admits per sequence (None: the slab is the run's longest, a what-if)
-    rule: str = ""  # what sized the slab, in words the trace keeps (Trace.slab_rule)
+    rule: str | LazyText = ""  # what sized the slab, in words the trace keeps (Trace.slab_rule, made str there)
 
     def refusals(self, requests: list) -> list[tuple]:
         """(request, why) for each request not yet rejected whose slab can never fit: the scheduler rejects it,
@@ -80,21 +80,24 @@ def plan_slabs(hw, n_layer: int, n_embd: int, itemsize: int, dtype_name: str, co
     else:
         units, dtype, memory = "real", dtype_name, None
         bpt = kv_bytes_per_token(n_layer, n_embd, itemsize)
-    caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, t("engine.kv.memory_of", name=hw.name if hw else "")))
-            if c is not None]
+    # words as LazyText: looked up when shown (a refusal, the trace), so a run's first step loads no catalog
+    memory_name = LazyText("engine.kv.memory_of", name=hw.name if hw else "")
+    caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, memory_name)) if c is not None]
+    if len(caps) == 2 and caps[0][0] == caps[1][0]:  # a tie goes to the name that sorts first, as it always has
+        caps = [(c, str(n)) for c, n in caps]
     capacity, cap_name = min(caps) if caps else (None, None)
     # a server admits at most its model's context: the preset's maximum length is capped by the model run
     server_len = (None if slab == "longest" else
                   max_model_len or (min(hw.max_model_len or context, context) if hw else None))
     if slab == "longest":
-        rule = t("engine.slab.longest")
+        rule = LazyText("engine.slab.longest")
     elif max_model_len is not None:
-        rule = t("engine.slab.given")
+        rule = LazyText("engine.slab.given")
     elif hw is not None:
-        rule = (t("engine.slab.preset", name=hw.name) if hw.max_model_len == server_len
-                else t("engine.slab.context"))
+        rule = (LazyText("engine.slab.preset", name=hw.name) if hw.max_model_len == server_len
+                else LazyText("engine.slab.context"))
     else:
-        rule = t("engine.slab.real")
+        rule = LazyText("engine.slab.real")
     return SlabPlan(units, dtype, bpt, capacity, cap_name, server_len, rule)
 
 
@@ -118,13 +121,6 @@ class SlotPool:
         self.slab_tokens = slab_tokens
         self.bytes_per_token = bytes_per_token
         self._free = list(range(num_slots))
-        # a deployment's hand-over (deploy/coordinator.py): K/V held for requests not in the batch. kept: on a
-        # prefill instance, finished prompts whose K/V wait to leave (keep_finished); reserved: on a decode
-        # instance, the slot and K/V taken for a transfer on its way (reserve), until the request is admitted
-        self.keep_finished = False
-        self.kept: dict[str, object] = {}
-        self.reserved: dict[str, object] = {}
-        self.parked_tokens = 0  # K/V positions of the kept and the reserved
 
     @property
     def num_free(self) -> int:
@@ -165,40 +161,6 @@ class SlotPool:
     def priced(self, clock):
         """The clock that prices this layout's steps: the given one."""
         return clock
-
-    # ---- a deployment's hand-over: K/V held outside the batch ---------------------------------------------
-    def keep(self, r) -> bool:
-        """r leaves the batch: True if this pool keeps its K/V (and slot) until they are sent, as a deployment's
-        prefill instance does for a finished prompt (keep_finished); False: the caller frees them."""
-        if not (self.keep_finished and r.status == FINISHED):
-            return False
-        self.kept[r.id] = r
-        self.parked_tokens += r.prompt_len
-        return True
-
-    def let_go(self, r) -> None:
-        """A kept request's K/V have left (landed on a decode instance, or were never to be sent): free them."""
-        del self.kept[r.id]
-        self.parked_tokens -= r.prompt_len
-        self.release(r.slot)
-        self.free(r)
-
-    def reserve(self, r) -> None:
-        """Take a slot and r's prompt's K/V now, for a transfer on its way (the coordinator found the room first:
-        deploy.coordinator.Instance.room)."""
-        r.slot = self.claim()
-        if not self.allocate(r, r.prefill_len + 1):
-            raise RuntimeError(f"no KV to reserve for {r.id}")  # words: ok (a bug: the coordinator asks for room first)
-        self.reserved[r.id] = r
-        self.parked_tokens += r.prompt_len
-
-    def take_reserved(self, r) -> bool:
-        """r is admitted: True if its slot and K/V were reserved (they are now its own, in the batch)."""
-        if r.id not in self.reserved:
-            return False
-        del self.reserved[r.id]
-        self.parked_tokens -= r.prompt_len
-        return True
 
     def claim(self) -> int:
         """Take the lowest free slot."""

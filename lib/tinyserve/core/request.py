@@ -70,13 +70,14 @@ class Request:
         return n + made - 1 if made else n
 
     # its lifecycle: waiting -> running -> finished, or rejected before it runs, or aborted at any time; a
-    # preempted request goes back to waiting. Only these methods set `status` (core/scheduling's Scheduler calls them).
+    # preempted request goes back to waiting. Only these methods set `status`, and only core/scheduling/scheduler.py
+    # calls them (tests/core/test_lifecycle_owner.py); a record read back is built whole (the constructor).
     def admit(self, t: float) -> None:
         """First computed at t: running."""
         self.admitted_s, self.status = t, RUNNING
 
     def resume(self) -> None:
-        """Running again (given a slot after a preemption; or, in replay, sent to the server)."""
+        """Running again (given a slot after a preemption)."""
         self.status = RUNNING
 
     def preempt(self) -> None:
@@ -107,6 +108,12 @@ class Request:
         """A copy with an empty lifecycle (so a workload can run again), optionally with a known output length."""
         hint = self.output_len_hint if output_len_hint is None else output_len_hint
         return Request(self.id, list(self.prompt), self.max_new_tokens, self.arrival_s, self.ignore_eos, hint)
+
+    def prefilled(self, output: list[int], token_times: list[float]) -> Request:
+        """A fresh copy whose prompt was computed elsewhere, its first tokens made (a deployment's decode side)."""
+        return Request(self.id, list(self.prompt), self.max_new_tokens, self.arrival_s, self.ignore_eos,
+                       self.output_len_hint, output=list(output), token_times=list(token_times),
+                       num_prefilled=len(self.prompt))
 
     def known_output_len(self) -> int | None:
         """The output length, if it is fixed before running (EOS ignored, or a hint)."""
@@ -188,12 +195,13 @@ def check_prompts(requests: list[Request], vocab: int) -> None:
 
 
 def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: str, dry_run: bool,
-                   prompts_checked: bool = False) -> None:
-    """Raise on malformed requests; mark those that can never fit as rejected (the others still run).
-    prompts_checked: their token ids were checked against this vocabulary already (check_prompts: a deployment
-    checks once for all its instances, which share the prompts: 200 of 2,000-3,500 tokens in chapter-7.3-mixed,
-    each scan ~5 ms)."""
+                   prompts_checked: bool = False) -> list[tuple[Request, str]]:
+    """Raise on malformed requests; return (request, why) for each that can never fit: the scheduler rejects them
+    (the others still run). prompts_checked: their token ids were checked against this vocabulary already
+    (check_prompts: a deployment checks once for all its instances, which share the prompts: 200 of 2,000-3,500
+    tokens in chapter-7.3-mixed, each scan ~5 ms)."""
     ids = set()
+    refused = []
     for r in requests:
         if r.id in ids:
             raise TinyserveError(t("engine.request.duplicate", id=r.id))
@@ -218,6 +226,7 @@ def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: 
         elif hint is not None and not 1 <= hint <= r.max_new_tokens:  # a replay cannot outrun its own limit
             reason = t("engine.reject.hint", hint=hint, max_new=r.max_new_tokens)
         if reason:
-            r.reject(reason)
+            refused.append((r, reason))
         elif dry_run and r.known_output_len() is None:
             raise TinyserveError(t("engine.request.dry_run_length", id=r.id))
+    return refused

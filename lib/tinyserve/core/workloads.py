@@ -162,15 +162,15 @@ def list_workloads() -> list[tuple[str, str]]:
 def _check_knob(workload: str, knob: str, value: Any, kind: str, lo: float, hi: float | None) -> int | float:
     if kind == "int":
         ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
-        rng = t("engine.workload.int_range", lo=lo, hi=hi)
     else:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
             value > lo if kind == "float>" else value >= lo) and (hi is None or value <= hi)
-        rng = (t("engine.workload.float_range", op=kind[5:], lo=lo) if hi is None
-               else t("engine.workload.float_interval", lo=lo, hi=hi))
-    if not ok:
-        raise TinyserveError(t("engine.workload.knob_value", workload=workload, knob=knob, rng=rng, value=_show(value)))
-    return value
+    if ok:  # the range's words only for the error: a good knob loads no catalog
+        return value
+    rng = (t("engine.workload.int_range", lo=lo, hi=hi) if kind == "int" else
+           t("engine.workload.float_range", op=kind[5:], lo=lo) if hi is None else
+           t("engine.workload.float_interval", lo=lo, hi=hi))
+    raise TinyserveError(t("engine.workload.knob_value", workload=workload, knob=knob, rng=rng, value=_show(value)))
 
 
 def get_workload(name: str, seed: int = 0, **knobs: Any) -> list[Request]:

@@ -41,7 +41,7 @@ they are different kernels, run one after the other). ``attention`` says how the
                    servers: its decodes attend over the padded length (Work.pad_keys), finished members included,
                    whose context keeps growing with the batch's.
   "tinyserve-cpu"  this repository's TinyGPT.forward_step, as it really runs: decodes in groups of neighbouring
-  "tinyserve-cuda" slots (cost.groups.group_decodes), each group one call reading every slot up to its longest context;
+  "tinyserve-cuda" slots (core.decode_groups), each group one call reading every slot up to its longest context;
                    a chunk after a prefix uses an explicit mask, computing the full chunk x (prefix + chunk) block;
                    each prefill and padding segment is its own call. On a CPU a causal segment computes whole
                    blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does
@@ -81,10 +81,10 @@ import copy
 from functools import lru_cache
 from typing import Protocol
 
+from ..core.decode_groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from ..core.request import Work, decode_works
 from ..errors import TinyserveError
 from ..lang import t
-from .groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from .pricing import price, total
 from .presets import DEFAULT_HARDWARE, HardwarePreset, get_preset
 from .tensor import tensor_parallel

@@ -4,16 +4,27 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from ..core.config import LAYOUTS, RunConfig
+from ..core.scheduling.registry import POLICY_CLASSES
 from ..errors import TinyserveError
 from ..lang import t
 
 KINDS = ("colocated", "disaggregated")
-DECODE_POLICIES = ("continuous", "chunked")  # a decode instance admits prefilled requests as they come
+# the policies a decode instance runs: those that admit prefilled requests as they come (their classes say so)
+DECODE_POLICIES = tuple(name for name, cls in POLICY_CLASSES.items() if cls.admits_prefilled)
 DEFAULT_LINK = "nvlink-h200"
+# the options each kind takes beside `kind` (the other kind's are refused, each by its CLI option's name)
+OPTIONS = {"colocated": ("replicas",),
+           "disaggregated": ("prefill_instances", "decode_instances", "link", "decode_kv_layout", "prefill_chunk_size",
+                             "decode_batch_size", "prefill_gpus", "decode_gpus")}
 WHOLE = "none"  # --prefill-chunk-size none: whole prompts
 # the token budget of a prefill step of whole prompts: vLLM's max_num_batched_tokens without chunked prefill,
 # max(max_model_len, 2048), with the presets' max_model_len of 4,096
 WHOLE_PROMPT_BUDGET = 4096
+
+
+def _option(name: str) -> str:
+    """A field's CLI option (prefill_gpus: --prefill-gpus)."""
+    return "--" + name.replace("_", "-")
 
 
 def _count(option: str, value) -> int:
@@ -45,20 +56,16 @@ class DeploymentConfig:
             raise TinyserveError(t("engine.deploy.kind", kind=self.kind, choices=", ".join(KINDS)))
         set_ = object.__setattr__  # frozen: defaults filled in once, here
         if self.kind == "colocated":
-            for option, v in (("--prefill-instances", self.prefill_instances),
-                              ("--decode-instances", self.decode_instances), ("--link", self.link),
-                              ("--decode-kv-layout", self.decode_kv_layout),
-                              ("--prefill-chunk-size", self.prefill_chunk_size),
-                              ("--decode-batch-size", self.decode_batch_size),
-                              ("--prefill-gpus", self.prefill_gpus), ("--decode-gpus", self.decode_gpus)):
-                if v is not None:
-                    raise TinyserveError(t("engine.deploy.disaggregated_only", option=option))
+            for name in OPTIONS["disaggregated"]:
+                if getattr(self, name) is not None:
+                    raise TinyserveError(t("engine.deploy.disaggregated_only", option=_option(name)))
             set_(self, "replicas", _count("--replicas", 1 if self.replicas is None else self.replicas))
         else:
             if self.decode_kv_layout is not None and self.decode_kv_layout not in LAYOUTS:
                 raise TinyserveError(t("engine.kv.layout", layout=self.decode_kv_layout, choices=", ".join(LAYOUTS)))
-            if self.replicas is not None:
-                raise TinyserveError(t("engine.deploy.colocated_only", option="--replicas"))
+            for name in OPTIONS["colocated"]:
+                if getattr(self, name) is not None:
+                    raise TinyserveError(t("engine.deploy.colocated_only", option=_option(name)))
             set_(self, "prefill_instances", _count("--prefill-instances", 1 if self.prefill_instances is None
                                                    else self.prefill_instances))
             set_(self, "decode_instances", _count("--decode-instances", 1 if self.decode_instances is None
@@ -74,6 +81,11 @@ class DeploymentConfig:
 
             get_link(DEFAULT_LINK if self.link is None else self.link)  # an unknown link: one clear line now
             set_(self, "link", DEFAULT_LINK if self.link is None else self.link)
+
+    @staticmethod
+    def options(kind: str) -> tuple[str, ...]:
+        """The fields a kind of deployment takes beside `kind` (OPTIONS; the others must be left None)."""
+        return OPTIONS[kind]
 
     @property
     def num_instances(self) -> int:

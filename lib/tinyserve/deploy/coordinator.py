@@ -25,153 +25,21 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
-import weakref
 from collections import deque
 from typing import TYPE_CHECKING
 
 from ..core.config import RunConfig
-from ..core.blocks import blocks_for
-from ..core.request import FINISHED, REJECTED, Request, check_prompts
-from ..core.scheduling.scheduler import stop_reason
+from ..core.request import REJECTED, Request, check_prompts
+from ..core.scheduling.scheduler import reject
 from ..core.workloads import Workload, resolve_workload
 from ..cost.links import get_link, transfer_s
-from ..loop import ModelSide, Run, StepHook, gc_paused
-from ..trace.record import snapshot_requests
+from ..loop import gc_paused
 from .config import DeploymentConfig
-from .record import DeploymentTrace, Transfer
+from .instance import Handoff, Instance
+from .record import DeploymentTrace, Transfer, joined_requests
 
 if TYPE_CHECKING:
     from ..engine import Engine
-
-
-class Instance:
-    """One engine of a deployment: its role, its index in the deployment, a plain Run, and what is handed to it:
-    an inbox of requests (each arriving at its time) and the K/V those that come prefilled carry."""
-
-    def __init__(self, role: str, index: int, rc: RunConfig, name: str, model: ModelSide, later: list[Request],
-                 hooks: tuple = ()):
-        self.role, self.index = role, index
-        self.inbox: list[tuple[float, int, Request]] = []  # (time, order, request), a heap
-        self.carried: dict[str, object] = {}  # request id -> its prompt's K/V from another instance, not yet run
-        self.expecting = False  # more may still be handed to it (a static batch waits for more only then)
-        self.blocked = False  # idle with nothing of its own to wait for: asleep until something is admitted
-        self.incoming = 0  # transfers on their way here (counted as load)
-        self.last_step = (0.0, 0)  # (end, requests it finished) of this instance's latest step
-        self.planned_free = (0, 0)  # (slots, blocks) free once its latest step was planned: its room until it ends
-        self._order = 0
-        # only a decode instance is handed K/V (and asked for room mid-step): replicas and prefill instances step
-        # without the hook, as fast as a plain run
-        self.run = Run(rc, (name, []), model, (*hooks, _Carried(self)) if role == "decode" else hooks, later)
-        self.run.pool.keep_finished = role == "prefill"  # a prompt's K/V stay until they have landed elsewhere
-
-    @property
-    def done(self) -> bool:
-        """Nothing handed to it is left to arrive, wait or run."""
-        return not self.inbox and self.run.done
-
-    def admit(self, r: Request, t: float, kv: object = None) -> None:
-        """r arrives here at time t. kv: its prompt's K/V computed elsewhere (ModelRunner.export_kv; None on a dry
-        run), when it comes prefilled (num_prefilled == prefill_len, its first token in output): it only decodes."""
-        if r.status == REJECTED:
-            raise RuntimeError(f"{r.id} was rejected: not admitted")  # words: ok (a deployment bug)
-        self._order += 1
-        heapq.heappush(self.inbox, (t, self._order, r))
-        if r.num_prefilled and r.num_prefilled == r.prefill_len:
-            self.carried[r.id] = kv
-        self.blocked = False
-
-    def step(self, until: float):
-        """Hand the run what has arrived by its clock, then run one step of it (Run.step)."""
-        run = self.run
-        while self.inbox and self.inbox[0][0] <= run.now:
-            run.arrive(heapq.heappop(self.inbox)[2])
-        return run.step(until, arriving=self.inbox[0][0] if self.inbox else None, expecting=self.expecting)
-
-    def load(self, t: float) -> int:
-        """Requests queued, running or coming here at time t. The latest step may end after t: those it finishes
-        are still running at t (events are handled in time order, so no earlier step ends after t)."""
-        policy = self.run.policy
-        end, finished = self.last_step
-        return (len(self.run.pending) + len(self.inbox) + len(policy.waiting) + len(policy.running) + self.incoming
-                + len(self.run.pool.kept) + (finished if end > t else 0))
-
-    def room(self, r: Request, t: float, later: bool = False) -> bool:
-        """A slot and K/V free here at time t for r arriving prefilled, and nobody preempted here waiting for room
-        (they come back first). Until its latest step ends, what that step frees is not free yet; later: once it
-        has ended."""
-        pool = self.run.pool
-        if any(w.id not in pool.reserved for w in self.run.policy.waiting):
-            return False
-        slots, blocks = (self.planned_free if t < self.last_step[0] and not later
-                         else (pool.num_free, getattr(pool, "free_blocks", 0)))
-        return slots > 0 and (pool.block_size is None or blocks_for(r.prefill_len + 1, pool.block_size) <= blocks)
-
-    def reserve(self, r: Request) -> None:
-        """Take a slot and r's K/V here for its transfer, now (room(r, now) held)."""
-        pool = self.run.pool
-        before = getattr(pool, "free_blocks", 0)
-        pool.reserve(r)
-        slots, blocks = self.planned_free
-        self.planned_free = (slots - 1, blocks - (before - getattr(pool, "free_blocks", 0)))
-        self.run.scheduler.recount()
-        self.incoming += 1
-
-    def let_go(self, p: Request, t: float) -> None:
-        """p's K/V have left this (prefill) instance at time t: freed. Asleep for want of KV, it wakes at t."""
-        self.run.pool.let_go(p)
-        self.run.scheduler.recount()
-        if self.blocked:
-            self.blocked = False
-            self.run.wait_until(t)
-
-
-class _Carried(StepHook):
-    """Requests handed over with their K/V start decoding in the step just planned: their K/V go into the slot or
-    blocks the policy just gave them, before the runner reads them, and count as held."""
-
-    def __init__(self, instance: Instance):
-        # a weak reference: the instance holds its run, which holds this hook; a cycle would keep a whole dry run
-        # alive past its end (loop.gc_paused moves its objects to the oldest generation, seldom collected)
-        self._instance = weakref.ref(instance)
-
-    @property
-    def instance(self) -> Instance:
-        return self._instance()
-
-    def planned(self, run: Run, plan) -> None:
-        pool = run.pool
-        self.instance.planned_free = (pool.num_free, getattr(pool, "free_blocks", 0))
-        carried = self.instance.carried
-        if not carried:
-            return
-        arrived = [w.request for w in plan.works if w.request.id in carried]
-        for r in arrived:
-            kv = carried.pop(r.id)
-            if run.runner is not None:
-                run.runner.import_kv(r, kv)
-        if arrived:
-            run.scheduler.recount()
-
-
-class _Handoff(StepHook):
-    """On a prefill instance: copies out the K/V of each prompt the step completes, before the loop frees them
-    (executed), then hands each finished request to the coordinator (recorded)."""
-
-    def __init__(self, deployment: Deployment, instance_index: int):
-        self._d, self.i = weakref.ref(deployment), instance_index  # weak: no cycle (as _Carried)
-        self.blobs: dict[str, object] = {}
-
-    def executed(self, run: Run, plan) -> None:
-        for w in plan.works:
-            r = w.request
-            if w.phase == "prefill" and w.start + w.tokens == r.prefill_len:
-                self.blobs[r.id] = run.runner.export_kv(r, r.prompt_len)
-
-    def recorded(self, run: Run, plan, record) -> None:
-        for w in plan.works:
-            r = w.request
-            if w.phase == "prefill" and r.status == FINISHED:
-                self._d().hand_off(self.i, r, self.blobs.pop(r.id, None))
 
 
 def _least_loaded(pool: list[Instance], t: float) -> Instance:
@@ -212,7 +80,7 @@ class Deployment:
                    for r in self.requests]
             for i in range(dc.prefill_instances):  # each its own config: a policy object is one instance's
                 self.instances.append(Instance("prefill", i, dc.prefill_config(rc), name, model, pre,
-                                               (_Handoff(self, i),)))
+                                               (Handoff(self, i),)))
                 self._link_free.append(0.0)
                 self._queues.append(deque())
             rc_dec = dc.decode_config(rc)
@@ -222,12 +90,12 @@ class Deployment:
             for r, p, d in zip(self.requests, pre, dec):
                 why = d if d.status == REJECTED else p if p.status == REJECTED else None  # d: the client's own limits
                 if why is not None:  # rejected alone, with the reason of the instance that can never hold it
-                    r.reject(why.finish_reason)
+                    reject([(r, why.finish_reason)])
                 else:
                     self.prefill_side[r.id] = p
         self.decoders = [x for x in self.instances if x.role == "decode"]
         # each role's GPUs per instance, as its instances' clocks price them (--gpus, --prefill-gpus, --decode-gpus)
-        self.gpus = {x.role: x.run.clock.hardware.num_gpus for x in self.instances}
+        self.gpus = {x.role: x.port.hardware.num_gpus for x in self.instances}
         self.arrivals = deque(sorted((r for r in self.requests if r.status != REJECTED), key=lambda r: r.arrival_s))
         self._set_expecting()
 
@@ -246,8 +114,8 @@ class Deployment:
         tx = self._landing[0][0] if self._landing else math.inf
         ti, inst = math.inf, None
         for x in self.instances:
-            if not x.blocked and not x.done and x.run.now < ti:
-                ti, inst = x.run.now, x
+            if not x.blocked and x.port.now < ti and not x.port.done:
+                ti, inst = x.port.now, x
         if ta == th == tx == ti == math.inf:
             if not self.done:
                 raise RuntimeError("deployment stalled with requests left")  # words: ok (a bug)
@@ -268,16 +136,16 @@ class Deployment:
             self.instances[tr.src].let_go(self.prefill_side[req.id], end)
             self._set_expecting()
         else:
-            before, done_before = inst.run.now, inst.run.num_done
+            before, done_before = inst.port.now, inst.port.num_done
             rec = inst.step(until=min(ta, th, tx))
-            if rec is None and inst.run.now == before:
+            if rec is None and inst.port.now == before:
                 inst.blocked = True  # nothing to do until a request is admitted here
             elif rec is not None:
-                inst.last_step = (inst.run.now, inst.run.num_done - done_before)
+                inst.last_step = (inst.port.now, inst.port.num_done - done_before)
             if inst.role == "prefill":
                 if inst.done:  # the decode side may wait for it no longer
                     self._set_expecting()
-                elif inst.expecting != (bool(self.arrivals) or bool(inst.run.pool.kept)):
+                elif inst.expecting != (bool(self.arrivals) or bool(inst.kept)):
                     inst.expecting, inst.blocked = not inst.expecting, False
         return True
 
@@ -300,7 +168,7 @@ class Deployment:
                    or any(not x.done for x in self.front if x.role == "prefill"))
         for x in self.instances:
             # a prefill instance holding K/V to send will have room again: waiting for it is no stall
-            now = feeding if x.role == "decode" else more or bool(x.run.pool.kept)
+            now = feeding if x.role == "decode" else more or bool(x.kept)
             if x.expecting != now:
                 x.expecting = now
                 x.blocked = False
@@ -313,9 +181,7 @@ class Deployment:
         if p.finish_reason == "eos" or orig.max_new_tokens == 1 or n_out == 1:
             self.instances[src].let_go(p, p.finish_s)  # done at the prefill instance: nothing to decode
             return
-        d = orig.fresh()
-        d.output, d.token_times = list(p.output), list(p.token_times)
-        d.num_prefilled = d.prefill_len = p.prompt_len
+        d = orig.prefilled(p.output, p.token_times)
         self.decode_side[p.id] = d
         self._queues[src].append((d, p, blob))
 
@@ -345,7 +211,7 @@ class Deployment:
         d, p, blob = self._queues[src].popleft()
         dst = _least_loaded([x for x in self.decoders if x.room(d, start)], start)
         dst.reserve(d)
-        nbytes = p.prompt_len * self.instances[src].run.pool.bytes_per_token
+        nbytes = p.prompt_len * self.instances[src].port.bytes_per_token
         # tensor parallel: each GPU holds its share of the KV heads and sends it over its own link; between
         # instances of different GPU counts, as many links as the smaller has GPUs carry it at once
         end = start + transfer_s(self.link, nbytes / min(self.gpus["prefill"], self.gpus["decode"]))
@@ -357,32 +223,14 @@ class Deployment:
         heapq.heappush(self._landing, (end, self._order, tr, d, blob))
 
     # ---- the record -----------------------------------------------------------------------------------------
-    def final_requests(self) -> list[Request]:
-        """One request per request given, as a client saw it: prefill and decode instances' parts joined."""
-        out = []
-        for r in self.requests:
-            d, p = self.decode_side.get(r.id), self.prefill_side.get(r.id)
-            if d is not None:
-                (c,) = snapshot_requests([d])
-                c.prefill_computed_tokens = p.prefill_computed_tokens
-                c.admitted_s = p.admitted_s
-            elif p is not None:  # ended at its prefill instance (a 1-token answer, EOS first), or never ran
-                (c,) = snapshot_requests([p])
-                c.max_new_tokens = r.max_new_tokens
-                if c.status == FINISHED:  # its stop reason against the client's own limit, not the stand-in's
-                    c.finish_reason = stop_reason(c, c.output[-1] if c.output else -1, self.rc.dry_run)
-            else:
-                (c,) = snapshot_requests([r])
-            out.append(c)
-        return out
-
     def trace(self) -> DeploymentTrace:
         """The record so far: every instance's trace, the routes, the transfers, the requests as clients saw them."""
-        hw = self.instances[0].run.clock.hardware
-        return DeploymentTrace(self.dc.kind, self.dc.to_dict(), self.name, self.rc.policy, hw.name,
-                               dict(self.gpus), [x.role for x in self.instances], [x.run.trace() for x in self.instances],
-                               {k: list(v) for k, v in self.routes.items()}, list(self.transfers),
-                               self.final_requests(), self.link.name if self.link else None)
+        hw = self.instances[0].port.hardware
+        final = joined_requests(self.requests, self.prefill_side, self.decode_side, self.rc.dry_run)
+        return DeploymentTrace(self.dc.kind, self.dc.to_dict(), self.name, self.rc.policy, hw.name, dict(self.gpus),
+                               [x.role for x in self.instances], [x.port.trace() for x in self.instances],
+                               {k: list(v) for k, v in self.routes.items()}, list(self.transfers), final,
+                               self.link.name if self.link else None)
 
 
 def start_deployment(engine: Engine, workload: Workload, rc: RunConfig, dc: DeploymentConfig) -> Deployment:

@@ -6,10 +6,32 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ..core.request import Request
+from ..core.request import FINISHED, Request
+from ..core.scheduling.scheduler import stop_reason
 from ..trace import export
 from ..trace.metrics import _stats, request_metrics
-from ..trace.record import Trace
+from ..trace.record import Trace, snapshot_requests
+
+
+def joined_requests(requests: list[Request], prefill_side: dict[str, Request], decode_side: dict[str, Request],
+                    dry_run: bool) -> list[Request]:
+    """One request per request given, as a client saw it: prefill and decode instances' parts joined."""
+    out = []
+    for r in requests:
+        d, p = decode_side.get(r.id), prefill_side.get(r.id)
+        # each a copy of its own (snapshot_requests), the record's: filled in here, no run's request changed
+        if d is not None:
+            (c,) = snapshot_requests([d])
+            c.prefill_computed_tokens, c.admitted_s = p.prefill_computed_tokens, p.admitted_s
+        elif p is not None:  # ended at its prefill instance (a 1-token answer, EOS first), or never ran
+            (c,) = snapshot_requests([p])
+            c.max_new_tokens = r.max_new_tokens
+            if c.status == FINISHED:  # its stop reason against the client's own limit, not the stand-in's
+                c.finish_reason = stop_reason(c, c.output[-1] if c.output else -1, dry_run)
+        else:
+            (c,) = snapshot_requests([r])
+        out.append(c)
+    return out
 
 
 @dataclass(frozen=True)

@@ -2,5 +2,9 @@
 place a step runs: KV slabs, segments, sampling), checkpoint (safetensors loading and saving: load_model,
 CHECKPOINT_DIR); each file imports only the ones before it. Import a name from its module
 (`from tinyserve.model.gpt import TinyGPT`): this package re-exports nothing, so importing one module does not
-load the others. GPTConfig, the model's shape, is torch-free: tinyserve.core.config.
+load the others. GPTConfig, the model's shape, is torch-free: tinyserve.core.config. Loading the package sizes
+torch's threads (threads.py); the runner calls the thread governor before each step: the modules only compute.
 """
+from ..threads import fit_torch_threads
+
+fit_torch_threads()  # once per process, before any module here runs a forward: threads that fit the machine

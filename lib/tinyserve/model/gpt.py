@@ -17,10 +17,7 @@ import torch.nn.functional as F
 from ..core.config import GPTConfig  # in core/, torch-free: a dry run reads the shape without torch
 from ..core.request import check_length
 from ..core.tokenizer import EOS
-from ..threads import before_step, fit_torch_threads
 from .step import KVCache, StepInput, build_step
-
-fit_torch_threads()  # once per process, before the first forward: threads that fit the machine
 
 
 class MLP(nn.Module):
@@ -170,7 +167,6 @@ class TinyGPT(nn.Module):
     @torch.inference_mode()
     def forward_step(self, s: StepInput, kv: KVCache) -> torch.Tensor:
         """One ragged step: every linear layer runs once over all N tokens; returns logits of s.logits_rows."""
-        before_step()  # the thread governor: all threads alone, one beside a CPU-heavy neighbour (threads.py)
         x = self.wte(s.input_ids) + self.wpe(s.positions)
         for g in s.decode_groups:  # masks come in build_step's dtype (the runner gives the model's); else once here
             if g.mask.dtype != x.dtype:

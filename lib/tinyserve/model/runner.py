@@ -18,6 +18,7 @@ import torch
 from ..core.blocks import blocks_for
 from ..core.request import Request, Work
 from ..core.tokenizer import EOS
+from ..threads import before_step
 from .step import KVCache, StepInput, build_step
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ class ModelRunner:
 
     def execute(self, works: list[Work], token_ids: Callable[[int, Work], list[int]] | None = None) -> list[int]:
         """Run one step of works (step_segments, build, forward): the tokens they sample."""
+        before_step()  # the thread governor: all threads alone, one beside a CPU-heavy neighbour (threads.py)
         if self.block_size:
             self._tables = {w.slot: w.request.block_table for w in works}
         return self.forward(self.build(*step_segments(works, token_ids)))

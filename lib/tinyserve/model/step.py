@@ -11,8 +11,8 @@ import torch
 
 from ..core.blocks import blocks_for
 from ..core.config import GPTConfig
+from ..core.decode_groups import GROUP_CALL_COST_CUDA, group_decodes
 from ..core.kv import kv_bytes_per_token
-from ..cost.groups import GROUP_CALL_COST_CUDA, group_decodes
 
 
 @dataclass

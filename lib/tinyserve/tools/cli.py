@@ -159,28 +159,50 @@ def _slo_options(p: argparse.ArgumentParser, required: bool) -> None:
                    help=t("cli.help.slo_tpot_ms"))
 
 
+# the run knobs `goodput` has no option for (a sweep of deployments under the modeled clock)
+GOODPUT_SKIPS = ("timeout", "prefill_first", "max_waiting_steps", "clock", "slab")
+
+
+def _knob_options(p: argparse.ArgumentParser, skip: tuple[str, ...] = (), **defaults) -> None:
+    """The run knobs' options, each declared here once (named as its RunConfig field: --batch-size is batch_size),
+    in --help's order, but those in skip; defaults: a knob's default where a command has its own."""
+    options = {
+        "batch_size": dict(type=_positive_int("--batch-size")),
+        "timeout": dict(type=_nonneg_float("--timeout"), help=t("cli.help.timeout")),
+        "chunk_size": dict(type=_positive_int("--chunk-size")),
+        "max_batch_tokens": dict(type=_positive_int("--max-batch-tokens")),
+        "prefill_first": None,  # two options, one knob: below
+        "max_waiting_steps": dict(type=_waiting_steps, metavar="N|unbounded", help=t("cli.help.max_waiting_steps")),
+        "clock": dict(default="modeled", help=t("cli.help.clock")),
+        "hardware": dict(help=t("cli.help.hardware")),
+        "gpus": dict(type=_positive_int("--gpus"), metavar="N", help=t("cli.help.gpus")),
+        "kv_budget": dict(type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget")),
+        "max_model_len": dict(type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len")),
+        "slab": dict(choices=("max_model_len", "longest"), default="max_model_len", help=t("cli.help.slab")),
+        "kv_layout": dict(default="slab", help=t("cli.help.kv_layout")),
+        "block_size": dict(type=_positive_int("--block-size"), help=t("cli.help.block_size")),
+        "seed": dict(type=int, help=t("cli.help.seed")),
+    }
+    for name, kwargs in options.items():
+        if name in skip:
+            continue
+        if name == "prefill_first":
+            order = p.add_mutually_exclusive_group()
+            order.add_argument("--prefill-first", dest=name, action="store_true", default=None)
+            order.add_argument("--decode-first", dest=name, action="store_false", help=t("cli.help.decode_first"))
+            continue
+        if name in defaults:
+            kwargs["default"] = defaults[name]
+        p.add_argument("--" + name.replace("_", "-"), **kwargs)
+
+
 def _run_parser(r: argparse.ArgumentParser) -> None:
     """`tinyserve run`'s options."""
     r.add_argument("--workload", required=True, help=t("cli.help.workload"))
-    r.add_argument("--policy", required=True, help="static | dynamic | continuous | chunked")  # words: ok (names)
-    r.add_argument("--batch-size", type=_positive_int("--batch-size"))
-    r.add_argument("--timeout", type=_nonneg_float("--timeout"), help=t("cli.help.timeout"))
-    r.add_argument("--chunk-size", type=_positive_int("--chunk-size"))
-    r.add_argument("--max-batch-tokens", type=_positive_int("--max-batch-tokens"))
-    order = r.add_mutually_exclusive_group()
-    order.add_argument("--prefill-first", dest="prefill_first", action="store_true", default=None)
-    order.add_argument("--decode-first", dest="prefill_first", action="store_false", help=t("cli.help.decode_first"))
-    r.add_argument("--max-waiting-steps", type=_waiting_steps, metavar="N|unbounded",
-                   help=t("cli.help.max_waiting_steps"))
-    r.add_argument("--clock", default="modeled", help=t("cli.help.clock"))
-    r.add_argument("--hardware", help=t("cli.help.hardware"))
-    r.add_argument("--gpus", type=_positive_int("--gpus"), metavar="N", help=t("cli.help.gpus"))
-    r.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget"))
-    r.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
-    r.add_argument("--slab", choices=("max_model_len", "longest"), default="max_model_len", help=t("cli.help.slab"))
-    r.add_argument("--kv-layout", default="slab", help=t("cli.help.kv_layout"))
-    r.add_argument("--block-size", type=_positive_int("--block-size"), help=t("cli.help.block_size"))
-    r.add_argument("--seed", type=int, default=0, help=t("cli.help.seed"))
+    from ..core.scheduling.registry import POLICY_CLASSES
+
+    r.add_argument("--policy", required=True, help=" | ".join(POLICY_CLASSES))
+    _knob_options(r, seed=0)
     r.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
                    help=t("cli.help.workload_knob"))
     r.add_argument("--dtype", default="float32")
@@ -214,16 +236,7 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
     g.add_argument("--deployment", action="append", metavar="SPEC",
                    help=t("cli.help.goodput_deployment", default=DEFAULT_LINK))
     g.add_argument("--policy", default="chunked", help=t("cli.help.goodput_policy"))
-    g.add_argument("--batch-size", type=_positive_int("--batch-size"))
-    g.add_argument("--chunk-size", type=_positive_int("--chunk-size"))
-    g.add_argument("--max-batch-tokens", type=_positive_int("--max-batch-tokens"))
-    g.add_argument("--hardware", help=t("cli.help.hardware"))
-    g.add_argument("--gpus", type=_positive_int("--gpus"), metavar="N", help=t("cli.help.gpus"))
-    g.add_argument("--kv-budget", type=_positive_int("--kv-budget"), help=t("cli.help.kv_budget"))
-    g.add_argument("--max-model-len", type=_positive_int("--max-model-len"), help=t("cli.help.max_model_len"))
-    g.add_argument("--kv-layout", default="slab", help=t("cli.help.kv_layout"))
-    g.add_argument("--block-size", type=_positive_int("--block-size"), help=t("cli.help.block_size"))
-    g.add_argument("--seed", type=int, help=t("cli.help.seed"))
+    _knob_options(g, skip=GOODPUT_SKIPS, seed=None)
     g.add_argument("--seeds", type=_seeds, metavar="S1,S2,...", help=t("cli.help.seeds"))
     g.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
                    help=t("cli.help.goodput_knob"))

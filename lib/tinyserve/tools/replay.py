@@ -22,14 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import TinyserveError
 from ..lang import t
-from ..core.request import REJECTED, Request
+from ..core.request import ABORTED, FINISHED, REJECTED, Request
 from ..core.tokenizer import BOS, EOS, decode
 from ..trace.record import Trace
 from ..trace.report import latency_lines, throughput_line
@@ -373,15 +373,16 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
         # transformers serve does not publish its context, and one request past it killed its batching thread
         # (every later request: HTTP 503). Byte tokens mean our model, whose context the workloads assume.
         info.max_model_len = CONTEXT
+    refused = {}  # request id -> why it is not sent
     for r in reqs:  # counted in our byte tokens, so only meaningful when the server's tokens are ours
         total = r.prompt_len + r.max_new_tokens
         if token_unit == "byte" and total > info.max_model_len:
-            r.reject(f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "  # words: ok (data)
-                     f"= {total} > server context {info.max_model_len}")  # words: ok (data)
+            refused[r.id] = (f"prompt {r.prompt_len} + max_new_tokens {r.max_new_tokens} "  # words: ok (data)
+                             f"= {total} > server context {info.max_model_len}")  # words: ok (data)
     interrupted = False
     try:
-        asyncio.run(_run_all(info, reqs, outcomes, max_concurrency, timeout_s, idle_timeout_s, warmup,
-                             token_unit))
+        asyncio.run(_run_all(info, [r for r in reqs if r.id not in refused], outcomes, max_concurrency, timeout_s,
+                             idle_timeout_s, warmup, token_unit))
     except KeyboardInterrupt:
         interrupted = True
         if on_interrupt is not None:
@@ -389,27 +390,23 @@ def replay(url: str, workload: str | Path | list[Request], model: str | None = N
     knobs = {"url": info.url, "model": info.model, "api": info.api, "max_model_len": info.max_model_len,
              "max_concurrency": max_concurrency, "timeout_s": timeout_s, "idle_timeout_s": idle_timeout_s,
              "warmup": warmup, "token_unit": token_unit, "measured": "client-side wall clock, over HTTP"}  # words: ok (data)
-    tr = Trace(policy="server", workload=label, clock="server", hardware=info.url, num_slots=0, knobs=knobs,
-               dry_run=False, steps=[], requests=reqs)
-    for r in reqs:
-        _fill(r, outcomes[r.id], interrupted)
-    return tr
+    measured = [replace(r, status=REJECTED, finish_reason=refused[r.id]) if r.id in refused
+                else _measured(r, outcomes[r.id], interrupted) for r in reqs]
+    return Trace(policy="server", workload=label, clock="server", hardware=info.url, num_slots=0, knobs=knobs,
+                 dry_run=False, steps=[], requests=measured)
 
 
-def _fill(r: Request, o: _Outcome, interrupted: bool) -> None:
-    """Copy a request's outcome into the Request the Trace reports."""
-    if r.status == REJECTED:
-        return
-    r.output, r.token_times = list(o.tokens), list(o.token_times)
-    r.admitted_s = o.sent_s  # when it left the client; the server's own queueing is not visible
-    if o.sent_s is not None:
-        r.arrival_s = o.sent_s  # latencies count from the moment the request was really sent
+def _measured(r: Request, o: _Outcome, interrupted: bool) -> Request:
+    """The Request the Trace reports: r with its outcome, built whole (the server, not our scheduler, ran it)."""
+    output = list(o.tokens)
     if o.error is None and o.finish_reason is not None:
-        r.finish(o.finished_s, "eos" if r.output and r.output[-1] == EOS and o.finish_reason == "stop"
-                 else o.finish_reason)
-    else:
-        r.abort(o.finished_s)  # its reason in words, not "aborted": the error, an interrupt, or never sent
-        r.finish_reason = o.error or ("interrupted (Ctrl-C)" if interrupted else "not sent")  # words: ok (data)
+        status, reason = FINISHED, ("eos" if output and output[-1] == EOS and o.finish_reason == "stop"
+                                    else o.finish_reason)
+    else:  # its reason in words, not "aborted": the error, an interrupt, or never sent
+        status, reason = ABORTED, o.error or ("interrupted (Ctrl-C)" if interrupted else "not sent")  # words: ok (data)
+    # admitted: when it left the client (the server's own queueing is not visible); latencies count from then
+    return replace(r, output=output, token_times=list(o.token_times), admitted_s=o.sent_s, status=status,
+                   arrival_s=r.arrival_s if o.sent_s is None else o.sent_s, finish_s=o.finished_s, finish_reason=reason)
 
 
 async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _Outcome],
@@ -432,15 +429,14 @@ async def _run_all(info: ServerInfo, reqs: list[Request], outcomes: dict[str, _O
 
         async def one(r: Request) -> None:
             await asyncio.sleep(max(0.0, t0 + r.arrival_s - time.perf_counter()))
-            async with gate:
-                r.resume()  # sent: running on the server (admitted_s is filled from the outcome)
+            async with gate:  # sent: running on the server (admitted_s is filled from the outcome)
                 o = outcomes[r.id]
                 try:
                     await asyncio.wait_for(stream_one(client, info, r, t0, o, token_unit, idle_timeout_s), timeout_s)
                 except asyncio.TimeoutError:
                     o.error = f"timed out: not finished within {timeout_s:g} s (after {len(o.tokens)} tokens)"  # words: ok (data)
 
-        await asyncio.gather(*(one(r) for r in reqs if r.status != REJECTED))
+        await asyncio.gather(*(one(r) for r in reqs))
 
 
 def format_replay(tr: Trace) -> str:

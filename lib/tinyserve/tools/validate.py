@@ -25,13 +25,14 @@ import numpy as np
 
 from .calibrate import step_timer
 from ..core.config import DEFAULT_BLOCK_SIZE
+from ..core.scheduling.registry import POLICY_CLASSES
 from ..cost.clock import ModeledClock
 from ..cost.presets import HardwarePreset, get_preset
 from ..lang import t
 from ..loop import StepHook
 
 TABLE_FILE = Path(__file__).parents[1] / "data" / "costmodel-validation.json"
-POLICIES = ("static", "dynamic", "continuous", "chunked")
+POLICIES = tuple(POLICY_CLASSES)  # every named policy
 # the paged KV layout (issue #24) under the policies that run it in the chapter: its steps gather K/V through
 # block tables, a copy the slab layout does not make, priced by the same model (checked here, not assumed)
 PAGED_POLICIES = ("continuous", "chunked")

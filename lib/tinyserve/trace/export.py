@@ -133,8 +133,8 @@ def trace_from_dict(cls: type[_T], d: dict) -> _T:
                     output=list(out), token_times=list(times), admitted_s=rd.get("admitted_s"),
                     finish_s=rd.get("finish_s"), finish_reason=rd.get("finish_reason"),
                     prefill_computed_tokens=rd.get("prefill_computed_tokens", 0),
-                    decode_computed_tokens=rd.get("decode_computed_tokens", 0), preemptions=rd.get("preemptions", 0))
-        r.num_prefilled = r.prompt_len if r.token_times else 0
+                    decode_computed_tokens=rd.get("decode_computed_tokens", 0), preemptions=rd.get("preemptions", 0),
+                    num_prefilled=rd["prompt_len"] if times else 0)
         reqs.append(r)
     steps = [StepRecord(sd["index"], sd["start_s"], sd["duration_s"], [SlotWork(**w) for w in sd["works"]],
                         sd["kv_reserved_bytes"], sd["kv_used_bytes"], sd.get("measured_s"),

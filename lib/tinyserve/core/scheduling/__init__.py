@@ -10,11 +10,12 @@ variants    other systems' rules, for the gallery: separate-prefill, whole-promp
 """
 from __future__ import annotations
 
-from ..config import DEFAULT_TIMEOUT_S, DEFAULT_CHUNK, RunConfig
+from ..config import RunConfig
 from .base import Plan, Policy, decode_work
 from .chunked import ChunkedPrefill
 from .continuous import ContinuousBatching
 from .dynamic import DynamicBatching
+from .registry import POLICY_CLASSES
 from .scheduler import Scheduler
 from .static import StaticBatching
 
@@ -29,12 +30,6 @@ def make_policy(name: str, **knobs) -> Policy:
 
 
 def policy_for(cfg: RunConfig) -> Policy:
-    """The policy a checked RunConfig names, with its knobs."""
-    b = cfg.batch_size
-    if cfg.policy == "static":
-        return StaticBatching(b, cfg.timeout)
-    if cfg.policy == "dynamic":
-        return DynamicBatching(b, DEFAULT_TIMEOUT_S if cfg.timeout is None else cfg.timeout)
-    if cfg.policy == "continuous":
-        return ContinuousBatching(b, cfg.prefill_first, cfg.max_waiting_steps)
-    return ChunkedPrefill(b, DEFAULT_CHUNK if cfg.chunk_size is None else cfg.chunk_size, cfg.max_batch_tokens)
+    """The policy a checked RunConfig names, built with the knobs its class takes (those left None: its defaults)."""
+    cls = POLICY_CLASSES[cfg.policy]
+    return cls(cfg.batch_size, **{k: getattr(cfg, k) for k in cls.takes if getattr(cfg, k) is not None})

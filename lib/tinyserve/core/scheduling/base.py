@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..config import DEFAULT_BATCH_SIZE
+from ..knobs import DEFAULT_BATCH_SIZE
 from ..kv import SlotPool
 from ..request import Request, Work
 from ...errors import TinyserveError
@@ -29,6 +29,8 @@ class Policy:
     """The queue and the slots; subclasses decide who computes what (plan)."""
 
     name = ""
+    takes: tuple[str, ...] = ()  # knobs beyond batch_size (a named policy declares its own)
+    admits_prefilled = False  # whether a deployment's decode instance can run it
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE):
         self.batch_size = batch_size
@@ -46,15 +48,8 @@ class Policy:
         self.running.clear()
 
     def add(self, req: Request) -> None:
-        """A request has arrived. One whose slot and K/V were reserved for it (a deployment's transfer, landed)
-        goes ahead of those that must still find room: it enters at the next step."""
-        if self.pool.reserved and req.id in self.pool.reserved:
-            i = 0
-            while i < len(self.waiting) and self.waiting[i].id in self.pool.reserved:
-                i += 1
-            self.waiting.insert(i, req)
-        else:
-            self.waiting.append(req)
+        """A request has arrived: it waits at the back of the queue."""
+        self.waiting.append(req)
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         """What to compute in the next step at time `now`; more_coming: requests are still to arrive."""
@@ -80,29 +75,22 @@ class Policy:
         self.pool.grow(step, self.running, self._preempt)
 
     def _claim(self, req: Request) -> None:
-        """req enters a slot; the pool takes what its prefill needs (a request that comes prefilled, its K/V from
-        another instance, decodes at once: its next position too)."""
-        if not self.pool.take_reserved(req):
-            req.slot = self.pool.claim()
+        """req enters a slot; the pool takes what its prefill needs (a preempted request, all it had)."""
+        req.slot = self.pool.claim()
         self.running.append(req)
-        if req.preemptions:
-            req.resume()
         if not self.pool.allocate(req, req.prefill_len + (req.num_prefilled > 0)):
             raise RuntimeError(f"no KV for {req.id}'s prefill")  # words: ok (a policy bug: admission asks fits())
 
     def _free(self, req: Request, last_step: int | None = None) -> None:
-        if self.pool.keep_finished and self.pool.keep(req):
-            return  # a deployment's prefill instance: the K/V stay until they have been sent
+        self.pool.free(req, last_step)  # its K/V, then its slot: a pool that keeps the K/V keeps the slot too
         self.pool.release(req.slot)
-        self.pool.free(req, last_step)
 
     def _preempt(self, r: Request) -> None:
-        """Take r out: its KV and slot go back and it waits at the queue's front, to recompute its prompt and
-        every token it made when admitted again."""
+        """Take r out: its KV and slot go back and it waits at the queue's front (the Scheduler marks it preempted:
+        it recomputes its prompt and every token it made when admitted again)."""
         self.running.remove(r)
         self._free(r, self.pool.step - 1)  # held through the previous step
         self.pool.preempted.append(r.id)
-        r.preempt()
         self.waiting.appendleft(r)
 
     def _admits(self) -> bool:
@@ -110,8 +98,6 @@ class Policy:
         preemption in this step (vLLM v1 admits nobody in a step that preempted: the blocks were just short)."""
         if not self.waiting:
             return False
-        if self.pool.reserved and self.waiting[0].id in self.pool.reserved:
-            return True  # its slot and K/V were taken for it when its transfer started
         return bool(self.pool.num_free and len(self.running) < self.batch_size
                     and self.pool.fits(self.waiting[0]) and not self.pool.preempted)
 

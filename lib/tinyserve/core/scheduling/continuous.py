@@ -2,7 +2,7 @@
 request leaves its slot at once and the next one in the queue enters."""
 from __future__ import annotations
 
-from ..config import DEFAULT_BATCH_SIZE, UNBOUNDED, waiting_steps
+from ..knobs import DEFAULT_BATCH_SIZE, UNBOUNDED, waiting_steps
 from ..kv import SlotPool
 from ..request import Work
 from .base import Plan, Policy, decode_work
@@ -21,6 +21,8 @@ class ContinuousBatching(Policy):
     """
 
     name = "continuous"
+    takes = ("prefill_first", "max_waiting_steps")  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
+    admits_prefilled = True  # a deployment's decode instance can run it: prefilled requests decode at once
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, prefill_first: bool | None = None,
                  max_waiting_steps: float | None = None):

@@ -1,11 +1,20 @@
 """The owner of a request's lifecycle (vLLM's Scheduler, nano-vllm's schedule/postprocess): a policy decides who
 computes what; the Scheduler asks it for each step's plan and applies the step's results: statuses, the stop
-rule, slots and KV freed, the K/V held. Nobody else changes a running request."""
+rule, slots and KV freed, the K/V held. Nobody else changes a request's state: only this file calls its state
+methods (admit, resume, preempt, finish, abort, reject)."""
 from __future__ import annotations
 
-from ..request import Request
+from itertools import islice
+
+from ..request import WAITING, Request
 from ..tokenizer import EOS
-from .base import Plan, Policy
+from .base import Plan, Policy, _position
+
+
+def reject(refused: list[tuple[Request, str]]) -> None:
+    """Reject each (request, why) that can never be served, alone, with its reason."""
+    for r, why in refused:
+        r.reject(why)
 
 
 class Scheduler:
@@ -15,30 +24,60 @@ class Scheduler:
     def __init__(self, policy: Policy, pool, dry_run: bool):
         self.policy, self.pool, self.dry_run = policy, pool, dry_run
         self.kv_used_tokens = 0  # K/V tokens the slot holders keep: tallied by update, re-summed when one leaves
+        self.held_outside = 0  # K/V positions held for requests outside the batch (hold: a deployment's hand-over)
         self.preempted_once = False  # a request has been preempted (so some prefills are recomputes)
         self.step_kv: tuple = (0, 0, {})  # the last step's KV as the trace records it: reserved, used bytes, blocks
+        self.entering: list[Request] = []  # handed over holding their slot and K/V: they join at the next step
+        self.requeued: list[Request] = []  # preempted, waiting to be given a slot again
         policy.bind(pool)
 
     @property
     def busy(self) -> bool:
         """Requests are waiting or hold a slot."""
-        return bool(self.policy.waiting or self.policy.running)
+        return bool(self.policy.waiting or self.policy.running or self.entering)
 
     def add(self, r: Request) -> None:
         """r has arrived."""
         self.policy.add(r)
 
+    def enter(self, r: Request) -> None:
+        """r has arrived holding the slot and K/V taken for it (reserve): it joins the batch at the next step,
+        ahead of the queue, and decodes at once."""
+        self.entering.append(r)
+
     def begin_step(self, index: int) -> None:
         """Before step `index` is planned: the pool gives each decoding request room for its next position (pages
-        may run out: then the policy preempts, and who left took their K/V with them)."""
+        may run out: then the policy preempts, and who left took their K/V with them); then those handed over with
+        their K/V join the batch."""
         self.policy.grow(index)
-        if self.pool.preempted:
+        preempted = self.pool.preempted
+        if preempted:
+            for r in islice(self.policy.waiting, len(preempted)):  # the policy put each at the queue's front
+                r.preempt()
+                self.requeued.append(r)
             self.recount()
             self.preempted_once = True
+        if self.entering:
+            self.policy.running += self.entering
+            self.entering.clear()
+            self.recount()
 
     def schedule(self, now: float, more_coming: bool) -> Plan:
-        """The policy's plan for the step starting at `now`."""
-        return self.policy.plan(now, more_coming)
+        """The policy's plan for the step starting at `now`; a preempted request it gave a slot runs again."""
+        plan = self.policy.plan(now, more_coming)
+        if self.requeued:
+            self._resume()
+        return plan
+
+    def _resume(self) -> None:
+        """Each preempted request the plan gave a slot again is running again; the rest still wait."""
+        running, left = self.policy.running, []
+        for r in self.requeued:
+            if _position(running, r) >= 0:
+                r.resume()
+            elif r.status == WAITING:  # not aborted meanwhile
+                left.append(r)
+        self.requeued = left
 
     def update(self, plan: Plan, tokens: list[int], start: float, end: float) -> list[Request]:
         """Apply a step that ran from start to end: each request's progress, its token (the stop rule), its
@@ -54,8 +93,7 @@ class Scheduler:
 
     def reject(self, refused: list[tuple]) -> None:
         """Reject each (request, why) the KV pool can never hold, alone, with its reason."""
-        for r, why in refused:
-            r.reject(why)
+        reject(refused)
 
     def abort(self, r: Request, now: float) -> None:
         """Stop r at `now`; its slot and KV are free for the next step."""
@@ -64,9 +102,21 @@ class Scheduler:
         self.recount()
 
     def recount(self) -> None:
-        """Re-sum the K/V the slot holders keep (Request.context_len over the running), and those the pool holds
-        outside the batch (a deployment's: prompts waiting to be sent, transfers on their way)."""
-        self.kv_used_tokens = sum(r.context_len for r in self.policy.running) + self.pool.parked_tokens
+        """Re-sum the K/V the slot holders keep (Request.context_len over the running), and those held outside the
+        batch (held_outside: a deployment's prompts waiting to be sent, transfers on their way)."""
+        self.kv_used_tokens = sum(r.context_len for r in self.policy.running) + self.held_outside
+
+    def hold(self, tokens: int) -> None:
+        """K/V positions held outside the batch grow by `tokens` (negative: they shrink); counted as used."""
+        self.held_outside += tokens
+        self.recount()
+
+    def reserve(self, r: Request) -> None:
+        """Take a slot and the K/V of r's prefill and next position now, outside the batch (r is on its way with
+        its K/V: enter)."""
+        r.slot = self.pool.claim()
+        if not self.pool.allocate(r, r.prefill_len + 1):
+            raise RuntimeError(f"no KV to reserve for {r.id}")  # words: ok (a bug: room is asked for first)
 
     def _advance(self, works, tokens: list[int], start: float, now: float) -> list[Request]:
         """Each work's request one step on; those now done, in order. Also grows kv_used_tokens by the K/V this

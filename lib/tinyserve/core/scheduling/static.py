@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..config import DEFAULT_BATCH_SIZE
+from ..knobs import DEFAULT_BATCH_SIZE
 from ..request import ABORTED, FINISHED, REJECTED, Request, SlotWork, Work
 from .base import Plan, Policy, _position
 
@@ -15,6 +15,7 @@ class StaticBatching(Policy):
     """A fixed batch runs from its padded prefill to its last finisher; a finished member's slot keeps computing."""
 
     name = "static"
+    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, timeout: float | None = None):
         super().__init__(batch_size)

@@ -1,5 +1,5 @@
-"""How a step's decodes are grouped into attention calls: the runner executes these groups and the modeled clock
-prices them, so both read this one rule (cost/, below the model)."""
+"""How a step's decodes are grouped into attention calls: the model's step builder makes these groups and the
+modeled clock prices them, so both read this one rule (torch-free, in core/: below both cost/ and model/)."""
 from __future__ import annotations
 
 # Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips
