@@ -9,16 +9,20 @@ the instances running in parallel.
 Routing: the least-loaded instance of the pool (requests queued, running, holding K/V or on their way to it; ties:
 the lowest index), counted at the moment of the arrival.
 
-Memory pushes back, as in DistServe (its prefill instance keeps a prompt's blocks until the decode side takes
-them): a prompt's K/V stay on its prefill instance, counted in its KV, after its first token is made. Each prefill
-instance sends over its own link, one transfer at a time, first come first served; the head of its queue leaves
-when the link is free and a decode instance has room for it (a free slot and the prompt's K/V, with nobody
-preempted there still waiting for room): the least loaded of those reserves the slot and K/V as the transfer
-starts. In flight, the K/V count on both instances; on landing the prefill instance frees them and the decode
-instance admits the request at its next step (the reservation goes ahead of its queue). A prefill instance whose
-KV is full admits no new prompt until some K/V leave. An instance of several GPUs (tensor parallel: each holds a
-share of the KV heads) sends the shares in parallel, one link per GPU. Modeled simplification (stated): a
-transfer shares its link with no other traffic.
+Memory pushes back, as in DistServe (its prefill instance keeps a prompt's blocks until the decode side takes them):
+a prompt's K/V stay on its prefill instance, counted in its KV, after its first token is made. Each prefill instance
+sends over its own link, one transfer at a time, in the order its prompts finished; the head of its queue is ready
+once its prompt is done and its link is free. The router serves first come first served across the prefill
+instances, as a real server does (vLLM's disaggregated proxy hands a request to the decode side when its prefill
+returns, and the decode scheduler serves its queue in that order): when a decode instance has room (a free slot and
+the prompt's K/V, with nobody preempted there still waiting for room), the ready head that has waited longest and
+fits leaves (ties: the earlier arrival, then the lower instance index), whichever prefill instance holds it; a head
+that does not fit holds back no other instance's. The least loaded decode instance with room reserves the slot and
+K/V as the transfer starts. In flight, the K/V count on both instances; on landing the prefill instance frees them
+and the decode instance admits the request at its next step (the reservation goes ahead of its queue). A prefill
+instance whose KV is full admits no new prompt until some K/V leave. An instance of several GPUs (tensor parallel:
+each holds a share of the KV heads) sends the shares in parallel, one link per GPU. Modeled simplification (stated):
+a transfer shares its link with no other traffic.
 """
 from __future__ import annotations
 
@@ -187,8 +191,10 @@ class Deployment:
 
     def _next_send(self) -> tuple[float, int | None]:
         """When the next transfer can start, and from which prefill instance: the head of a queue leaves once its
-        prompt is done, its link is free and a decode instance has room for it (now, or when a step there ends)."""
-        best, best_src = math.inf, None
+        prompt is done, its link is free (then it is ready) and a decode instance has room for it (now, or when a
+        step there ends). Of the heads that can leave earliest, the one ready longest (ties: the earlier arrival,
+        then the lower index): first come first served across the instances."""
+        best, best_src, best_key = math.inf, None, None
         for src, q in enumerate(self._queues):
             if not q:
                 continue
@@ -201,8 +207,8 @@ class Deployment:
                     break
                 if x.last_step[0] > t0 and x.room(d, t0, later=True):
                     t = min(t, x.last_step[0])
-            if t < best:
-                best, best_src = t, src
+            if t < best or (t == best < math.inf and (t0, d.arrival_s) < best_key):
+                best, best_src, best_key = t, src, (t0, d.arrival_s)
         return best, best_src
 
     def _send(self, src: int, start: float) -> None:

@@ -114,9 +114,19 @@ class DeploymentTrace:
                 "knobs": first.knobs, "ttft_at": ttft_at, "metrics": self.metrics(ttft_at),
                 "requests": [{**export.request_dict(first, r, tokens), "instances": self.routes.get(r.id, [])}
                              for r in self.requests],
-                "instances": [{"index": i, "role": role, "metrics": tr.metrics()}
+                "instances": [{"index": i, "role": role, "metrics": tr.metrics(), **self._served(i, role)}
                               for i, (role, tr) in enumerate(zip(self.roles, self.instances))],
                 "transfers": [asdict(x) for x in self.transfers]}
+
+    def _served(self, index: int, role: str) -> dict:
+        """A prefill instance's share of the work: how many requests the router sent it (rejected ones aside) and
+        its transfers' waits, from each prompt's end (Transfer.ready_s) to its send's start, in ms: the time its
+        K/V waited for the link and for room on the decode side. Nothing for the other roles."""
+        if role != "prefill":
+            return {}
+        waits = _stats([(x.start_s - x.ready_s) * 1e3 for x in self.transfers if x.src == index])
+        return {"requests_served": sum(1 for route in self.routes.values() if route and route[0] == index),
+                "transfer_wait_ms": {"p50": waits["p50"], "max": waits["max"]}}
 
     def to_dict(self) -> dict:
         """Everything (`tinyserve run --deployment ... --trace`): summary(tokens=True), each request's token times,
