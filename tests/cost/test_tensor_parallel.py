@@ -1,6 +1,7 @@
 """Tensor parallelism inside one instance (RunConfig.gpus, --gpus N, cost/tensor.py): one GPU changes nothing; N GPUs
 are priced by the stated formula, checked here by arithmetic written out from the preset's published numbers (not by
-calling the code under test); every refusal is one line in both languages."""
+calling the code under test); the all-reduce's latency is a measured constant with its source, so a decode step gets
+no slower with more GPUs while a long prefill still gets faster; every refusal is one line in both languages."""
 from __future__ import annotations
 
 import json
@@ -35,7 +36,10 @@ LAYERS, ATTN_DIM, D_MODEL = 80, 8192, 8192
 KV_PER_TOKEN = 327680.0
 KV_MEMORY = 51.25e9
 OVERHEAD = 0.002
-LINK_BW, LINK_LATENCY = 450e9, 5e-6
+LINK_BW = 450e9  # links/nvlink-h200.json: one direction
+# h200-70b-fp8.json's allreduce_latency_s: vLLM's custom all-reduce, 16 KB, 8 H100s over NVLink/NVSwitch (its source)
+ALLREDUCE_LATENCY = 9.3e-6
+ALLREDUCE_SOURCE = "https://github.com/sgl-project/sglang/pull/2904"
 
 SHAPES = {  # a few step shapes: decodes alone, a prefill, a chunk after a prefix beside decodes, padding
     "decodes": decode_works([1000] * 64),
@@ -46,8 +50,8 @@ SHAPES = {  # a few step shapes: decodes alone, a prefill, a chunk after a prefi
 
 
 def allreduce_by_hand(n: int, tokens: int) -> float:
-    """Two ring all-reduces per layer of tokens x d_model x 2 bytes: 2(n-1)/n x bytes / bw + 2(n-1) x latency each."""
-    one = 2 * (n - 1) / n * (tokens * D_MODEL * 2) / LINK_BW + 2 * (n - 1) * LINK_LATENCY
+    """Two all-reduces per layer of tokens x d_model x 2 bytes: the measured latency + 2(n-1)/n x bytes / bw each."""
+    one = ALLREDUCE_LATENCY + 2 * (n - 1) / n * (tokens * D_MODEL * 2) / LINK_BW
     return LAYERS * 2 * one
 
 
@@ -84,6 +88,51 @@ def test_a_decode_and_a_prefill_step_priced_by_hand(n):
     prefill = OVERHEAD + linear + attn + write + allreduce_by_hand(n, tokens)
     assert clock.step_time(SHAPES["prefill"]) == pytest.approx(prefill, rel=1e-12)
     assert clock.cost(SHAPES["prefill"])["allreduce_s"] == pytest.approx(allreduce_by_hand(n, tokens), rel=1e-12)
+
+
+def test_the_all_reduce_latency_is_a_preset_constant_with_its_measurement_cited():
+    hw = get_preset(H200)
+    assert hw.allreduce_latency_s == ALLREDUCE_LATENCY
+    cited = [s for s in hw.sources if s.startswith("All-reduce latency")]
+    assert len(cited) == 1 and ALLREDUCE_SOURCE in cited[0]
+    for what in ("9.3 us", "16 KB", "8 NVIDIA H100 SXM GPUs", "NVLink/NVSwitch", "vLLM's custom all-reduce"):
+        assert what in cited[0], what  # what was measured: time, message size, GPU count, interconnect, library
+    assert "9.3e-6 s (allreduce_latency_s" in hw.details["tensor_parallel_model"]
+    # the only number a split instance takes from it: the same per-step latency whatever n
+    steps = {n: tensor_parallel(hw, n).allreduce_step_s for n in (2, 4, 8)}
+    assert steps == pytest.approx({n: 2 * LAYERS * ALLREDUCE_LATENCY for n in (2, 4, 8)}, rel=1e-12)
+
+
+def _decode_step(n: int, batch: int, context: int = 1000) -> float:
+    return make_clock("modeled", H200, n).step_time(decode_works([context] * batch))
+
+
+@pytest.mark.parametrize("batch", [1, 32, 128])
+def test_a_decode_step_is_no_slower_on_more_gpus(batch):
+    """Through the public pricing: 8 GPUs no slower than 4, 4 no slower than 2, 2 than 1, at batch 1, 32 and 128."""
+    times = [_decode_step(n, batch) for n in (1, 2, 4, 8)]
+    assert times == sorted(times, reverse=True), times
+    # first principles: going from 4 GPUs to 8 halves the weights each GPU streams (70.55 GB at 3.84 TB/s a GPU,
+    # 2.3 ms) and adds at most the bytes' extra share (2(n-1)/n: 1.5 -> 1.75); the latency does not grow with n
+    saved = WEIGHTS / (4 * BW) - WEIGHTS / (8 * BW)
+    extra_bytes = LAYERS * 2 * (1.75 - 1.5) * batch * D_MODEL * 2 / LINK_BW
+    assert times[2] - times[3] >= saved - extra_bytes - 1e-12
+
+
+def test_no_shipped_h100_preset_takes_gpus():
+    """The H100 preset folds its 4 GPUs into its rates (num_gpus 4) and refuses --gpus: nothing to compare there."""
+    h100 = [name for name in list_presets() if "h100" in name]
+    assert h100 and all(get_preset(name).num_gpus > 1 and get_preset(name).tp_link is None for name in h100)
+
+
+def test_a_long_prefill_still_gets_faster_with_more_gpus_and_stays_bandwidth_bound():
+    prefill = [Work(0, None, "prefill", 0, 4096)]
+    times = [make_clock("modeled", H200, n).step_time(prefill) for n in (1, 2, 4, 8)]
+    assert times == sorted(times, reverse=True) and times[3] < times[2] / 1.3, times
+    # its all-reduces are mostly bytes: 4,096 x 8,192 x 2 bytes = 67 MB each, ~260 us at 8 GPUs against 9.3 us latency
+    cost = make_clock("modeled", H200, 8).cost(prefill)["allreduce_s"]
+    latency = LAYERS * 2 * ALLREDUCE_LATENCY
+    assert cost == pytest.approx(allreduce_by_hand(8, 4096), rel=1e-12) and cost > 20 * latency
 
 
 def test_padding_goes_through_the_all_reduces_like_any_token():
@@ -175,12 +224,14 @@ def test_a_preset_file_states_its_split_fields_or_is_refused(tmp_path):
                         ({"tp_link": 3}, "engine.hardware.tp_link"),
                         ({"n_kv_heads": 0}, "engine.hardware.tp_shape"),
                         ({"d_model": 0}, "engine.hardware.tp_shape"),
+                        ({"allreduce_latency_s": 0}, "engine.hardware.tp_shape"),
                         ({"allreduce_step_s": 1e-3}, "engine.hardware.allreduce")]:
         f.write_text(json.dumps({**good, **change}))
         with pytest.raises(TinyserveError) as e:
             load_preset(f)
         assert str(e.value) == t(key, path=f, choices="ib-ndr, nvlink-h200", value=change.get("tp_link"))
     for change, field in [({"gpus_per_node": 0}, "gpus_per_node"), ({"n_kv_heads": 2.5}, "n_kv_heads"),
+                          ({"allreduce_latency_s": -1e-6}, "allreduce_latency_s"),
                           ({"d_model": -1}, "d_model"), ({"resident_weight_bytes": -1}, "resident_weight_bytes")]:
         f.write_text(json.dumps({**good, **change}))
         with pytest.raises(TinyserveError, match=f"{field} must be a finite number"):

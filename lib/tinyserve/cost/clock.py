@@ -18,14 +18,15 @@ datacenter GPU, pricing each part of the step the way it runs:
                   after a prefix; the kernel reads and adds the mask for every pair; fitted ~5 ns on cpu-tiny)
   gathers         the paged layout, tinyserve-* only: gather_call_s per call whose K/V are copied out of the block
                   pool, and the copied bytes at gather_Bps (below)
-  all-reduces     an instance split over N GPUs (--gpus N, tensor parallel: cost/tensor.py): two ring all-reduces
-                  per layer of the step's activations (tokens x d_model x 2 bytes, bf16; tokens as the linear
-                  layers count them, padding included), each 2(N-1)/N x bytes / link bandwidth + 2(N-1) x link
-                  latency over the preset's tp_link, not overlapped; the rates are N x the preset's (each GPU holds
-                  1/N of the weights and K/V and does 1/N of the flops) and the KV memory N x (kv_memory_bytes + W)
-                  - W, W the resident weights. A modeled simplification: no overlap of communication with compute,
-                  a ring whatever the message size (NCCL may pick a tree or NVLink SHARP for small ones: the
-                  latency term is then an upper bound), every GPU's share exactly 1/N. One GPU: 0, nothing changes
+  all-reduces     an instance split over N GPUs (--gpus N, tensor parallel: cost/tensor.py): two all-reduces per
+                  layer of the step's activations (tokens x d_model x 2 bytes, bf16; tokens as the linear layers
+                  count them, padding included), each allreduce_latency_s (the preset's measured small-message
+                  all-reduce, the same whatever N) + 2(N-1)/N x bytes / link bandwidth over the preset's tp_link,
+                  not overlapped; the rates are N x the preset's (each GPU holds 1/N of the weights and K/V and does
+                  1/N of the flops) and the KV memory N x (kv_memory_bytes + W) - W, W the resident weights. A
+                  modeled simplification: no overlap of communication with compute, one latency whatever the
+                  message size (mid-size messages, ~1 MB, measure slower), every GPU's share exactly 1/N. One GPU:
+                  0, nothing changes
 
 On a GPU the KV bandwidth is the weights' (both stream from HBM); on a CPU the tiny model's 3.3 MB of weights
 stay in cache while KV comes from DRAM, so calibration.calibrate() fits the two rates apart. A CPU's last-level cache also

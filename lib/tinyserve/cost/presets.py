@@ -62,6 +62,9 @@ class HardwarePreset:
     tp_link: str | None = None  # the link between them (a name in presets/links/); None: this preset is not split
     n_kv_heads: int = 0  # the model's KV heads: at most one GPU per head (0: not stated)
     d_model: int = 0  # the model's hidden size: each all-reduce moves tokens x d_model activations (0: not stated)
+    # the fixed time of one all-reduce of a decode-sized message over tp_link, whatever the GPU count (a measured
+    # collective, cited in the preset's sources; cost/tensor.py); required with a tp_link (0: not stated)
+    allreduce_latency_s: float = 0.0
     resident_weight_bytes: float = 0.0  # weights held in GPU memory (the input embedding too); 0 = weight_bytes
     # an instance split over num_gpus GPUs (cost/tensor.py writes them): its all-reduces' seconds per token through
     # the linear layers and per step (their latency); 0 = none (one GPU, or a file whose rates fold them in)
@@ -89,11 +92,12 @@ _NUMBERS = {"bandwidth_Bps": float, "peak_flops": float, "overhead_s": float, "w
             "walk_overhead_s": float, "kv_cache_bytes": float, "kv_cache_bandwidth_Bps": float, "kv_cache_ramp": float,
             "miss_row_overhead_s": float, "big_step_tokens": float, "big_step_token_s": float, "masked_pair_s": float,
             "gather_call_s": float, "gather_Bps": float, "num_gpus": int, "gpus_per_node": int, "n_kv_heads": int,
-            "d_model": int, "resident_weight_bytes": float, "allreduce_token_s": float, "allreduce_step_s": float}
+            "d_model": int, "resident_weight_bytes": float, "allreduce_latency_s": float, "allreduce_token_s": float,
+            "allreduce_step_s": float}
 _MAY_BE_ZERO = {"overhead_s", "attn_flops", "call_overhead_s", "row_overhead_s", "kv_bandwidth_Bps",
                 "walk_overhead_s", "kv_cache_bytes", "kv_cache_bandwidth_Bps", "miss_row_overhead_s",
                 "big_step_tokens", "big_step_token_s", "masked_pair_s", "gather_call_s", "gather_Bps", "n_kv_heads",
-                "d_model", "resident_weight_bytes", "allreduce_token_s", "allreduce_step_s"}
+                "d_model", "resident_weight_bytes", "allreduce_latency_s", "allreduce_token_s", "allreduce_step_s"}
 ATTENTION = ("exact", "tinyserve-cpu", "tinyserve-cuda")  # see cost/clock.py's docstring
 OLD_ATTENTION = {"paged": "exact"}  # the name before "paged" came to mean the KV layout (core/blocks.py)
 
@@ -166,14 +170,14 @@ def load_preset(path: str | Path) -> HardwarePreset:
 
 
 def check_tensor_fields(d: dict, path: Path) -> None:
-    """tp_link null or a shipped link's name, stated with the model's shape it splits; all-reduce terms only for an
-    instance of several GPUs (price() reads them only then)."""
+    """tp_link null or a shipped link's name, stated with the model's shape it splits and the measured latency of one
+    all-reduce over it; all-reduce terms only for an instance of several GPUs (price() reads them only then)."""
     link = d.get("tp_link")
     if link is not None:
         links = list_presets(PRESET_DIR / "links")
         if not isinstance(link, str) or link not in links:
             raise TinyserveError(t("engine.hardware.tp_link", path=path, choices=", ".join(links), value=link))
-        if not (d.get("n_kv_heads", 0) and d.get("d_model", 0)):
+        if not (d.get("n_kv_heads", 0) and d.get("d_model", 0) and d.get("allreduce_latency_s", 0)):
             raise TinyserveError(t("engine.hardware.tp_shape", path=path))
     if (d.get("allreduce_token_s", 0) or d.get("allreduce_step_s", 0)) and d.get("num_gpus", 1) == 1:
         raise TinyserveError(t("engine.hardware.allreduce", path=path))

@@ -1,7 +1,8 @@
 """Tensor parallelism inside one instance: the model split over N GPUs of one node, priced by the modeled clock.
 
 `tensor_parallel(hw, n)` is the one place an instance of n GPUs is made: a copy of the preset whose step is priced
-by the same formula (pricing.price) with these changes, a modeled simplification (stated, not measured):
+by the same formula (pricing.price) with these changes, a modeled simplification (stated; of its numbers only the
+all-reduce's latency is measured):
 
   rates        each GPU holds 1/n of the weights and of every token's K/V and does 1/n of the flops, all n at
                once: bandwidth_Bps, kv_bandwidth_Bps (if stated), peak_flops and attn_flops (if stated) x n; the
@@ -9,13 +10,22 @@ by the same formula (pricing.price) with these changes, a modeled simplification
   KV memory    each GPU keeps what it kept for weights and KV alone (kv_memory_bytes + W, W the resident weights:
                resident_weight_bytes, else weight_bytes) and now holds W / n of the weights, so the instance's
                KV memory is n x (kv_memory_bytes + W) - W (its activations and workspace stay per GPU)
-  all-reduces  Megatron-style: two per layer (after attention, after the MLP), each a ring all-reduce of the
-               step's activations, tokens x d_model x 2 bytes (bf16), over the preset's tp_link:
-               2(n-1)/n x bytes / link bandwidth + 2(n-1) x link latency, not overlapped with anything. tokens:
-               every token the step pushes through the linear layers (padding and wasted decodes included, as
+  all-reduces  Megatron-style: two per layer (after attention, after the MLP), each of the step's activations,
+               tokens x d_model x 2 bytes (bf16), over the preset's tp_link, not overlapped with anything:
+                   one all-reduce = allreduce_latency_s + 2(n-1)/n x bytes / link bandwidth
+               allreduce_latency_s is the preset's measured time of one all-reduce of a decode-sized message
+               (h200-70b-fp8: 9.3 us, vLLM's custom all-reduce on 8 H100s over NVLink/NVSwitch, its sources say
+               where), one constant whatever n: a one-shot all-reduce over NVSwitch reads every peer at once, so
+               its time barely moves with n (8.8, 8.5, 9.3 us measured on 2, 4, 8 GPUs), where a ring pays a link
+               latency at each of its 2(n-1) steps. The bytes go at a ring's (or two-shot's) bandwidth-optimal
+               2(n-1)/n x bytes / bandwidth, so a large message (a prefill's) stays bandwidth-bound. tokens: every
+               token the step pushes through the linear layers (padding and wasted decodes included, as
                ModeledClock.terms' "tokens"). So per step: allreduce_token_s x tokens + allreduce_step_s, with
                allreduce_token_s = 2 x n_layer x 2(n-1)/n x d_model x 2 / bandwidth and
-               allreduce_step_s = 2 x n_layer x 2(n-1) x latency.
+               allreduce_step_s = 2 x n_layer x allreduce_latency_s.
+               Mid-size messages are priced low: the same measurement gives 24.1 us at 8 GPUs for 1 MB (64 decode
+               tokens) where this says 13.4 us; the latency, not the bytes, is what decides whether more GPUs
+               make a decode step faster, and with it a decode step on 8 GPUs is faster than on 4.
   num_gpus     n: a deployment's goodput is per GPU
 
 n == 1 returns hw itself, so a run without --gpus (or with --gpus 1) is priced exactly as before. The copy keeps
@@ -60,12 +70,12 @@ def tensor_parallel(hw: HardwarePreset, n: int) -> HardwarePreset:
                                                  if hw.n_kv_heads % k == 0 and k <= hw.gpus_per_node)))
     link = get_link(hw.tp_link)
     weights = hw.resident_weight_bytes or hw.weight_bytes  # resident: what each GPU holds 1/n of
-    ring = 2 * (n - 1)  # steps of a ring all-reduce (reduce-scatter, then all-gather), each moving 1/n of the data
+    moved = 2 * (n - 1) / n  # bytes each GPU sends per byte reduced: reduce-scatter, then all-gather (ring, two-shot)
     per_layer = ALLREDUCES_PER_LAYER * hw.n_layer
     return replace(
         hw, num_gpus=n,
         bandwidth_Bps=n * hw.bandwidth_Bps, peak_flops=n * hw.peak_flops,
         kv_bandwidth_Bps=n * hw.kv_bandwidth_Bps, attn_flops=n * hw.attn_flops,  # 0 (= the rate above) stays 0
         kv_memory_bytes=None if hw.kv_memory_bytes is None else n * (hw.kv_memory_bytes + weights) - weights,
-        allreduce_token_s=per_layer * ring / n * hw.d_model * ACTIVATION_BYTES / link.bandwidth_Bps,
-        allreduce_step_s=per_layer * ring * link.latency_s)
+        allreduce_token_s=per_layer * moved * hw.d_model * ACTIVATION_BYTES / link.bandwidth_Bps,
+        allreduce_step_s=per_layer * hw.allreduce_latency_s)
