@@ -67,7 +67,7 @@ show(Scheduler.update)
 #
 # The scheduler asks the pool for room and gives it back; it never asks which layout it has, and neither does
 # the model: each layout also builds the indexes its K/V are written and read through (`model/step.py`: a slot
-# and a position for slabs; a slot mapping and block tables for pages, as vLLM names them). The paged pool hands
+# and a position for slabs; `slot_mapping` and `block_tables` for pages, as vLLM names them). The paged pool hands
 # out fixed-size blocks to each sequence's block table, lowest free block first.
 
 # %%
