@@ -38,7 +38,9 @@ def show(*functions) -> None:
 # %% [markdown]
 # ## 1. One step
 #
-# `Run.step` is the picture in code. Each line calls one part; the parts live in their own files.
+# `Run.step` is the picture in code: it takes no arguments, and each line calls one part, which lives in its own
+# file. Chapter 12's deployments (prefill and decode on separate GPUs) drive plain runs from outside, through
+# `port.py`: nothing in a step knows it is part of one.
 
 # %%
 show(Run.step)
@@ -53,8 +55,9 @@ show(Run.step)
 show(ChunkedPrefill.plan)
 
 # %% [markdown]
-# The scheduler applies what the step produced. It is the only place a request changes state: admitted,
-# finished by the stop rule, freed from its slot and its KV.
+# The scheduler applies what the step produced. It is the only place a request changes state: admitted, resumed,
+# preempted, finished by the stop rule, aborted or rejected, then freed from its slot and its KV. A test records
+# who calls each of those and fails if any other file does.
 
 # %%
 show(Scheduler.update)
@@ -62,8 +65,10 @@ show(Scheduler.update)
 # %% [markdown]
 # ## 3. KV: a pool, in slabs or in pages
 #
-# The scheduler asks the pool for room and gives it back; it never asks which layout it has. The paged pool
-# hands out fixed-size blocks to each sequence's block table, lowest free block first.
+# The scheduler asks the pool for room and gives it back; it never asks which layout it has, and neither does
+# the model: each layout also builds the indexes its K/V are written and read through (`model/step.py`: a slot
+# and a position for slabs; `slot_mapping` and `block_tables` for pages, as vLLM names them). The paged pool hands
+# out fixed-size blocks to each sequence's block table, lowest free block first.
 
 # %%
 show(PagedPool.allocate, PagedPool.free)
@@ -91,7 +96,9 @@ show(ModelRunner.execute)
 # | the step loop | `loop.py` |
 # | the roofline, modeled time | `cost/pricing.py`, `cost/clock.py` |
 # | the tiny GPT, one forward per step | `model/gpt.py`, `model/runner.py` |
-# | prefill and decode on separate GPUs | `deploy/coordinator.py` |
+# | where a step's K/V go and come from, per layout | `model/step.py` |
+# | a policy's name and knobs, declared once | its own file; `core/scheduling/registry.py` |
+# | prefill and decode on separate GPUs | `deploy/coordinator.py`; the hand-over: `deploy/handover.py`, `port.py` |
 #
 # ## 5. Your turn: shortest prompt first
 #
@@ -130,8 +137,10 @@ for key, tr in runs.items():
 # every shorter one that keeps arriving: the p99 grows from {glue}`fifo_p99` s to {glue}`spf_p99` s. That is why
 # servers keep first come, first served, or bound how long anyone may be passed over.
 #
-# Change the sort key (the longest output first? the oldest first, which is FIFO again?) and run the two cells
-# again. Every policy you write this way runs on the real model too: drop `dry_run=True`.
+# Change the sort key to something else a server knows when a request arrives (the longest prompt first? the
+# earliest arrival, which is FIFO again?) and run the two cells again. The output's length is no key: nobody
+# knows it until the answer ends. Every policy you write this way runs on the real model too: drop
+# `dry_run=True`.
 #
 # ## What to remember
 #

@@ -18,6 +18,7 @@ from .loop import ModelSide, Run, StepHook
 from .trace.record import Trace
 
 if TYPE_CHECKING:  # torch and the model load only when a real run needs them: dry runs never import torch
+    from .core.kv import KVPool
     from .model.gpt import TinyGPT
     from .model.runner import ModelRunner
 
@@ -72,11 +73,11 @@ class Engine:
             self._warm_up(m)
         return ModelSide(m.config, m.dtype, None if rc.dry_run else self._runner_for)
 
-    def _runner_for(self, num_slots: int, slab_positions: int, block_size: int | None = None) -> ModelRunner:
-        """The model's runner with KV slabs for a run, or a block pool (Run sizes them: slots and positions)."""
+    def _runner_for(self, pool: KVPool, positions: int) -> ModelRunner:
+        """The model's runner with the K/V a run's pool lays out (Run sizes them: `positions` of tensors)."""
         from .model.runner import ModelRunner
 
-        return ModelRunner(self.model, num_slots, slab_positions, block_size)
+        return pool.runner(ModelRunner, self.model, positions)
 
     def _warm_up(self, model: TinyGPT) -> None:
         """Once per engine, an unmeasured step before the first wall-clock run (ModelRunner.warm_up)."""

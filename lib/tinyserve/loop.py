@@ -12,10 +12,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_object
-from .core.layout import layout_kv
+from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_object, layout_kv
+from .core.kv import KVPool
 from .core.request import REJECTED, Request, SlotWork, Work, check_requests
-from .core.scheduling import Plan, Scheduler, policy_for
+from .core.scheduling import Plan, Scheduler
 from .core.scheduling.scheduler import reject
 from .cost.clock import make_clock
 from .errors import TinyserveError
@@ -38,12 +38,12 @@ class Runner(Protocol):
 @dataclass
 class ModelSide:
     """What a run needs of the model: its shape (GPTConfig: a dry run needs no torch), its dtype (a torch dtype or
-    its name: the KV bytes under the wall clock), and make_runner(num_slots, tensor_positions, block_size), the
-    model's runner with its KV slabs, or its block pool when block_size is not None (None on a dry run)."""
+    its name: the KV bytes under the wall clock), and make_runner(pool, tensor_positions), the model's runner with
+    the K/V the pool's layout needs (None on a dry run)."""
 
     config: GPTConfig
     dtype: object
-    make_runner: Callable[[int, int, int | None], Runner] | None = None
+    make_runner: Callable[[KVPool, int], Runner] | None = None
 
 
 class StepHook:
@@ -96,8 +96,7 @@ class Run:
 
     def __init__(self, config: RunConfig, workload: tuple[str, list[Request]], model: ModelSide,
                  hooks: Sequence[StepHook] = ()):
-        """config: the run's checked knobs (its policy's name, or the object in config.policy_object); workload:
-        its name and fresh requests (resolve_workload); model: the model's side (ModelSide)."""
+        """config: its checked knobs; workload: its name and fresh requests (resolve_workload); model: ModelSide."""
         self._start(config, workload, model, hooks, (), None)
 
     @classmethod
@@ -110,9 +109,8 @@ class Run:
     def _start(self, config: RunConfig, workload: tuple[str, list[Request]], model: ModelSide,
                hooks: Sequence[StepHook], handed: Sequence[Request], wrap: Callable | None) -> Run:
         self.workload_name, requests = workload
-        policy = config.policy_object if config.policy_object is not None else policy_for(config)
         clock = make_clock(config.clock, config.hardware, config.gpus)
-        self.config, self.policy, self.dry_run = config, policy, config.dry_run
+        self.config, self.policy, self.dry_run = config, (policy := config.build_policy()), config.dry_run
         self.hooks, self.requests, self.now = tuple(hooks), requests, 0.0
         self.num_done = 0  # finished by the engine (aborts not counted)
         self.steps: list[StepRecord] = []
@@ -132,8 +130,7 @@ class Run:
         self.clock = self.pool.priced(clock)
         self.kv_units, self.kv_dtype, self.kv_capacity, self.slab_rule = plan.units, plan.dtype, plan.capacity, plan.rule
         self.kv_tensor_positions = None if self.dry_run or not accepted else kv.tensor_positions
-        self.runner = None if self.kv_tensor_positions is None else model.make_runner(
-            self.pool.num_slots, self.kv_tensor_positions, self.pool.block_size)
+        self.runner = model.make_runner(self.pool, self.kv_tensor_positions) if self.kv_tensor_positions else None
         self.pending = deque() if handed else deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
         self.scheduler = Scheduler(policy, self.pool, self.dry_run)
@@ -152,8 +149,7 @@ class Run:
             raise TinyserveError(t("engine.request.unknown_id", id=request_id))
         if r.done:
             raise TinyserveError(t("engine.request.already_done", id=request_id, status=r.status))
-        if r in self.pending:
-            self.pending.remove(r)
+        self.pending = deque(x for x in self.pending if x is not r)  # if it has not arrived yet
         self.scheduler.abort(r, self.now)
 
     def finish(self, progress: bool | None = None) -> Trace:
@@ -171,30 +167,32 @@ class Run:
             return self.trace()  # its copies are made with the collector still paused
 
     def step(self) -> StepRecord | None:
-        """One step, as the chapter draws it: arrivals -> schedule -> execute -> clock -> update -> record. None
-        when nothing could run now: the clock then jumps to the next event."""
+        """One step as the chapter draws it: arrivals -> schedule -> execute -> clock -> update -> record (None: idle)."""
         t_loop = time.perf_counter()
+        self._arrivals()
+        plan = self._schedule()
+        if not plan.works:
+            self._idle(plan)
+            return None
+        tokens, measured = self._execute(plan)
+        start = self.now
+        self.now += self.clock.step_time(plan.works, measured)
+        finished = self.scheduler.update(plan, tokens, start, self.now)
+        return self._record(plan, start, measured, len(finished), t_loop)
+
+    def _arrivals(self) -> None:  # requests whose arrival time has come join the queue
         while self.pending and self.pending[0].arrival_s <= self.now:
             self.scheduler.add(self.pending.popleft())
+
+    def _schedule(self) -> Plan:
+        """The scheduler's plan for this step (hooks see the queue before it and the plan after it)."""
         self.scheduler.begin_step(len(self.steps))
         for h in self.hooks:
             h.before_plan(self)
         plan = self.scheduler.schedule(self.now, more_coming=bool(self.pending) or self.open)
         for h in self.hooks:
             h.planned(self, plan)
-        if not plan.works:
-            self._idle(plan)
-            return None
-        tokens, measured = ([], None) if self.dry_run else self._execute(plan)
-        start = self.now
-        self.now += self.clock.step_time(plan.works, measured)
-        finished = self.scheduler.update(plan, tokens, start, self.now)
-        rec = self._record(plan, start, measured)
-        self.num_done += len(finished)
-        self.loop_s += time.perf_counter() - t_loop
-        for h in self.hooks:
-            h.recorded(self, plan, rec)
-        return rec
+        return plan
 
     def _idle(self, plan: Plan) -> None:
         """Nothing to compute: jump the clock to the next arrival or timeout (either clock: jumped, never slept). An
@@ -205,30 +203,33 @@ class Run:
             raise RuntimeError(f"{self.policy.name} policy asked to wake at {wake} <= now {self.now}")  # words: ok (a bug)
         if wake is not None and not self.open:
             self.now = wake
-        elif wake is None and not self.open and not self.done:
+        elif wake is None and not (self.open or self.done):
             raise RuntimeError(f"{self.policy.name} policy stalled with requests queued")  # words: ok (a bug)
 
     def _execute(self, plan: Plan) -> tuple[list[int], float | None]:
-        """The runner's one forward over the plan's works: the sampled tokens and its wall time."""
+        """The runner's one forward over the plan's works: the sampled tokens and its wall time (a dry run: none)."""
+        if self.dry_run:
+            return [], None
         t0 = time.perf_counter()
         tokens = self.runner.execute(plan.works)
-        measured = time.perf_counter() - t0
-        self.forward_s += measured
+        self.forward_s += (measured := time.perf_counter() - t0)
         for h in self.hooks:
             h.executed(self, plan)
         return tokens, measured
 
-    def _record(self, plan: Plan, start: float, measured: float | None) -> StepRecord:
-        """The step as the trace keeps it: what each slot did, its times, the KV it held."""
+    def _record(self, plan: Plan, start: float, measured: float | None, finished: int, t_loop: float) -> StepRecord:
+        """The step as the trace keeps it: what each slot did, its times, the KV it held (hooks see it recorded)."""
         reserved, used, blocks = self.scheduler.step_kv
-        # tuple.__new__ is SlotWork(...) without the namedtuple's Python-level __new__ (one per slot per step):
-        # measured 2026-12-04 (median of 9, CPU), dry runs 7-15% faster, 2-4% of a widgets row
-        new = tuple.__new__
+        new = tuple.__new__  # SlotWork(...) without the namedtuple's __new__: dry runs 7-15% faster (2026-12-04)
         rec = StepRecord(len(self.steps), start, self.now - start,
                          [w.record or new(SlotWork, (w.slot, w.request.id, w.phase, w.start, w.tokens, w.padding))
                           for w in plan.works],
                          reserved, used, measured, len(self.policy.waiting), **blocks)
         self.steps.append(rec)
+        self.num_done += finished
+        self.loop_s += time.perf_counter() - t_loop
+        for h in self.hooks:
+            h.recorded(self, plan, rec)
         return rec
 
     def trace(self) -> Trace:
@@ -237,7 +238,6 @@ class Run:
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
                      dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests),
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
-                     kv_capacity_bytes=self.kv_capacity, slab_bytes=self.pool.slab_bytes,
-                     slab_tokens=self.pool.slab_tokens, slab_rule=self.slab_rule,
+                     kv_capacity_bytes=self.kv_capacity, slab_rule=self.slab_rule,
                      kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs),
                      gpus=self.config.gpus, **self.pool.trace_fields(len(self.steps) - 1))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import heapq
 from typing import Callable, Sequence
 
-from .core.blocks import blocks_for
 from .core.config import RunConfig
 from .core.request import REJECTED, Request
 from .loop import ModelSide, Run, StepHook
@@ -99,15 +98,13 @@ class Port:
     def kv_free(self) -> tuple[int, int]:
         """Free slots and free blocks (0 in the slab layout) now."""
         pool = self.run.pool
-        return pool.num_free, pool.free_blocks if pool.block_size else 0  # the layout asked: issue 48's item 3
+        return pool.num_free, pool.free_blocks
 
     def room(self, r: Request, free: tuple[int, int] | None = None) -> bool:
         """A slot and K/V for r arriving prefilled (its prompt and next position), and nobody waiting here for room
         (they come first). free: the (slots, blocks) to judge by (kv_free() at an earlier moment), default now."""
         slots, blocks = self.kv_free() if free is None else free
-        size = self.run.pool.block_size
-        return (not self.run.policy.waiting and slots > 0
-                and (size is None or blocks_for(r.prefill_len + 1, size) <= blocks))
+        return not self.run.policy.waiting and slots > 0 and self.run.pool.holds(r.prefill_len + 1, blocks)
 
     def reserve(self, r: Request) -> None:
         """Take a slot and r's K/V here now for its transfer (room(r) held); they count as used."""

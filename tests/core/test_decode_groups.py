@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinyserve.core import decode_groups as M  # where the decode grouping and its call cost live
+from tinyserve.core import kv as M  # where the decode grouping and its call cost live
 from tinyserve.core.config import GPTConfig
-from tinyserve.core.decode_groups import group_decodes
+from tinyserve.core.kv import group_decodes
 from tinyserve.model.gpt import TinyGPT
-from tinyserve.model.step import KVCache, build_step
+from tinyserve.model.step import SlabKV, build_step
 
 
 def test_a_long_context_among_short_ones_gets_its_own_group():
@@ -27,7 +27,7 @@ def test_grouping_never_changes_the_logits(monkeypatch, call_cost):
     m = TinyGPT(GPTConfig(n_positions=128, n_layer=2, n_head=2, n_embd=32)).double().eval()
     ctx = [3, 90, 4, 5, 60, 2, 7]  # slot i holds a prompt of ctx[i] tokens
     prompts = [torch.randint(0, 256, (n,)).tolist() for n in ctx]
-    kv = KVCache(m.config, len(ctx), 128, torch.float64, torch.device("cpu"))
+    kv = SlabKV(m.config, len(ctx), 128, torch.float64, torch.device("cpu"))
     m.forward_step(build_step([(i, 0, p) for i, p in enumerate(prompts)], [False] * len(ctx), torch.device("cpu")), kv)
     monkeypatch.setattr(M, "GROUP_CALL_COST", call_cost)
     step = build_step([(i, n, [65]) for i, n in enumerate(ctx)], [True] * len(ctx), torch.device("cpu"))

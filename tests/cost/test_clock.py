@@ -15,7 +15,7 @@ from tinyserve.cost.clock import ModeledClock, WallClock, make_clock
 from tinyserve.cost.presets import DEFAULT_HARDWARE, HardwarePreset, get_preset, list_presets, load_preset, save_preset
 from tinyserve.errors import TinyserveError
 from tinyserve.model.gpt import TinyGPT
-from tinyserve.tools.calibrate import calibrate, fit_cost, model_preset, step_shape, works_of
+from tinyserve.tools.calibrate import SLABS, PagedPoint, calibrate, fit_cost, model_preset, step_shape, works_of
 
 H200 = "h200-70b-fp8"
 
@@ -350,8 +350,9 @@ def test_fit_recovers_known_rates():
              "miss_row_overhead_s": 1e-5, "big_step_token_s": 2e-6, "masked_pair_s": 3e-9,
              "gather_call_s": 2e-5, "gather_Bps": 3e9}  # the paged steps' copies through their block tables
     hw = HardwarePreset(**{**base.__dict__, **truth})
-    times = np.array([ModeledClock(hw, bs).step_time(w) for w, bs in zip(works, sizes)])
-    got = fit_cost([step_shape(base, w, bs) for w, bs in zip(works, sizes)], times)
+    layouts = [PagedPoint(bs) if bs else SLABS for bs in sizes]
+    times = np.array([lay.clock(hw).step_time(w) for w, lay in zip(works, layouts)])
+    got = fit_cost([step_shape(base, w, lay) for w, lay in zip(works, layouts)], times)
     assert got == pytest.approx(truth, rel=1e-6)
 
 
@@ -381,8 +382,13 @@ def test_calibration_on_a_small_random_model_is_sane(torch_one_thread):
     # timing is noisy: only a loose factor, on the typical point
     assert np.median([abs(math.log(q["modeled_s"] / q["measured_s"])) for q in pts]) < math.log(2)
     for q in pts:  # the preset reproduces its own recorded predictions (a paged point priced with its blocks)
-        again = ModeledClock(p, q.get("block_size", 0))
+        again = recorded_clock(p, q)
         assert again.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
+
+
+def recorded_clock(p: HardwarePreset, q: dict) -> ModeledClock:
+    """The clock of a recorded calibration point: a paged one where it records its block size."""
+    return ModeledClock(p).for_layout(q["block_size"]) if "block_size" in q else ModeledClock(p)
 
 
 def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
@@ -394,7 +400,7 @@ def test_cpu_tiny_is_a_recorded_calibration_of_the_shipped_model():
     labels = [q["label"] for q in pts]
     assert len(pts) >= 30 and "prefill 4000" in labels and any(lbl.startswith("chunk ") for lbl in labels)
     for q in pts:  # the preset reproduces the predictions it recorded (paged points with their blocks)
-        clock = ModeledClock(p, q.get("block_size", 0))
+        clock = recorded_clock(p, q)
         assert clock.step_time(works_of(q["works"])) == pytest.approx(q["modeled_s"], abs=1e-6)
     rel = [abs(q["modeled_s"] - q["measured_s"]) / q["measured_s"] for q in pts]
     assert p.details["fit"]["max_rel_err"] == pytest.approx(max(rel), abs=1e-3)
@@ -417,7 +423,7 @@ def test_paged_terms_count_the_gathers_and_keys_build_step_makes():
     """Under the paged layout a tinyserve-* clock prices what build_step builds: one call per decode group with a
     row per decode, reading (and first gathering) its longest context in whole blocks, and each prefill segment
     gathering its prefix and its own K/V."""
-    from tinyserve.model.step import build_step
+    from tinyserve.model.step import build_paged_step
     from tinyserve.model.runner import step_segments
     from tinyserve.tools.calibrate import block_tables
 
@@ -432,8 +438,8 @@ def test_paged_terms_count_the_gathers_and_keys_build_step_makes():
                     works.append(Work(slot, None, "prefill", rng.choice([0, rng.randint(1, 1500)]), rng.randint(2, 300)))
                 slot += rng.randint(1, 3)
             tables = block_tables(works, block_size)
-            s = build_step(*step_segments(works, lambda i, w: [1] * w.tokens), torch.device("cpu"), tables,
-                           block_size)
+            s = build_paged_step(*step_segments(works, lambda i, w: [1] * w.tokens), torch.device("cpu"), tables,
+                                 block_size)
             t = toy("tinyserve-cpu").for_layout(block_size).terms(works)
             engine_decodes = sorted((g.n * g.mask.shape[-1], g.n) for g in s.decode_groups)
             assert sorted((k, r) for kind, k, _, r in t["attn"] if kind == "decode") == engine_decodes
@@ -456,7 +462,7 @@ def test_a_paged_run_is_priced_by_its_layout_and_the_gather_rates():
     kw = dict(policy="continuous", batch_size=8, dry_run=True, hardware=hw, progress=False,
               workload_knobs={"n": 12})
     paged = Engine().run("chapter-7.2-longtail", kv_layout="paged", block_size=16, **kw)
-    slab_clock, paged_clock = ModeledClock(hw), ModeledClock(hw, 16)
+    slab_clock, paged_clock = ModeledClock(hw), ModeledClock(hw).for_layout(16)
     gathered = 0
     for st in paged.steps:
         works = [Work.of(w) for w in st.works]
@@ -464,7 +470,7 @@ def test_a_paged_run_is_priced_by_its_layout_and_the_gather_rates():
         t = paged_clock.terms(works)
         gathered += t["gathered"]
         # the gather's price, on top of what the same works would cost with the groups priced as paged
-        no_gather = ModeledClock(replace(hw, gather_call_s=0.0, gather_Bps=0.0), 16).step_time(works)
+        no_gather = ModeledClock(replace(hw, gather_call_s=0.0, gather_Bps=0.0)).for_layout(16).step_time(works)
         assert st.duration_s - no_gather == pytest.approx(
             2e-5 * t["gathers"] + hw.kv_bytes_per_token * t["gathered"] / 5e9, rel=1e-9)
     assert gathered > 0

@@ -31,6 +31,11 @@ def random_works(rng: random.Random) -> list[Work]:
     return works
 
 
+def layout_clock(hw, block_size: int) -> ModeledClock:
+    """A clock for slab K/V (block_size 0) or K/V paged in blocks of block_size positions."""
+    return ModeledClock(hw).for_layout(block_size) if block_size else ModeledClock(hw)
+
+
 def random_rates(hw, rng: random.Random):
     """Every fitted number set, a KV cache stated, so that every term of the formula is switched on."""
     return replace(hw, overhead_s=rng.uniform(1e-5, 1e-3), call_overhead_s=rng.uniform(0, 1e-4),
@@ -51,7 +56,7 @@ def test_linear_form_equals_the_price_for_random_steps_and_rates(preset):
     for _ in range(300):
         hw = random_rates(base, rng)
         # the paged layout too (its gathers: block sizes from one position to 256)
-        t = ModeledClock(hw, rng.choice([0, 0, 1, 16, 256])).terms(random_works(rng))
+        t = layout_clock(hw, rng.choice([0, 0, 1, 16, 256])).terms(random_works(rng))
         x = per_unit(hw)
         hit = step_hit(t, hw)
         mem_lin, mem_attn = sides(t, hw, hit, x)
@@ -95,7 +100,7 @@ def test_a_split_instance_agrees_but_for_its_known_all_reduces(n):
     base = tensor_parallel(get_preset("h200-70b-fp8"), n)
     for _ in range(200):
         hw = random_rates(base, rng)
-        t = ModeledClock(hw, rng.choice([0, 16])).terms(random_works(rng))
+        t = layout_clock(hw, rng.choice([0, 16])).terms(random_works(rng))
         x = per_unit(hw)
         hit = step_hit(t, hw)
         p = price(t, hw)

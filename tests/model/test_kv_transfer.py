@@ -25,10 +25,10 @@ def prefilled(model, layout: str) -> tuple[ModelRunner, Request]:
     """Runner A, layout slab (slot 1 of 3) or paged (blocks from a PagedPool, as a policy gets them), prefilled."""
     r = Request("r", make_prompt(P, seed=3), K + 1)
     if layout == "slab":
-        a = ModelRunner(model, 3, 64)
+        a = ModelRunner.with_slabs(model, 3, 64)
         r.slot = 1
     else:
-        a = ModelRunner(model, 2, 8 * BS, block_size=BS)
+        a = ModelRunner.with_blocks(model, 8, BS)
         pool = PagedPool(2, 8, BS, 1)
         r.slot = pool.claim()
         assert pool.allocate(r, P)
@@ -40,10 +40,10 @@ def prefilled(model, layout: str) -> tuple[ModelRunner, Request]:
 def receiver(model, layout: str, r: Request) -> ModelRunner:
     """Runner B, its KV noise, r moved to a slot / blocks A did not use (blocks out of order, covering P + K)."""
     if layout == "slab":
-        b = ModelRunner(model, 3, 64)
+        b = ModelRunner.with_slabs(model, 3, 64)
         r.slot = 2
     else:
-        b = ModelRunner(model, 2, 16 * BS, block_size=BS)
+        b = ModelRunner.with_blocks(model, 16, BS)
         r.slot, r.block_table = 1, [15, 12, 9, 14, 8, 11]
     b.kv.k.normal_()
     b.kv.v.normal_()
@@ -89,12 +89,12 @@ def test_the_blob_is_layout_neutral_sized_by_hand_and_keeps_the_dtype(checkpoint
 def test_a_blob_that_does_not_fit_is_refused(checkpoint_model) -> None:
     a, r = prefilled(checkpoint_model, "slab")
     blob = a.export_kv(r, P)
-    other = ModelRunner(make_random_model(n_positions=64, n_layer=2, n_head=2, n_embd=32), 2, 64)
+    other = ModelRunner.with_slabs(make_random_model(n_positions=64, n_layer=2, n_head=2, n_embd=32), 2, 64)
     with pytest.raises(RuntimeError, match="is not"):  # another model's shape
         other.import_kv(r, blob)
     with pytest.raises(RuntimeError, match="is not"):  # the same shape in float32
         a.import_kv(r, KVBlob(blob.k.float(), blob.v.float()))
-    paged = ModelRunner(checkpoint_model, 2, 16 * BS, block_size=BS)
+    paged = ModelRunner.with_blocks(checkpoint_model, 16, BS)
     r.block_table = [1, 2, 3, 4]  # 32 positions, not 37
     with pytest.raises(RuntimeError, match="does not hold"):
         paged.import_kv(r, blob)

@@ -19,7 +19,7 @@ from tinyserve.core.tokenizer import encode
 from tinyserve.errors import TinyserveError
 from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model, resolve_device, resolve_dtype, save_model
 from tinyserve.model.gpt import TinyGPT
-from tinyserve.model.step import KVCache, build_step
+from tinyserve.model.step import PagedKV, SlabKV, build_paged_step, build_step
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -31,7 +31,7 @@ def full_logits(model: TinyGPT, ids: list[int]) -> torch.Tensor:
         return model(torch.tensor([ids], device=model.device))[0]
 
 
-def step(model: TinyGPT, kv: KVCache, segments: list[tuple[int, int, list[int]]], sample: list[bool]) -> torch.Tensor:
+def step(model: TinyGPT, kv: SlabKV, segments: list[tuple[int, int, list[int]]], sample: list[bool]) -> torch.Tensor:
     """One ragged step through the engine's path."""
     return model.forward_step(build_step(segments, sample, model.device), kv)
 
@@ -57,7 +57,7 @@ def test_incremental_decode_matches_full_recompute(get_model, kind: str, device:
     prompt = text_ids("The slot frees, the queue refills: 連續批次.")
     cont = encode(" and again!", bos=False)  # fixed tokens, so the check does not depend on argmax ties
     ref = full_logits(model, prompt + cont)
-    kv = KVCache(model.config, 1, len(prompt) + len(cont), dtype, model.device)
+    kv = SlabKV(model.config, 1, len(prompt) + len(cont), dtype, model.device)
     got = step(model, kv, [(0, 0, prompt)], [True])
     assert got.shape == (1, model.config.vocab_size)
     assert_logits_close(got[0], ref[len(prompt) - 1], dtype, "prefill")
@@ -81,7 +81,7 @@ def test_ragged_step_equals_each_sequence_alone(get_model, kind: str, device: st
         4: text_ids("finished sequence, stale slab", 14),  # F: idle in the ragged step
         5: text_ids("🚀 go", 5),
     }
-    kv = KVCache(model.config, 6, 40, dtype, model.device)
+    kv = SlabKV(model.config, 6, 40, dtype, model.device)
     # Step 1 (setup): prefill everyone's history; B only its first chunk of 12; C/D/E all but the last token.
     hist = {1: 8, 2: 12, 3: 16, 4: 14, 5: 4}
     step(model, kv, [(s, 0, seqs[s][:n]) for s, n in hist.items()], [False] * len(hist))
@@ -114,7 +114,7 @@ def test_ragged_step_equals_each_sequence_alone(get_model, kind: str, device: st
 
 
 def test_padding_segment_is_stored_nowhere(random_model: TinyGPT) -> None:
-    kv = KVCache(random_model.config, 2, 16, torch.float64, random_model.device)
+    kv = SlabKV(random_model.config, 2, 16, torch.float64, random_model.device)
     step(random_model, kv, [(-1, 0, text_ids("padding", 6)), (-1, 3, [1])], [True, True])
     assert not kv.k.any() and not kv.v.any()
 
@@ -126,10 +126,10 @@ def test_chunked_prefill_equals_whole_prefill(get_model, kind: str, device: str,
     dtype = torch.float64
     model = get_model(kind, device, dtype)
     prompt = text_ids("Chunked prefill splits a long prompt across steps. ", sum(chunks))
-    whole = KVCache(model.config, 1, len(prompt), dtype, model.device)
+    whole = SlabKV(model.config, 1, len(prompt), dtype, model.device)
     want = step(model, whole, [(0, 0, prompt)], [True])
     ref = full_logits(model, prompt)
-    chunked = KVCache(model.config, 1, len(prompt), dtype, model.device)
+    chunked = SlabKV(model.config, 1, len(prompt), dtype, model.device)
     start = 0
     for n in chunks:
         got = step(model, chunked, [(0, start, prompt[start:start + n])], [True])
@@ -293,10 +293,10 @@ def test_a_ragged_step_through_block_tables_equals_each_sequence_alone(get_model
     for slot, s in seqs.items():
         n = -(-len(s) // block_size)
         tables[slot], taken = order[taken:taken + n], taken + n
-    kv = KVCache(model.config, nb, block_size, dtype, model.device, paged=True)  # nb blocks of block_size positions
+    kv = PagedKV(model.config, nb, block_size, dtype, model.device)  # nb blocks of block_size positions
 
     def paged(segments, sample):
-        return model.forward_step(build_step(segments, sample, model.device, tables, block_size), kv)
+        return model.forward_step(build_paged_step(segments, sample, model.device, tables, block_size), kv)
 
     hist = {1: 8, 2: 12, 3: 16}
     paged([(s, 0, seqs[s][:n]) for s, n in hist.items()], [False] * len(hist))

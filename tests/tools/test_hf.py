@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel
 from tinyserve.core.tokenizer import BOS, EOS, decode, encode
 from tinyserve.errors import TinyserveError
 from tinyserve.model.gpt import TinyGPT
-from tinyserve.model.step import KVCache, build_step
+from tinyserve.model.step import SlabKV, build_step
 from tinyserve.tools.hf import export_hf, load_hf, to_hf_model
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
@@ -169,7 +169,7 @@ def test_padded_hf_batch_matches_ragged_step(get_model, kind: str, device: str, 
     # Fixed next tokens instead of argmax, so ties in float32 cannot make the two paths diverge.
     nexts = [[65, 66], [0xE6, 0x89], [67, 68], [69, 70]]
 
-    kv = KVCache(model.config, len(prompts), 64, dtype, dev)
+    kv = SlabKV(model.config, len(prompts), 64, dtype, dev)
     segments = [(slot, 0, p) for slot, p in enumerate(prompts)]
     seqs = [list(p) for p in prompts]
     for r in range(len(nexts[0]) + 1):

@@ -265,13 +265,8 @@ def kv_sentence(trace: Trace, k: int) -> str:
         return t("note.no_steps")
     k = clamp_step(trace, k)
     res, used, unit = kv_series(trace)
-    if trace.kv_layout == "paged":
-        st = trace.steps[k]
-        return t("kv.sentence.paged", k=k, used=used[k], reserved=res[k], unit=unit,
-                 pct=100 * used[k] / res[k] if res[k] else 0.0, size=trace.block_size, blocks=st.blocks_used,
-                 total=st.blocks_used + st.blocks_free, preempted=blocks_at(trace, k)["preempted"])
-    return t("kv.sentence", k=k, used=used[k], reserved=res[k], unit=unit,
-             pct=100 * used[k] / res[k] if res[k] else 0.0, slots=trace.num_slots, slab=trace.slab_tokens)
+    return trace.kv.kv_sentence(trace, lambda: blocks_at(trace, k), k=k, used=used[k], reserved=res[k],
+                                unit=unit, pct=100 * used[k] / res[k] if res[k] else 0.0)
 
 
 # ------------------------------------------------------------------------------------------------ latency
@@ -425,14 +420,7 @@ def blocks_at(trace: Trace, k: int) -> dict[str, int]:
 
 def blocks_sentence(trace: Trace, k: int) -> str:
     """The block map's words for step k."""
-    if trace.kv_layout != "paged":
-        return t("blocks.slab")
-    if not trace.steps:
-        return t("note.no_steps")
-    c = blocks_at(trace, k)
-    return t("blocks.sentence", k=clamp_step(trace, k), used=c["used"], total=trace.num_blocks, free=c["free"],
-             size=trace.block_size, waste=c["waste"], pct=100 * c["waste"] / max(1, c["used"] * trace.block_size),
-             preempted=c["preempted"], recomputed=c["recomputed"])
+    return trace.kv.blocks_sentence(trace, clamp_step(trace, k), lambda: blocks_at(trace, k))
 
 
 def preemption_steps(trace: Trace) -> np.ndarray:

@@ -11,7 +11,8 @@ from dataclasses import replace
 import ipywidgets as W
 
 from tinyserve.analysis.figures import policy_name
-from tinyserve.core.config import DEFAULT_BLOCK_SIZE, RUN_FIELDS, RunConfig, policy_classes, takes
+from tinyserve.core.blocks import DEFAULT_BLOCK_SIZE
+from tinyserve.core.config import LAYOUTS as ENGINE_LAYOUTS, RUN_FIELDS, RunConfig, policy_classes, pool_class, takes
 from tinyserve.core.knobs import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK, DEFAULT_MAX_WAITING_STEPS, POLICY_KNOBS
 from tinyserve.core.request import REJECTED
 from tinyserve.core.workloads import WORKLOADS, get_workload
@@ -53,7 +54,7 @@ RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
 SLABS = [("opt.preset_len", "preset"), 256, 512, 1024, 2048, 3072, 4096]  # max_model_len: every slot's slab
 ORDERS = [("knob.prefill_first", True), ("knob.decode_first", False)]
 AXES = [("knob.x.steps", "steps"), ("knob.x.time", "time")]
-LAYOUTS = ["slab", "paged"]  # kv_layout (code names, as the engine's)
+LAYOUTS = list(ENGINE_LAYOUTS)  # kv_layout (code names: the engine's own)
 BLOCK_SIZES = [1, 2, 4, 8, 16, 32, 64, 128, 256]  # positions per block (paged); vLLM's default 16
 KV_KNOBS = ("kv_layout", "block_size")  # shown where the views include the block map or the KV view
 # per knob, the word key of each named option's value (a language change relabels the options from it)
@@ -236,7 +237,7 @@ class Explorer:
         k["max_waiting_steps"].disabled |= k["order"].value  # prefill-first: newcomers wait no step
         spec = WORKLOADS.get(k["workload"].value, ("", None, {}))[2]
         k["n"].disabled, k["rate"].disabled = "n" not in spec, "rate" not in spec
-        k["block_size"].disabled = k["kv_layout"].value != "paged"
+        k["block_size"].disabled = "block_size" not in pool_class(k["kv_layout"].value).knobs  # the layout's own
 
     def settings(self) -> tuple[str | list, dict, RunConfig]:
         """(workload name or requests, workload knobs, the RunConfig) the knobs now say; a setting the engine
@@ -249,8 +250,8 @@ class Explorer:
             knobs["kv_budget"] = int(k["kv_budget"])
         if k["max_model_len"] is not None and "max_model_len" in self.controls:
             knobs["max_model_len"] = int(k["max_model_len"])
-        if k["kv_layout"] == "paged":  # the constructor's layout holds even where its knobs are not shown
-            knobs["kv_layout"], knobs["block_size"] = "paged", k["block_size"]
+        for knob in pool_class(k["kv_layout"]).knobs:  # a layout with knobs of its own (pages: block_size) is set
+            knobs["kv_layout"], knobs[knob] = k["kv_layout"], k[knob]  # even where its knobs are not shown
         for name, knob in POLICY_CONTROLS.items():  # the policy's own knobs, those set (None: its default)
             if knob in own and knob not in ORDER and k[name] is not None:
                 knobs[knob] = k[name]

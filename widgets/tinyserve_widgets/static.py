@@ -196,7 +196,7 @@ def plot_kv(ax, trace: Trace, k: int):
     """Reserved vs used KV per step, cursor at k."""
     res, used, unit = D.kv_series(trace)
     steps = np.arange(len(res))
-    held = t("kv.held" if trace.kv_layout == "paged" else "kv.reserved")
+    held = trace.kv.held_word()
     ax.fill_between(steps, res, step="post", color=PALETTE["kv_reserved"], label=held)
     ax.fill_between(steps, used, step="post", color=PALETTE["kv_used"], label=t("kv.used"))
     pre = D.preemption_steps(trace)
@@ -207,7 +207,7 @@ def plot_kv(ax, trace: Trace, k: int):
         ax.axvline(D.clamp_step(trace, k), color="k", lw=1)
     ax.set_xlabel(t("axis.step") + "\n" + _wrap(D.kv_sentence(trace, k), _columns(ax, share=1.1)), fontsize=SMALL_PT)
     ax.set_ylabel(t("axis.kv", unit=unit))
-    ax.set_title(t("title.kv.paged" if trace.kv_layout == "paged" else "title.kv"), fontsize=TITLE_PT)
+    ax.set_title(trace.kv.kv_title(), fontsize=TITLE_PT)
     _legend_beside(ax)
 
 
@@ -227,20 +227,16 @@ def plot_blocks(ax, trace: Trace, k: int | None = None, max_rows: int = D.MAX_RO
         if k is not None:
             ax.axvspan(*D.cursor_span(d, D.clamp_step(trace, k)), color="k", alpha=0.15, lw=1.5)
     ax.set_ylabel(t("axis.block"))
-    paged = trace.kv_layout == "paged"
-    ax.set_title(t("title.blocks", blocks=trace.num_blocks, size=trace.block_size) if paged else "",
-                 fontsize=TITLE_PT, pad=SMALL_PT * 2.2)
+    ax.set_title(trace.kv.blocks_title(), fontsize=TITLE_PT, pad=SMALL_PT * 2.2)
     present = {int(c) for c in np.unique(d.z)} if d.z.size else set()
     handles = [Patch(color=D.BLOCK_COLORS[c], label=t(f"blocks.{name}")) for c, name in enumerate(D.BLOCK_STATES)
                if c in present]
     if handles:  # only the states drawn
         ax.legend(handles=handles, fontsize=SMALL_PT, ncol=len(handles), loc="lower right", bbox_to_anchor=(1, 1),
                   borderaxespad=0.2, frameon=False)
-    notes = [d.note] if d.note else []
-    if paged and 0 < d.top < trace.num_blocks:
-        notes.append(t("blocks.unused", top=d.top, last=trace.num_blocks - 1))
+    notes = trace.kv.block_notes(d.note, d.top)
     words = D.blocks_sentence(trace, 0 if k is None else k)
-    ax.set_xlabel("\n".join([t("axis.step")] + [_wrap(x, _columns(ax)) for x in (notes if paged else []) + [words]]),
+    ax.set_xlabel("\n".join([t("axis.step")] + [_wrap(x, _columns(ax)) for x in notes + [words]]),
                   fontsize=SMALL_PT)
 
 

@@ -482,11 +482,10 @@ class KVView(View):
         self._title()
 
     def _labels(self) -> None:
-        paged = self.trace.kv_layout == "paged"
-        self.tr(0).name, self.tr(1).name = t("kv.held" if paged else "kv.reserved"), t("kv.used")
+        self.tr(0).name, self.tr(1).name = self.trace.kv.held_word(), t("kv.used")
         self.tr(3).name = t("kv.preempted")
         self.tr(2).name = t("kv.cursor")  # unnamed, the widget's browser side listed it as "trace 2"
-        self.note(0).text = t("title.kv.paged" if paged else "title.kv")
+        self.note(0).text = self.trace.kv.kv_title()
         self.xaxis().title.text = t("axis.step")
 
     def _draw(self) -> None:
@@ -501,9 +500,8 @@ class KVView(View):
         p = self.tr(3)
         p.x, p.y, p.showlegend = arr(pre), arr(np.zeros(len(pre))), bool(len(pre))
         p.hovertemplate = t("axis.step") + " %{x}<extra>" + t("kv.preempted") + "</extra>"
-        paged = self.trace.kv_layout == "paged"
-        self.tr(0).name = t("kv.held" if paged else "kv.reserved")
-        self.note(0).text = t("title.kv.paged" if paged else "title.kv")
+        self.tr(0).name = self.trace.kv.held_word()
+        self.note(0).text = self.trace.kv.kv_title()
 
     def _cursor(self, k: int) -> None:
         self.k = k
@@ -542,12 +540,8 @@ class BlockView(View):
         h.hovertemplate = t("blocks.hover.cell" if d.exact else "blocks.hover.bin")
         for c in range(len(D.BLOCK_STATES)):  # the legend entries' point (NO_POINT)
             self.tr(1 + c).update(x=NO_POINT, y=NO_POINT, marker_size=11)
-        paged = tr.kv_layout == "paged"
-        notes = [d.note] if d.note else []
-        if paged and 0 < d.top < tr.num_blocks:
-            notes.append(t("blocks.unused", top=d.top, last=tr.num_blocks - 1))
-        self.note(1).text = "<br>".join(notes) if paged else t("blocks.slab")
-        self.note(0).text = t("title.blocks", blocks=tr.num_blocks, size=tr.block_size) if paged else ""
+        self.note(1).text = tr.kv.block_caption(d.note, d.top)
+        self.note(0).text = tr.kv.blocks_title()
 
     def _cursor(self, k: int) -> None:
         self.k = k

@@ -8,13 +8,25 @@ from dataclasses import dataclass, field, fields
 
 from ..errors import TinyserveError
 from ..lang import t
+from .blocks import DEFAULT_BLOCK_SIZE, PagedPool
 from .knobs import (DEFAULT_BATCH_SIZE, POLICY_KNOBS, UNBOUNDED, check_int, check_knob, check_token_budget,
                     waiting_steps, waiting_steps_error)
+from .kv import RunKV, SlotPool, plan_slabs
 
-LAYOUTS = ("slab", "paged")  # KV layouts: core/kv.py (slabs), core/blocks.py (pages)
-DEFAULT_BLOCK_SIZE = 16  # vLLM's default block size (--block-size)
+# a layout test, the one kept: a run's kv_layout names its pool here, and every other module asks that pool
+POOLS = {"slab": SlotPool, "paged": PagedPool}  # KV layouts: core/kv.py (slabs), core/blocks.py (pages)
+LAYOUTS = tuple(POOLS)
+LAYOUT_KNOBS = ("block_size",)  # knobs of a layout's own (its pool's `knobs`), RunConfig fields
 FROM_CONFIG = "<the config's policy>"  # Engine.start's policy when none is given: RunConfig.of keeps the config's
 POLICY_OBJECT = "<a Policy object>"  # RunConfig.policy when the run is given a policy object, not a name
+
+
+def pool_class(layout: str) -> type:
+    """The KV pool class a layout's name names (SlotPool, PagedPool), or the one message listing the layouts."""
+    pool = POOLS.get(layout)
+    if pool is None:
+        raise TinyserveError(t("engine.kv.layout", layout=layout, choices=", ".join(LAYOUTS)))
+    return pool
 
 
 def policy_classes() -> dict[str, type]:
@@ -149,13 +161,13 @@ class RunConfig:
             raise TinyserveError(t("engine.knob.seed", value=self.seed))
         if self.slab not in ("max_model_len", "longest"):
             raise TinyserveError(t("engine.knob.slab", choices="max_model_len, longest", value=self.slab))
-        if self.kv_layout not in LAYOUTS:
-            raise TinyserveError(t("engine.kv.layout", layout=self.kv_layout, choices=", ".join(LAYOUTS)))
-        if self.block_size is not None and self.kv_layout != "paged":
-            raise TinyserveError(t("engine.kv.block_size_slab"))
-        if self.kv_layout == "paged":
-            size = DEFAULT_BLOCK_SIZE if self.block_size is None else self.block_size
-            object.__setattr__(self, "block_size", check_int("block_size", size, 1))
+        pool = pool_class(self.kv_layout)
+        for knob in LAYOUT_KNOBS:  # each checked as the pool that takes it declares it (None: left out, its default)
+            value = getattr(self, knob)
+            if knob in pool.knobs:
+                object.__setattr__(self, knob, check_int(knob, pool.knobs[knob] if value is None else value, 1))
+            elif value is not None:  # given to a layout that takes no such knob
+                raise TinyserveError(t("engine.kv.block_size_slab"))
         if self.gpus is not None:
             object.__setattr__(self, "gpus", check_gpus(self.gpus))
             if self.clock == "wall":
@@ -191,6 +203,14 @@ class RunConfig:
         else:
             base.update(policy=policy, policy_object=None)
         return cls(**{**base, **knobs})
+
+    def build_policy(self):
+        """The run's policy: the object it was given, else the one its name names, built with the knobs its class
+        takes (those left None: its defaults)."""
+        if self.policy_object is not None:
+            return self.policy_object
+        cls = policy_classes()[self.policy]
+        return cls(self.batch_size, **{k: getattr(self, k) for k in cls.takes if getattr(self, k) is not None})
 
     def context_limit(self, n_positions: int) -> int:
         """The longest sequence a run admits: max_model_len if given (at most the model's context), else the context."""
@@ -246,3 +266,13 @@ class GPTConfig:
     @property
     def head_dim(self) -> int:
         return self.n_embd // self.n_head
+
+
+def layout_kv(hw, cfg: GPTConfig, requests: list, batch_size: int, dtype, config: RunConfig) -> RunKV:
+    """The run's KV, of the layout config names: hw is the modeled clock's preset (None under the wall clock), cfg
+    the model's shape (GPTConfig), dtype the model's (a torch dtype or, on dry runs, its name)."""
+    size = DTYPE_BYTES[dtype] if isinstance(dtype, str) else dtype.itemsize
+    plan = plan_slabs(hw, cfg.n_layer, cfg.n_embd, size, str(dtype).removeprefix("torch."), cfg.n_positions,
+                      config.kv_budget, config.max_model_len, config.slab)
+    # the one place a layout is chosen by its name (POOLS; RunConfig checked it): every other module calls the pool
+    return pool_class(config.kv_layout).lay_out(plan, requests, batch_size, config)

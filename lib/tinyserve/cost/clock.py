@@ -42,7 +42,7 @@ they are different kernels, run one after the other). ``attention`` says how the
                    servers: its decodes attend over the padded length (Work.pad_keys), finished members included,
                    whose context keeps growing with the batch's.
   "tinyserve-cpu"  this repository's TinyGPT.forward_step, as it really runs: decodes in groups of neighbouring
-  "tinyserve-cuda" slots (core.decode_groups), each group one call reading every slot up to its longest context;
+  "tinyserve-cuda" slots (core/kv.group_decodes), each group one call reading every slot up to its longest context;
                    a chunk after a prefix uses an explicit mask, computing the full chunk x (prefix + chunk) block;
                    each prefill and padding segment is its own call. On a CPU a causal segment computes whole
                    blocks of 512 keys (cpu_causal_pairs): up to 512 tokens, the full square. The tiny engine does
@@ -65,8 +65,8 @@ decode (no holes), whose keys and values are first copied out of the block pool 
 the group's longest context rounded up to whole blocks; each prefill segment copies its prefix and its own K/V the
 same way. The terms count those calls (`gathers`) and the positions copied (`gathered`), priced at gather_call_s
 per call and the copied bytes at gather_Bps, both fitted by calibration on paged steps (benchmarks/costmodel.py
-measured real paged steps at 1.4-2.8x the slab price before this term existed). The run tells its clock the
-layout (ModeledClock.for_layout); a slab run's terms gather nothing.
+measured real paged steps at 1.4-2.8x the slab price before this term existed). The paged pool hands its run a
+PagedClock (PagedPool.priced: ModeledClock.for_layout), whose terms gather; a slab run's ModeledClock gathers nothing.
 
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more
@@ -78,11 +78,10 @@ checks the fitted model against the real engine's measured steps on the chapter 
 """
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
 from typing import Protocol
 
-from ..core.decode_groups import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
+from ..core.kv import GROUP_CALL_COST, GROUP_CALL_COST_CUDA, group_decodes
 from ..core.request import Work, decode_works
 from ..errors import TinyserveError
 from ..lang import t
@@ -101,6 +100,10 @@ class WallClock:
 
     name = "wall"
     hardware = None
+
+    def for_layout(self, block_size: int) -> WallClock:
+        """This clock for a paged run: the same (measured time is what the layout cost)."""
+        return self
 
     def step_time(self, works: list[Work], measured_s: float | None) -> float:
         """Return measured_s; the engine must measure when this clock is used."""
@@ -157,33 +160,30 @@ def _exact_terms(works: list[Work]) -> dict:
 
 
 class ModeledClock:
-    """Modeled time of a step on a hardware preset: its parts priced as they run, then added (module docstring)."""
+    """Modeled time of a step on a hardware preset: its parts priced as they run, then added (module docstring).
+    It prices slab K/V; a paged run's pool hands it a PagedClock instead (for_layout)."""
 
     name = "modeled"
 
-    def __init__(self, hardware: HardwarePreset | str = DEFAULT_HARDWARE, block_size: int = 0):
+    def __init__(self, hardware: HardwarePreset | str = DEFAULT_HARDWARE):
         self.hardware = get_preset(hardware) if isinstance(hardware, str) else hardware
-        self.block_size = block_size  # the paged KV layout's block size (0: slabs); Run sets it (for_layout)
 
-    def for_layout(self, block_size: int) -> ModeledClock:
-        """This clock for a run whose KV is paged in blocks of block_size positions (0: slabs): a copy."""
-        other = copy.copy(self)
-        other.block_size = block_size
-        return other
+    def for_layout(self, block_size: int) -> PagedClock:
+        """This clock for a run whose KV is paged in blocks of block_size positions (PagedPool.priced)."""
+        return PagedClock(self.hardware, block_size)
 
     def terms(self, works: list[Work]) -> dict:
         """What a step moves and computes, split by part: a pure function of the works (no rates applied).
 
         Returns tokens (through the linear layers), kv_written (tokens whose K/V are stored), calls (attention
         calls), rows (sequences over all calls), attn: one (kind, keys read, query-key pairs, rows) per call, and
-        under the paged layout of a tinyserve-* preset gathers (calls whose K/V are copied out of the block pool
-        first) and gathered (positions copied: whole blocks, as model/gpt.gather copies them).
+        under the paged layout of a tinyserve-* preset (PagedClock) gathers (calls whose K/V are copied out of the
+        block pool first) and gathered (positions copied: whole blocks, as model/gpt.gather copies them).
         """
         mode = self.hardware.attention
-        if mode == "exact":
+        if mode == "exact":  # (an exact preset's paged kernel reads through the table in place: no gathers either)
             return _exact_terms(works)
-        bs = self.block_size  # (an exact preset's paged kernel reads through the table in place: _exact_terms)
-        tokens = written = masked = gathers = gathered = 0
+        tokens = written = masked = 0
         attn: list[tuple[str, int, int]] = []
         decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.step.build_step lists them
         for w in works:  # runs for every slot of every step of a dry run: keep it lean
@@ -201,26 +201,25 @@ class ModeledClock:
                 else:
                     pairs = cpu_causal_pairs(n) if mode == "tinyserve-cpu" else n * (n + 1) // 2
                 attn.append(("prefill", s + n, pairs, 1))  # reads its prefix and its own new K/V from the slab
-                if bs:  # paged: its prefix and its own K/V, gathered through its table first
-                    gathers += 1
-                    gathered += -(-(s + n) // bs) * bs
             if p:  # a padding segment: computed, attends to itself only, reads no slab
                 attn.append(("padding", 0, cpu_causal_pairs(p) if mode == "tinyserve-cpu" else p * (p + 1) // 2, 1))
-        # the groups forward_step really makes, each reading (slots in range) x (longest context)
+        # the groups forward_step really makes, each reading as its layout reads them (_read)
         cost = GROUP_CALL_COST_CUDA if mode == "tinyserve-cuda" else GROUP_CALL_COST
-        for g in group_decodes(sorted(decodes, key=lambda d: d[1]), cost):
-            if bs:  # paged: a row per decode, each gathered to the group's longest context in whole blocks
-                rows = len(g)
-                keys = rows * -(-max(k for _, _, k in g) // bs) * bs
-                gathers += 1
-                gathered += keys
-            else:
-                rows = g[-1][1] + 1 - g[0][1]  # every slot in the range, decoding or not, is a row of the call
-                keys = rows * max(k for _, _, k in g)
-            attn.append(("decode", keys, keys, rows))
+        gathers, gathered = self._read(group_decodes(sorted(decodes, key=lambda d: d[1]), cost), attn)
         walk = sum(k // r for kind, k, _, r in attn if kind == "decode")  # longest context
         return {"tokens": tokens, "kv_written": written, "calls": len(attn), "rows": sum(a[3] for a in attn),
                 "walk": walk, "attn": attn, "masked_pairs": masked, "gathers": gathers, "gathered": gathered}
+
+    @staticmethod
+    def _read(groups: list[list[tuple[int, int, int]]], attn: list[tuple]) -> tuple[int, int]:
+        """Append each decode group's call to attn as slabs read it; (gathers, positions gathered): none.
+
+        Every slot in a group's range, decoding or not, is a row of its call, each reading the longest context."""
+        for g in groups:
+            rows = g[-1][1] + 1 - g[0][1]
+            keys = rows * max(k for _, _, k in g)
+            attn.append(("decode", keys, keys, rows))
+        return 0, 0
 
     def cost(self, works: list[Work]) -> dict:
         """Bytes, flops and seconds of each part of one step; a pure function of the works."""
@@ -252,6 +251,33 @@ class ModeledClock:
     def prefill_time(self, tokens: int, start: int = 0) -> float:
         """One step that prefills `tokens` prompt tokens of one sequence from position `start`."""
         return self.step_time([Work(0, None, "prefill", start, tokens)])
+
+
+class PagedClock(ModeledClock):
+    """The modeled clock of a run whose K/V are paged in blocks of block_size positions (core/blocks.py): under a
+    tinyserve-* preset its steps read as model/step.build_paged_step builds them (module docstring)."""
+
+    def __init__(self, hardware: HardwarePreset | str, block_size: int):
+        super().__init__(hardware)
+        self.block_size = block_size
+
+    def _read(self, groups: list[list[tuple[int, int, int]]], attn: list[tuple]) -> tuple[int, int]:
+        """Append each decode group's call to attn as the block pool reads it; (gathers, positions gathered).
+
+        Each prefill already in attn gathers its prefix and its own K/V through its table first; each decode group
+        is a call with a row per decode, gathered to the group's longest context, all in whole blocks."""
+        bs = self.block_size
+        gathers = gathered = 0
+        for kind, keys, _, _ in attn:  # the prefill and padding calls: only a prefill reads K/V
+            if kind == "prefill":
+                gathers += 1
+                gathered += -(-keys // bs) * bs
+        for g in groups:
+            rows = len(g)
+            keys = rows * -(-max(k for _, _, k in g) // bs) * bs
+            gathered += keys
+            attn.append(("decode", keys, keys, rows))
+        return gathers + len(groups), gathered
 
 
 def make_clock(kind: str = "modeled", hardware: str | HardwarePreset | None = None,

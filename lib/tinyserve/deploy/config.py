@@ -115,6 +115,7 @@ class DeploymentConfig:
         from the prefill instances' layout, converted: ModelRunner.export_kv / import_kv), with their own batch
         size and GPUs if given."""
         layout = self.decode_kv_layout
+        # a layout test kept: two layouts compared (a change of layout drops the other's block size), none named
         if layout is not None and layout != rc.kv_layout:
             rc = replace(rc, kv_layout=layout, block_size=None)
         if self.decode_batch_size is not None:

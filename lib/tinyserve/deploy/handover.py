@@ -11,7 +11,7 @@ from ..core.request import FINISHED, Request
 
 # the pool's methods the scheduling path calls, forwarded as the pool's own bound methods: no extra call per use
 _FORWARDED = ("claim", "fits", "fitting", "allocate", "grow", "reserved_bytes", "held_bytes", "step_fields",
-              "trace_fields", "priced", "bytes_per_token", "block_size", "num_slots")
+              "trace_fields", "priced", "runner", "holds", "bytes_per_token", "num_slots")
 
 
 class Handover:

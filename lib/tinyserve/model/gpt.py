@@ -17,7 +17,9 @@ import torch.nn.functional as F
 from ..core.config import GPTConfig  # in core/, torch-free: a dry run reads the shape without torch
 from ..core.request import check_length
 from ..core.tokenizer import EOS
-from .step import KVCache, StepInput, build_step
+from .step import PagedKV, SlabKV, StepInput
+
+KV = SlabKV | PagedKV  # a step's K/V, of either layout (model/step.py)
 
 
 class MLP(nn.Module):
@@ -69,35 +71,19 @@ def causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return y.transpose(1, 2)
 
 
-def gather(c: torch.Tensor, tables: torch.Tensor, T: int) -> torch.Tensor:
-    """Keys (or values) of sequences read through their block tables: (B, blocks) ids -> (B, H, T, hd), one copy.
-    The pool is (H, blocks, block_size, hd), so the gathered (H, B, blocks, block_size, hd) is viewed as (B, H, T,
-    hd) without a second copy (a (blocks, H, ...) pool would need one to bring each head's blocks together)."""
-    g = c[:, tables]
-    H, B, nb, bs, hd = g.shape
-    return g.permute(1, 0, 2, 3, 4).reshape(B, H, nb * bs, hd)[:, :, :T]
-
-
-def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
-    """A ragged step's attention for one layer: store the new K/V in the slabs (kc, vc: that layer's), then each
-    decode group attends over a view of its slots' slabs and each prefill segment over its own. (N, H, hd) each.
-    The outputs come in row order (decode groups, then prefills), so they are joined, not scattered."""
+def ragged(s: StepInput, kv: KV, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
+    """A ragged step's attention for one layer: store the new K/V in the cache (kc, vc: that layer's, kv: its
+    layout, which stores and reads them), then each decode group attends over its slots' keys and each prefill
+    segment over its own. (N, H, hd) each. The outputs come in row order (decode groups, then prefills), so they
+    are joined, not scattered."""
 
     def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        if s.n_write and s.prefill_tables is None:  # slabs: (slots, H, positions, hd)
-            kc[s.write_slots, :, s.write_pos] = k[:s.n_write]
-            vc[s.write_slots, :, s.write_pos] = v[:s.n_write]
-        elif s.n_write:  # the paged pool: (H, blocks, block_size, hd)
-            kc[:, s.write_slots, s.write_pos] = k[:s.n_write].transpose(0, 1)
-            vc[:, s.write_slots, s.write_pos] = v[:s.n_write].transpose(0, 1)
+        if s.n_write:
+            kv.store(s, kc, vc, k[:s.n_write], v[:s.n_write])
         parts = []
         for g in s.decode_groups:
-            T = g.mask.shape[-1]
             qd = (q[g.row:g.row + g.n] if g.pick is None else q.index_select(0, g.pick)).unsqueeze(2)
-            if g.tables is None:  # a view of the group's slabs, no copy: the cache is read in place
-                kd, vd = kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T]
-            else:  # the paged layout: gathered from the block pool
-                kd, vd = gather(kc, g.tables, T), gather(vc, g.tables, T)
+            kd, vd = kv.decode_kv(g, kc, vc, g.mask.shape[-1])
             yd = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=g.mask).squeeze(2)
             parts.append(yd if g.keep is None else yd.index_select(0, g.keep))
         for i, (row, n, slot, start) in enumerate(s.prefills):
@@ -105,11 +91,8 @@ def ragged(s: StepInput, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
             if slot < 0:  # padding: attends to itself only, stored nowhere
                 ks = k[row:row + n].transpose(0, 1).unsqueeze(0)
                 vs = v[row:row + n].transpose(0, 1).unsqueeze(0)
-            elif s.prefill_tables is None:
-                ks, vs = kc[slot:slot + 1, :, :start + n], vc[slot:slot + 1, :, :start + n]
             else:
-                table = s.prefill_tables[i][None]
-                ks, vs = gather(kc, table, start + n), gather(vc, table, start + n)
+                ks, vs = kv.prefill_kv(s, i, kc, vc)
             if start == 0 or slot < 0:
                 ys = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True)
             else:
@@ -165,26 +148,26 @@ class TinyGPT(nn.Module):
         return self.ln_f(x) @ self.wte.weight.T
 
     @torch.inference_mode()
-    def forward_step(self, s: StepInput, kv: KVCache) -> torch.Tensor:
+    def forward_step(self, s: StepInput, kv: KV) -> torch.Tensor:
         """One ragged step: every linear layer runs once over all N tokens; returns logits of s.logits_rows."""
         x = self.wte(s.input_ids) + self.wpe(s.positions)
         for g in s.decode_groups:  # masks come in build_step's dtype (the runner gives the model's); else once here
             if g.mask.dtype != x.dtype:
                 g.mask = g.mask.to(x.dtype)
         for layer, b in enumerate(self.h):
-            x = b(x, ragged(s, kv.k[layer], kv.v[layer]))
+            x = b(x, ragged(s, kv, kv.k[layer], kv.v[layer]))
         return self.ln_f(x[s.logits_rows]) @ self.wte.weight.T
 
     @torch.inference_mode()
     def generate(self, prompt: list[int], max_new_tokens: int, stop_at_eos: bool = True, eos: int = EOS) -> list[int]:
         """Greedy continuation of one prompt through its own KV slab: the 'running alone' reference path (the
-        engine's steps run through model/runner.py's ModelRunner: the same build_step and forward_step)."""
+        engine's steps run through model/runner.py's ModelRunner: the same indexing and forward_step)."""
         check_length(len(prompt), max_new_tokens, self.config.n_positions)
-        kv = KVCache(self.config, 1, len(prompt) + max_new_tokens, self.dtype, self.device)
+        kv = SlabKV(self.config, 1, len(prompt) + max_new_tokens, self.dtype, self.device)
         out: list[int] = []
         seg = (0, 0, list(prompt))
         for _ in range(max_new_tokens):
-            tok = self.forward_step(build_step([seg], [True], self.device, dtype=self.dtype), kv).argmax(-1).tolist()[0]
+            tok = self.forward_step(kv.build([seg], [True]), kv).argmax(-1).tolist()[0]
             out.append(tok)
             if stop_at_eos and tok == eos:
                 break

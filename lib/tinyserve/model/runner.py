@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from ..core.blocks import blocks_for
 from ..core.request import Request, Work
 from ..core.tokenizer import EOS
 from ..threads import before_step
-from .step import KVCache, StepInput, build_step
+from .step import PagedKV, SlabKV, StepInput
 
 if TYPE_CHECKING:
-    from .gpt import TinyGPT
+    from .gpt import KV, TinyGPT
 
 
 Segments = list[tuple[int, int, list[int]]]  # (slot, start position, token ids); slot -1 is padding
@@ -75,20 +74,24 @@ class KVBlob:
 
 
 class ModelRunner:
-    """A model and its KV slabs (num_slots x max_len positions), or with block_size its block pool (max_len //
-    block_size blocks, read through the requests' block tables); executes steps."""
+    """A model and its K/V (a step.SlabKV or step.PagedKV: the layout's own indexing); executes steps."""
 
-    def __init__(self, model: TinyGPT, num_slots: int, max_len: int, block_size: int | None = None):
-        self.model, self.device = model, model.device
-        self.block_size = block_size
-        rows, positions = (max_len // block_size, block_size) if block_size else (num_slots, max_len)
-        self.kv = KVCache(model.config, rows, positions, model.dtype, model.device, paged=bool(block_size))
-        self._tables: dict[int, list[int]] | None = None  # paged: the step's slot -> block table
+    def __init__(self, model: TinyGPT, kv: KV):
+        self.model, self.device, self.kv = model, model.device, kv
+
+    @classmethod
+    def with_slabs(cls, model: TinyGPT, num_slots: int, max_len: int) -> ModelRunner:
+        """A runner whose K/V are num_slots slabs of max_len positions."""
+        return cls(model, SlabKV(model.config, num_slots, max_len, model.dtype, model.device))
+
+    @classmethod
+    def with_blocks(cls, model: TinyGPT, num_blocks: int, block_size: int) -> ModelRunner:
+        """A runner whose K/V are a pool of num_blocks blocks of block_size positions."""
+        return cls(model, PagedKV(model.config, num_blocks, block_size, model.dtype, model.device))
 
     def build(self, segments: Segments, sample: list[bool], tables: dict[int, list[int]] | None = None) -> StepInput:
-        """The step's index tensors; paged, through `tables` (slot -> block ids) or those of the works executed."""
-        return build_step(segments, sample, self.device, tables or self._tables, self.block_size or 0,
-                          self.model.dtype)
+        """The step's index tensors, as its K/V's layout builds them (tables: slot -> block ids, if it has any)."""
+        return self.kv.build(segments, sample, tables)
 
     def forward(self, step: StepInput) -> list[int]:
         """One forward over the step's tokens; the greedy next token of every sampling segment, in order."""
@@ -97,34 +100,11 @@ class ModelRunner:
     def execute(self, works: list[Work], token_ids: Callable[[int, Work], list[int]] | None = None) -> list[int]:
         """Run one step of works (step_segments, build, forward): the tokens they sample."""
         before_step()  # the thread governor: all threads alone, one beside a CPU-heavy neighbour (threads.py)
-        if self.block_size:
-            self._tables = {w.slot: w.request.block_table for w in works}
-        return self.forward(self.build(*step_segments(works, token_ids)))
-
-    def _where(self, request: Request, n: int) -> tuple:
-        """Where request's positions [0, n) are: slab (slot, slice); paged (block ids, offsets), each (n,)."""
-        if n < 1 or (not self.block_size and n > self.kv.max_len):
-            raise RuntimeError(f"{request.id}: {n} KV positions do not fit this runner")  # words: ok (a bug)
-        if not self.block_size:
-            if not 0 <= request.slot < self.kv.num_slots:
-                raise RuntimeError(f"{request.id}: slot {request.slot} is not here")  # words: ok (a bug)
-            return request.slot, slice(0, n)
-        nb = blocks_for(n, self.block_size)
-        table = request.block_table[:nb]
-        # distinct ids too: two positions written to one place would be a silent mix of two sequences' keys
-        if len(table) < nb or len(set(table)) < nb or not all(0 <= b < self.kv.num_slots for b in table):
-            raise RuntimeError(f"{request.id}: block table {table} does not hold {n} positions")  # words: ok (a bug)
-        pos = torch.arange(n, device=self.device)
-        blocks = torch.tensor(table, dtype=torch.long, device=self.device)[pos // self.block_size]
-        return blocks, pos % self.block_size
+        return self.forward(self.kv.build(*step_segments(works, token_ids), self.kv.tables(works)))
 
     def export_kv(self, request: Request, n: int) -> KVBlob:
         """A copy of the K/V of request's positions [0, n), read from its slot or through its block table."""
-        where = self._where(request, n)
-        if self.block_size:  # pool (L, H, blocks, block_size, hd): the index gathers (L, H, n, hd), a new tensor
-            return KVBlob(self.kv.k[:, :, where[0], where[1]], self.kv.v[:, :, where[0], where[1]])
-        slot, span = where  # slabs (L, slots, H, max_len, hd): a view, so cloned
-        return KVBlob(self.kv.k[:, slot, :, span].clone(), self.kv.v[:, slot, :, span].clone())
+        return KVBlob(*self.kv.export(request, n))
 
     def import_kv(self, request: Request, blob: KVBlob) -> None:
         """Write blob into positions [0, n) of request's slot (slab) or of its block table's blocks (paged)."""
@@ -133,20 +113,13 @@ class ModelRunner:
         for x in (blob.k, blob.v):
             if tuple(x.shape) != want or x.dtype != dtype:  # a blob from another model, or converted on the way
                 raise RuntimeError(f"KV {tuple(x.shape)} {x.dtype} is not {want} {dtype}")  # words: ok (a bug)
-        where = self._where(request, blob.positions)
-        k, v = blob.k.to(self.device), blob.v.to(self.device)
-        if self.block_size:
-            self.kv.k[:, :, where[0], where[1]] = k
-            self.kv.v[:, :, where[0], where[1]] = v
-        else:
-            self.kv.k[:, where[0], :, where[1]] = k
-            self.kv.v[:, where[0], :, where[1]] = v
+        self.kv.write(request, blob.k.to(self.device), blob.v.to(self.device))
 
     @staticmethod
     def warm_up(model: TinyGPT) -> None:
         """An unmeasured step (two prefills, then two decodes) on scratch KV: the first forward in a fresh process
         pays allocations and kernel choices (measured ~100x a warm step), not a step's cost."""
-        runner = ModelRunner(model, 2, 16)
+        runner = ModelRunner.with_slabs(model, 2, 16)
         for segments in ([(0, 0, [EOS] * 8), (1, 0, [EOS] * 4)], [(0, 8, [EOS]), (1, 4, [EOS])]):
             runner.forward(runner.build(segments, [True, True]))
 

@@ -1,6 +1,8 @@
-"""What one ragged step is for the model: its index tensors (StepInput, made by build_step from the step's
-segments) and the KV tensors it reads and writes (KVCache). gpt.py's forward_step takes both; runner.py makes them
-for the engine's steps, TinyGPT.generate for one sequence running alone.
+"""What one ragged step is for the model: its index tensors (StepInput) and the KV tensors it reads and writes, one
+class per layout (nano-vllm's prepare step, vLLM's names: slot_mapping, block_tables, context_lens). SlabKV: a slab
+per slot, indexed by build_step; PagedKV: a block pool, indexed through block tables by build_paged_step. Each
+stores and reads its own K/V for gpt.py's attention, which never asks which one it has; the KV pool (core/) names
+the class its runner gets. runner.py makes them for the engine's steps, TinyGPT.generate for one sequence alone.
 """
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ import torch
 
 from ..core.blocks import blocks_for
 from ..core.config import GPTConfig
-from ..core.decode_groups import GROUP_CALL_COST_CUDA, group_decodes
-from ..core.kv import kv_bytes_per_token
+from ..core.kv import GROUP_CALL_COST_CUDA, group_decodes, kv_bytes_per_token
 
 
 @dataclass
@@ -85,17 +86,12 @@ def _masks(ctxs: list[list[int]], lens: torch.Tensor, dtype: torch.dtype,
     return out
 
 
-def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device,
-               tables: dict[int, list[int]] | None = None, block_size: int = 0,
-               dtype: torch.dtype = torch.float32) -> StepInput:
-    """Turn [(slot, start_pos, token_ids)] into a StepInput; sample[i] asks for segment i's last logits.
-
-    tables (the paged layout): each slot's block table; K/V are then written to (block, offset) and read through
-    the tables, and write_slots / write_pos hold blocks and offsets. dtype: the model's (the masks')."""
+def _rows(segments: list[tuple[int, int, list[int]]], sample: list[bool]):
+    """What both layouts' indexing shares: the rows (input_ids, positions), the stored segments (slot, start, n)
+    in row order, the decodes (row, slot, context_len) by slot, the prefills and the rows whose logits are wanted."""
     ids: list[int] = []
     pos: list[int] = []
-    wr_slots: list[int] = []
-    wr_pos: list[int] = []
+    stored: list[tuple[int, int, int]] = []
     dec: list[tuple[int, int, int]] = []  # (row, slot, context length), by slot
     prefills: list[tuple[int, int, int, int]] = []
     last_row = [0] * len(segments)
@@ -105,24 +101,32 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
         ids.extend(toks)
         pos.extend(range(start, start + n))
         if slot >= 0:
-            if tables is None:
-                wr_slots.extend([slot] * n)
-                wr_pos.extend(range(start, start + n))
-            else:
-                table = tables[slot]
-                wr_slots.extend(table[p // block_size] for p in range(start, start + n))
-                wr_pos.extend(p % block_size for p in range(start, start + n))
+            stored.append((slot, start, n))
         if n == 1 and slot >= 0:
             dec.append((row, slot, start + 1))
         else:
             prefills.append((row, n, slot, start))
         last_row[i] = row + n - 1
     logit_rows = [r for r, want in zip(last_row, sample) if want]
-    cost = GROUP_CALL_COST_CUDA if torch.device(device).type == "cuda" else None
-    grouped = group_decodes(dec, cost)
-    if tables is not None:
-        return _paged_step(ids, pos, wr_slots, wr_pos, grouped, prefills, logit_rows, tables, block_size,
-                           device, dtype)
+    return ids, pos, stored, dec, prefills, logit_rows
+
+
+def _call_cost(device: torch.device) -> int | None:
+    """What one more attention call costs on this device, in slot-keys (core/kv.py: group_decodes)."""
+    return GROUP_CALL_COST_CUDA if torch.device(device).type == "cuda" else None
+
+
+def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device,
+               dtype: torch.dtype = torch.float32) -> StepInput:
+    """The slab layout's StepInput of [(slot, start_pos, token_ids)]; sample[i] asks for segment i's last logits.
+    slot_mapping: (slot, position); each decode group reads a view of its slots' slabs. dtype: the masks'."""
+    ids, pos, stored, dec, prefills, logit_rows = _rows(segments, sample)
+    wr_slots: list[int] = []
+    wr_pos: list[int] = []
+    for slot, start, n in stored:
+        wr_slots.extend([slot] * n)
+        wr_pos.extend(range(start, start + n))
+    grouped = group_decodes(dec, _call_cost(device))
     ctxs, pick, keep = [], [], []  # every group's key counts, and the rows of one pick / keep tensor
     for g in grouped:
         lo, hi, row = g[0][1], g[-1][1] + 1, g[0][0]
@@ -148,10 +152,19 @@ def build_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], d
     return StepInput(ids_t, pos_t, len(wr_slots), slots_t, wpos_t, groups, prefills, logits_t)
 
 
-def _paged_step(ids, pos, wr_slots, wr_pos, grouped, prefills, logit_rows, tables, block_size, device,
-                dtype) -> StepInput:
-    """build_step's paged half: the same decode groups, each a batch of its decodes' keys gathered through their
-    block tables (padded with block 0 and masked), and each prefill's table."""
+def build_paged_step(segments: list[tuple[int, int, list[int]]], sample: list[bool], device: torch.device,
+                     tables: dict[int, list[int]], block_size: int, dtype: torch.dtype = torch.float32) -> StepInput:
+    """The paged layout's StepInput: slot_mapping (block, offset) through each slot's block table (tables); the
+    same decode groups, each a batch of its decodes' keys gathered through their block tables (padded with block 0
+    and masked), and each prefill's table."""
+    ids, pos, stored, dec, prefills, logit_rows = _rows(segments, sample)
+    wr_slots: list[int] = []
+    wr_pos: list[int] = []
+    for slot, start, n in stored:
+        table = tables[slot]
+        wr_slots.extend(table[p // block_size] for p in range(start, start + n))
+        wr_pos.extend(p % block_size for p in range(start, start + n))
+    grouped = group_decodes(dec, _call_cost(device))
     nbs = [blocks_for(max(c for _, _, c in g), block_size) for g in grouped]
     ctxs = [[c for _, _, c in g] for g in grouped]
     tabs = [tables[slot][:nb] + [0] * (nb - min(nb, len(tables[slot]))) for g, nb in zip(grouped, nbs)
@@ -179,15 +192,13 @@ def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> 
     return torch.zeros(shape, dtype=dtype, device=device)
 
 
-class KVCache:
-    """One slab per slot: K and V for every layer, reserved at max_len positions (Ch. 7's layout). The paged
-    layout's block pool (paged=True) holds num_blocks blocks of block_size positions, heads first."""
+class SlabKV:
+    """The slab layout's K/V: one slab per slot, K and V for every layer, reserved at max_len positions (Ch. 7's
+    layout), (layers, slots, heads, max_len, head_dim). It builds the slab StepInput and stores and reads through
+    it; the model calls it without asking which layout it is (PagedKV is the paged one)."""
 
-    def __init__(self, cfg: GPTConfig, num_slots: int, max_len: int, dtype: torch.dtype, device: torch.device,
-                 paged: bool = False):
-        # paged: heads first, so a gather through block tables reads each head's blocks as one run (gpt.gather)
-        shape = ((cfg.n_layer, cfg.n_head, num_slots, max_len, cfg.head_dim) if paged
-                 else (cfg.n_layer, num_slots, cfg.n_head, max_len, cfg.head_dim))
+    def __init__(self, cfg: GPTConfig, num_slots: int, max_len: int, dtype: torch.dtype, device: torch.device):
+        shape = (cfg.n_layer, num_slots, cfg.n_head, max_len, cfg.head_dim)
         # zeros, not empty: masked-out keys are multiplied by 0, and 0 * NaN from stale memory would be NaN
         self.k, self.v = _zeros(shape, dtype, device), _zeros(shape, dtype, device)
         self.num_slots, self.max_len = num_slots, max_len
@@ -197,3 +208,120 @@ class KVCache:
     def slab_bytes(self) -> int:
         """Bytes one slot reserves."""
         return self.bytes_per_token * self.max_len
+
+    def tables(self, works: list) -> None:
+        """Block tables of a step's works: none, a slot's slab is its own."""
+        return None
+
+    def build(self, segments: list, sample: list[bool], tables: None = None) -> StepInput:
+        """The step's index tensors (build_step)."""
+        return build_step(segments, sample, self.k.device, self.k.dtype)
+
+    @staticmethod
+    def store(s: StepInput, kc: torch.Tensor, vc: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write the step's new K/V (k, v: (n_write, H, hd)) into one layer's slabs (slots, H, positions, hd)."""
+        kc[s.write_slots, :, s.write_pos] = k
+        vc[s.write_slots, :, s.write_pos] = v
+
+    @staticmethod
+    def decode_kv(g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A decode group's keys and values: a view of its slots' slabs, no copy (the cache is read in place)."""
+        return kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T]
+
+    @staticmethod
+    def prefill_kv(s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prefill segment i's keys and values: its slab up to its last position."""
+        _, n, slot, start = s.prefills[i]
+        return kc[slot:slot + 1, :, :start + n], vc[slot:slot + 1, :, :start + n]
+
+    def export(self, request, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A copy of request's positions [0, n): (n_layer, heads, n, head_dim) each, from its slot's slab."""
+        if n < 1 or n > self.max_len:
+            raise RuntimeError(f"{request.id}: {n} KV positions do not fit this runner")  # words: ok (a bug)
+        slot = self._slot(request)  # a view, so cloned
+        return self.k[:, slot, :, :n].clone(), self.v[:, slot, :, :n].clone()
+
+    def write(self, request, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write k, v (n_layer, heads, n, head_dim) into positions [0, n) of request's slot's slab."""
+        n = k.shape[2]
+        if n < 1 or n > self.max_len:
+            raise RuntimeError(f"{request.id}: {n} KV positions do not fit this runner")  # words: ok (a bug)
+        slot = self._slot(request)
+        self.k[:, slot, :, :n] = k
+        self.v[:, slot, :, :n] = v
+
+    def _slot(self, request) -> int:
+        """request's slot, checked to be one of these slabs."""
+        if not 0 <= request.slot < self.num_slots:
+            raise RuntimeError(f"{request.id}: slot {request.slot} is not here")  # words: ok (a bug)
+        return request.slot
+
+
+class PagedKV:
+    """The paged layout's K/V: a pool of num_blocks blocks of block_size positions, heads first (layers, heads,
+    blocks, block_size, head_dim), read and written through the sequences' block tables (core/blocks.py)."""
+
+    def __init__(self, cfg: GPTConfig, num_blocks: int, block_size: int, dtype: torch.dtype, device: torch.device):
+        # heads first, so a gather through block tables reads each head's blocks as one run (gpt.gather)
+        shape = (cfg.n_layer, cfg.n_head, num_blocks, block_size, cfg.head_dim)
+        self.k, self.v = _zeros(shape, dtype, device), _zeros(shape, dtype, device)  # zeros: see SlabKV
+        self.num_blocks, self.block_size = num_blocks, block_size
+
+    def tables(self, works: list) -> dict[int, list[int]]:
+        """Block tables of a step's works: slot -> its request's block ids."""
+        return {w.slot: w.request.block_table for w in works}
+
+    def build(self, segments: list, sample: list[bool], tables: dict[int, list[int]]) -> StepInput:
+        """The step's index tensors through tables (slot -> block ids): build_paged_step."""
+        return build_paged_step(segments, sample, self.k.device, tables, self.block_size, self.k.dtype)
+
+    @staticmethod
+    def store(s: StepInput, kc: torch.Tensor, vc: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write the step's new K/V (n_write, H, hd) into one layer's pool (H, blocks, block_size, hd)."""
+        kc[:, s.write_slots, s.write_pos] = k.transpose(0, 1)
+        vc[:, s.write_slots, s.write_pos] = v.transpose(0, 1)
+
+    @staticmethod
+    def decode_kv(g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A decode group's keys and values, gathered from the block pool through its tables."""
+        return gather(kc, g.tables, T), gather(vc, g.tables, T)
+
+    @staticmethod
+    def prefill_kv(s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prefill segment i's keys and values, gathered through its block table."""
+        _, n, _, start = s.prefills[i]
+        table = s.prefill_tables[i][None]
+        return gather(kc, table, start + n), gather(vc, table, start + n)
+
+    def export(self, request, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A copy of request's positions [0, n), gathered through its block table: (n_layer, heads, n, hd) each."""
+        blocks, offsets = self._where(request, n)  # the index gathers a new tensor
+        return self.k[:, :, blocks, offsets], self.v[:, :, blocks, offsets]
+
+    def write(self, request, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write k, v (n_layer, heads, n, head_dim) into positions [0, n) of request's table's blocks."""
+        blocks, offsets = self._where(request, k.shape[2])
+        self.k[:, :, blocks, offsets] = k
+        self.v[:, :, blocks, offsets] = v
+
+    def _where(self, request, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Block ids and offsets of request's positions [0, n), each (n,)."""
+        if n < 1:
+            raise RuntimeError(f"{request.id}: {n} KV positions do not fit this runner")  # words: ok (a bug)
+        nb = blocks_for(n, self.block_size)
+        table = request.block_table[:nb]
+        # distinct ids too: two positions written to one place would be a silent mix of two sequences' keys
+        if len(table) < nb or len(set(table)) < nb or not all(0 <= b < self.num_blocks for b in table):
+            raise RuntimeError(f"{request.id}: block table {table} does not hold {n} positions")  # words: ok (a bug)
+        pos = torch.arange(n, device=self.k.device)
+        blocks = torch.tensor(table, dtype=torch.long, device=self.k.device)[pos // self.block_size]
+        return blocks, pos % self.block_size
+
+
+def gather(c: torch.Tensor, tables: torch.Tensor, T: int) -> torch.Tensor:
+    """Keys (or values) of sequences read through their block tables: (B, blocks) ids -> (B, H, T, hd), one copy.
+    The pool is (H, blocks, block_size, hd), so the gathered (H, B, blocks, block_size, hd) is viewed as (B, H, T,
+    hd) without a second copy (a (blocks, H, ...) pool would need one to bring each head's blocks together)."""
+    g = c[:, tables]
+    H, B, nb, bs, hd = g.shape
+    return g.permute(1, 0, 2, 3, 4).reshape(B, H, nb * bs, hd)[:, :, :T]

@@ -260,7 +260,7 @@ def decode_curve_ours(model, batches=DECODE_BATCHES, context: int = DECODE_CONTE
     """Median time of one decode-only step (every sequence at `context` keys) vs batch size."""
     dev, out = model.device, []
     for B in batches:
-        runner = ModelRunner(model, B, context + 1)
+        runner = ModelRunner.with_slabs(model, B, context + 1)
         segs = [(i, context, [65 + i % 26]) for i in range(B)]
         step = runner.build(segs, [True] * B)
         fwd = _median_time(lambda: runner.forward(step), dev, n)

@@ -29,8 +29,8 @@ from ..core.request import Work, decode_works
 def _points(plan: dict, n_pos: int) -> list[tuple[str, list[Work]]]:
     """(label, works) of every calibration step: the shapes the engine's policies make, each slot once."""
     pts: list[tuple[str, list[Work]]] = []
-    for b in plan["batches"]:
-        for c in plan["contexts"]:
+    for b in plan.get("batches", ()):  # (a plan without points, e.g. no paged part, gives none)
+        for c in plan.get("contexts", ()):
             pts.append((f"decode B={b} ctx={c}", decode_works([c] * b)))
     for b, c in plan.get("few", ()):  # a few decodes at long contexts: the quiet end of a long-tailed workload
         pts.append((f"decode B={b} ctx={c}", decode_works([c] * b)))
@@ -76,13 +76,53 @@ QUICK_PLAN = {"batches": (1, 8), "contexts": (32, 128), "prefills": (32, 128), "
               "repeats": 3, "rounds": 2}
 
 
-def plan_points(plan: dict, n_pos: int) -> list[tuple[str, list[Work], int]]:
-    """(label, works, block_size) of every calibration step: the slab points (block_size 0), then the paged ones."""
-    pts = [(lbl, w, 0) for lbl, w in _points(plan, n_pos)]
-    paged = plan.get("paged")
-    if paged:
-        pts += [(f"{lbl} (paged)", w, paged["block_size"]) for lbl, w in _points(paged, n_pos)]
-    return pts
+class SlabPoint:
+    """A calibration point's K/V as the slab layout holds them: how it is run and priced."""
+
+    knobs: dict = {}  # the layout's own knobs, recorded with the point: none
+
+    def clock(self, preset: HardwarePreset) -> ModeledClock:
+        """The clock that prices the point."""
+        return ModeledClock(preset)
+
+    def runner(self, model, works: list[Work]) -> tuple:
+        """(a ModelRunner, the step's block tables: none) for the point: a slab per slot of at least CALIBRATION_SLAB
+        positions (_time_steps)."""
+        from ..model.runner import ModelRunner
+
+        max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, model.config.n_positions))
+        return ModelRunner.with_slabs(model, max(w.slot for w in works) + 1, max_len), None
+
+
+class PagedPoint:
+    """A calibration point's K/V as the paged layout holds them, in blocks of block_size positions handed out by
+    block_tables: how it is run and priced (its K/V gathered through the tables)."""
+
+    def __init__(self, block_size: int):
+        self.block_size = block_size
+        self.knobs = {"block_size": block_size}  # the layout's own knobs, recorded with the point
+
+    def clock(self, preset: HardwarePreset) -> ModeledClock:
+        """The clock that prices the point: a paged one."""
+        return ModeledClock(preset).for_layout(self.block_size)
+
+    def runner(self, model, works: list[Work]) -> tuple:
+        """(a ModelRunner over just the blocks the point's tables hold, the tables) for the point."""
+        from ..model.runner import ModelRunner
+
+        tables = block_tables(works, self.block_size)
+        return ModelRunner.with_blocks(model, sum(len(t) for t in tables.values()), self.block_size), tables
+
+
+SLABS = SlabPoint()
+
+
+def plan_points(plan: dict, n_pos: int) -> list[tuple[str, list[Work], SlabPoint | PagedPoint]]:
+    """(label, works, layout) of every calibration step: the slab points, then the paged ones (plan["paged"], a plan
+    of its own with its block_size; none if it has none)."""
+    paged = plan.get("paged", {})
+    return ([(lbl, w, SLABS) for lbl, w in _points(plan, n_pos)]
+            + [(f"{lbl} (paged)", w, PagedPoint(paged["block_size"])) for lbl, w in _points(paged, n_pos)])
 
 
 def block_tables(works: list[Work], block_size: int) -> dict[int, list[int]]:
@@ -140,9 +180,9 @@ WARMUP_S, WARMUP_STEPS = 0.05, 50  # a fresh cache is warmed up for 50 ms or 50 
 SLOW_STEP_S = 0.5  # a point slower than this is timed once per round
 
 
-def _time_steps(model, points: list[tuple[list[Work], int]], repeats: int) -> list[float]:
-    """One round: the fastest time of build_step + forward_step + greedy sampling of each (works, block_size)
-    point, in turn (block_size 0: slabs; else a block pool read through block_tables).
+def _time_steps(model, points: list[tuple[list[Work], SlabPoint | PagedPoint]], repeats: int) -> list[float]:
+    """One round: the fastest time of build_step + forward_step + greedy sampling of each (works, layout) point,
+    in turn (layout: SLABS, or a PagedPoint's block pool read through block_tables).
 
     Each point runs its repeats back to back, as the engine runs similar steps one after another (caches warm:
     a one-decode step measured 0.43 ms after itself and ~1 ms after a 4,000-token prefill), after a warm-up of
@@ -155,20 +195,13 @@ def _time_steps(model, points: list[tuple[list[Work], int]], repeats: int) -> li
     and keeps each point's fastest, so that a busy moment of the machine does not land on all the points of one
     shape. The minimum, not the median: other processes only ever add time.
     """
-    from ..model.runner import ModelRunner, step_segments
+    from ..model.runner import step_segments
 
-    cfg = model.config
     _, clock = step_timer(model.device)
     out = []
-    for works, block_size in points:
+    for works, layout in points:
         segs, sample = step_segments(works, lambda i, w: [(7 * i + j) % 256 for j in range(w.tokens)])
-        tables = block_tables(works, block_size) if block_size else None
-        if tables:
-            runner = ModelRunner(model, max(w.slot for w in works) + 1,
-                                 block_size * sum(len(t) for t in tables.values()), block_size)
-        else:
-            max_len = max(max(w.start + w.tokens for w in works), min(CALIBRATION_SLAB, cfg.n_positions))
-            runner = ModelRunner(model, max(w.slot for w in works) + 1, max_len)
+        runner, tables = layout.runner(model, works)
 
         def timed() -> float:
             t0 = clock()
@@ -219,9 +252,10 @@ class StepShape:
     preset: HardwarePreset  # the model's shape (bytes and flops per token); its rates are what the fit finds
 
 
-def step_shape(preset: HardwarePreset, works: list[Work], block_size: int = 0) -> StepShape:
-    """The StepShape of a step under this preset's model shape and attention mode (block_size: paged KV)."""
-    return StepShape(ModeledClock(preset, block_size).terms(works), preset)
+def step_shape(preset: HardwarePreset, works: list[Work], layout: SlabPoint | PagedPoint = SLABS) -> StepShape:
+    """The StepShape of a step under this preset's model shape and attention mode, its K/V held as layout holds
+    them."""
+    return StepShape(layout.clock(preset).terms(works), preset)
 
 
 def _predict(shapes: list[StepShape], x: list[float], cache: float, ramp: float) -> np.ndarray:
@@ -313,17 +347,17 @@ def calibrate(model, quick: bool = False, name: str = "cpu-tiny", plan: dict | N
     rounds = plan.get("rounds", CALIBRATION_ROUNDS)
     measured = np.full(len(points), math.inf)
     for i in range(rounds):
-        measured = np.minimum(measured, _time_steps(model, [(w, bs) for _, w, bs in points], plan["repeats"]))
+        measured = np.minimum(measured, _time_steps(model, [(w, lay) for _, w, lay in points], plan["repeats"]))
         if between_rounds is not None and i < rounds - 1:
             between_rounds(i)
-    rates = fit_cost([step_shape(base, w, bs) for _, w, bs in points], measured)
+    rates = fit_cost([step_shape(base, w, lay) for _, w, lay in points], measured)
     preset = HardwarePreset(**{**asdict(base), **rates})
     rows, rel = [], []
-    for (label, works, bs), t in zip(points, measured):
-        clock = ModeledClock(preset, bs)
+    for (label, works, layout), t in zip(points, measured):
+        clock = layout.clock(preset)
         m = clock.step_time(works)
         rel.append(abs(m - t) / t)
-        rows.append({"label": label, "works": runs_of(works), **({"block_size": bs} if bs else {}),
+        rows.append({"label": label, "works": runs_of(works), **layout.knobs,
                      "measured_s": round(float(t), 7), "modeled_s": round(m, 7), "bound": clock.cost(works)["bound"]})
     preset.details = {
         "device": where, "torch": torch.__version__, "threads": torch.get_num_threads(), "dtype": str(model.dtype),

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from .calibrate import step_timer
-from ..core.config import DEFAULT_BLOCK_SIZE
 from ..core.scheduling.registry import POLICY_CLASSES
 from ..cost.clock import ModeledClock
 from ..cost.presets import HardwarePreset, get_preset
@@ -47,8 +46,9 @@ GOAL_TOTAL_PCT, GOAL_STEP_MEDIAN_PCT = 10.0, 15.0  # issue #8: modeled total wit
 
 
 def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: HardwarePreset,
-               kv_layout: str = "slab") -> tuple[list, list[float]]:
-    """The steps of one real run under the modeled clock, and each step's forward timed by step_timer."""
+               kv_layout: str = "slab") -> tuple[list, list[float], object]:
+    """The steps of one real run under the modeled clock, each step's forward timed by step_timer, and the run's
+    KV pool's `priced` (what turns a clock into the one that prices this layout's steps)."""
     from ..core.workloads import get_workload
 
     timer = _ForwardTimer(step_timer(engine.model.device)[1])
@@ -58,7 +58,7 @@ def _run_steps(engine, workload: str, knobs: dict, policy: str, preset: Hardware
         run.runner.kv.k.zero_()
         run.runner.kv.v.zero_()
     run.finish(progress=False)
-    return run.steps, timer.timed
+    return run.steps, timer.timed, run.pool.priced
 
 
 class _ForwardTimer(StepHook):
@@ -81,7 +81,8 @@ def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None =
     """One repeat: every policy on every workload for real, scheduled by `schedule`'s modeled clock, with slabs,
     and `paged_policies` again with the paged KV layout.
 
-    Returns, per (workload, policy, kv_layout), the steps' works and each step's timed and wall seconds. Runs one
+    Returns, per (workload, policy, kv_layout), the steps' works, each step's timed and wall seconds, and the
+    run's pool's `priced` (compare prices the steps with it, as the run did). Runs one
     after another, so that a busy moment of a shared machine hits one repeat of many runs, not every repeat of one.
     """
     from ..engine import Engine
@@ -91,10 +92,10 @@ def measure(model, schedule: HardwarePreset, workloads: dict[str, dict] | None =
     out = {}
     for wl, knobs in (SCALED if workloads is None else workloads).items():
         for pol, layout in [(p, "slab") for p in policies] + [(p, "paged") for p in paged_policies]:
-            steps, t = _run_steps(engine, wl, knobs, pol, schedule, layout)
+            steps, t, priced = _run_steps(engine, wl, knobs, pol, schedule, layout)
             # (slot, request_id, phase, start, tokens, padding) tuples of the trace's SlotWorks
             out[(wl, pol, layout)] = {"works": [[tuple(w) for w in s.works] for s in steps], "timed": t,
-                              "wall": [s.measured_s for s in steps]}
+                              "wall": [s.measured_s for s in steps], "priced": priced}
             if log:
                 log(f"repeat {repeat + 1} {wl} {pol} {layout}: {len(steps)} steps, {sum(t):.2f} s timed, "
                     f"{sum(s.measured_s for s in steps):.2f} s wall")
@@ -106,14 +107,15 @@ def compare(repeats: list[dict[tuple[str, str, str], dict]], preset: HardwarePre
 
     measured_s sums each step's fastest repeat as step_timer times it (the thread's CPU time on a one-thread CPU
     run, as calibrate() times its points); wall_s sums the engine's own wall-clock measured_s the same way;
-    modeled_s prices the same steps with `preset`.
+    modeled_s prices the same steps with `preset`, as the run's KV pool prices them (its `priced`: a paged run's
+    clock gathers through its blocks).
     """
     from ..core.request import Work
 
     hw = get_preset(preset) if isinstance(preset, str) else preset
     rows = []
     for (wl, pol, layout), first in repeats[0].items():
-        clock = ModeledClock(hw, DEFAULT_BLOCK_SIZE if layout == "paged" else 0)  # the runs' blocks: the default
+        clock = first["priced"](ModeledClock(hw))
         runs = [m[(wl, pol, layout)] for m in repeats]
         if any(r["works"] != first["works"] or len(r["timed"]) != len(r["works"]) for r in runs):
             raise RuntimeError(f"{wl} {pol}: repeats ran different steps (the modeled clock should fix them)")  # words: ok (a bug)
@@ -145,6 +147,7 @@ def format_table(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
     out = [t("engine.validation.header"), "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
+        # a layout test kept: a recorded row's layout name, shown (no pool to ask: the rows are JSON, old ones too)
         policy = r["policy"] + (" (paged)" if r.get("kv_layout") == "paged" else "")
         out.append(f"| {r['workload']} | {policy} | {r['steps']} | {r['measured_s']:.3f} | {r['modeled_s']:.3f} "
                    f"| {r['error_pct']:+.1f}% | {r['step_median_error_pct']:.1f}% | {r.get('wall_s', float('nan')):.3f} |")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -158,11 +158,12 @@ class TraceLike(Protocol):
     slab_rule: str
     kv_tensor_positions: int | None
     workload_knobs: dict
+    gpus: int | None
+    kv: Any  # the layout's record (core/kv.SlabRecord, core/blocks.PagedRecord): its fields below are its
     kv_layout: str
     block_size: int
     num_blocks: int
     block_spans: list[tuple]
-    gpus: int | None
 
     def works_table(self) -> WorkTable: ...
     def step_arrays(self) -> StepArrays: ...

@@ -1,14 +1,12 @@
 """A trace's exports: the contract's JSON (summary, full trace), Perfetto's Chrome-trace JSON, and reading JSON back."""
 from __future__ import annotations
 
-from typing import TypeVar
-
+from ..core.blocks import BLOCK_FIELDS
+from ..core.config import pool_class
 from ..core.request import Request, SlotWork
 from .arrays import TraceLike
 from .metrics import latency_ms, metrics
 from .step import StepRecord
-
-_T = TypeVar("_T", bound=TraceLike)
 
 
 def request_dict(tr: TraceLike, r: Request, tokens: bool = False) -> dict:
@@ -23,8 +21,7 @@ def request_dict(tr: TraceLike, r: Request, tokens: bool = False) -> dict:
         "prefill_computed_tokens": r.prefill_computed_tokens,
         "decode_computed_tokens": r.decode_computed_tokens,
     }
-    if tr.kv_layout == "paged":
-        d["preemptions"] = r.preemptions
+    d.update(tr.kv.json_request(r))
     if tokens:
         d["tokens"] = None if tr.dry_run else list(r.output)
     return d
@@ -38,9 +35,7 @@ def summary(tr: TraceLike, tokens: bool = False) -> dict:
             "kv": {"units": tr.kv_units, "dtype": tr.kv_dtype, "bytes_per_token": tr.kv_bytes_per_token,
                    "capacity_bytes": tr.kv_capacity_bytes, "slab_bytes": tr.slab_bytes,
                    "slab_tokens": tr.slab_tokens, "slab_rule": tr.slab_rule,
-                   "tensor_positions": tr.kv_tensor_positions,
-                   **({"layout": "paged", "block_size": tr.block_size, "num_blocks": tr.num_blocks}
-                      if tr.kv_layout == "paged" else {})},
+                   "tensor_positions": tr.kv_tensor_positions, **tr.kv.json_kv()},
             "metrics": metrics(tr), "requests": [request_dict(tr, r, tokens) for r in tr.requests]}
 
 
@@ -50,23 +45,12 @@ def to_dict(tr: TraceLike) -> dict:
     d["steps"] = [{"index": s.index, "start_s": s.start_s, "duration_s": s.duration_s,
                    "measured_s": s.measured_s, "kv_reserved_bytes": s.kv_reserved_bytes,
                    "kv_used_bytes": s.kv_used_bytes, "num_waiting": s.num_waiting,
-                   "works": [w._asdict() for w in s.works], **_block_fields(tr, s)}
+                   "works": [w._asdict() for w in s.works], **tr.kv.json_step(s)}
                   for s in tr.steps]
-    if tr.kv_layout == "paged":
-        d["block_spans"] = [list(sp) for sp in tr.block_spans]
+    d.update(tr.kv.json_trace())
     for rd, r in zip(d["requests"], tr.requests):
         rd["token_times_s"] = list(r.token_times)
     return d
-
-
-BLOCK_FIELDS = ("blocks_used", "blocks_free", "block_waste", "preempted", "resumed", "recomputed_tokens")
-
-
-def _block_fields(tr: TraceLike, s: StepRecord) -> dict:
-    """A paged run's per-step block fields, as JSON (none for slabs: their documents stay as they were)."""
-    if tr.kv_layout != "paged":
-        return {}
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(s, k)) for k in BLOCK_FIELDS)}
 
 
 def to_perfetto(tr: TraceLike) -> dict:
@@ -109,18 +93,14 @@ def to_perfetto(tr: TraceLike) -> dict:
                    "args": {"busy_slots": len(s.works), "tokens": s.tokens}})
         ev.append({"ph": "C", "pid": 1, "name": "kv_bytes", "ts": s.start_s * us,
                    "args": {"reserved": s.kv_reserved_bytes, "used": s.kv_used_bytes}})
-        if tr.kv_layout == "paged":
-            ev.append({"ph": "C", "pid": 1, "name": "kv_blocks", "ts": s.start_s * us,
-                       "args": {"used": s.blocks_used, "free": s.blocks_free, "waste_positions": s.block_waste}})
-            ev.append({"ph": "C", "pid": 1, "name": "preemption", "ts": s.start_s * us,
-                       "args": {"preempted": len(s.preempted), "recomputed_tokens": s.recomputed_tokens}})
+        ev += tr.kv.perfetto_counters(s, s.start_s * us)
     for slot in list(open_):
         close(slot)
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"workload": tr.workload, "clock": tr.clock, "hardware": tr.hardware}}
 
 
-def trace_from_dict(cls: type[_T], d: dict) -> _T:
+def trace_from_dict(cls: type[TraceLike], d: dict) -> TraceLike:
     """The inverse of to_dict() (summary() documents too: no steps)."""
     reqs = []
     for rd in d["requests"]:
@@ -148,5 +128,4 @@ def trace_from_dict(cls: type[_T], d: dict) -> _T:
                kv_capacity_bytes=kv.get("capacity_bytes"), slab_bytes=kv.get("slab_bytes", 0),
                slab_tokens=kv.get("slab_tokens", 0), slab_rule=kv.get("slab_rule", ""),
                kv_tensor_positions=kv.get("tensor_positions"), workload_knobs=dict(d.get("workload_knobs", {})),
-               kv_layout=kv.get("layout", "slab"), block_size=kv.get("block_size", 0), num_blocks=kv.get("num_blocks", 0),
-               block_spans=[tuple(sp) for sp in d.get("block_spans", [])], gpus=d.get("gpus"))
+               gpus=d.get("gpus"), kv=pool_class(kv.get("layout", "slab")).record.from_json(kv, d))

@@ -83,15 +83,8 @@ def metrics(tr: TraceLike) -> dict:
         "kv_units": tr.kv_units,
         "kv_capacity_bytes": tr.kv_capacity_bytes,
         **kv_fit(tr),
-        **(paged_metrics(tr) if tr.kv_layout == "paged" else {}),
+        **tr.kv.metrics(tr.steps),
     }
-
-
-def paged_metrics(tr: TraceLike) -> dict:
-    """The paged layout's: preemptions, prefill tokens computed again after them, the most blocks held at once."""
-    return {"preemptions": sum(len(s.preempted) for s in tr.steps),
-            "recomputed_tokens": sum(s.recomputed_tokens for s in tr.steps),
-            "blocks_used_peak": max((s.blocks_used for s in tr.steps), default=0)}
 
 
 def useful_slot_seconds(tr: TraceLike) -> float:

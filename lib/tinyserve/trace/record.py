@@ -12,6 +12,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from ..core.blocks import PagedRecord
+from ..core.kv import SlabRecord
 from ..core.request import FINISHED, Request
 from . import arrays, export
 from .arrays import BlockUsage, RequestArrays, RequestTimeline, SlotGrid, StepArrays, WorkTable
@@ -44,19 +46,36 @@ class Trace:
     slab_rule: str = ""  # what sized the slab: "max_model_len: ..." (a slab server) or "longest: ..." (a what-if)
     kv_tensor_positions: int | None = None  # positions per slot of the real model's KV tensors (None: dry run)
     workload_knobs: dict = field(default_factory=dict)  # a named workload's knobs, e.g. {"rate": 2.0}
-    kv_layout: str = "slab"  # "paged": a block pool, a block table per sequence (core/blocks.py)
-    block_size: int = 0  # positions per block (paged)
-    num_blocks: int = 0  # blocks in the pool (paged)
-    # each time a block was held: (block, request id, its index in the request's table, first step, last step);
-    # a block map (blocks x steps, owner per cell) is these spans drawn as bars
-    block_spans: list[tuple] = field(default_factory=list)
     gpus: int | None = None  # GPUs of the instance, tensor parallel (RunConfig.gpus); None: the preset as it is
+    # the layout's own part (its pool's trace_fields): what its JSON, metrics, report and views add
+    kv: SlabRecord | PagedRecord = field(default_factory=SlabRecord)
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the run hands its slab rule as lang.LazyText (words looked up when shown): the record keeps the text
         if not isinstance(self.slab_rule, str):
             self.slab_rule = str(self.slab_rule)
+
+    # ---- the layout's fields, as the lessons read them (Trace.kv holds them) ------------------------------------
+    @property
+    def kv_layout(self) -> str:
+        """"slab", or "paged": a block pool, a block table per sequence (core/blocks.py)."""
+        return self.kv.kv_layout
+
+    @property
+    def block_size(self) -> int:
+        """Positions per block (paged; 0 for slabs)."""
+        return self.kv.block_size
+
+    @property
+    def num_blocks(self) -> int:
+        """Blocks in the pool (paged; 0 for slabs)."""
+        return self.kv.num_blocks
+
+    @property
+    def block_spans(self) -> list[tuple]:
+        """Each time a block was held: (block, request id, index in its table, first step, last step)."""
+        return self.kv.block_spans
 
     # ---- views -------------------------------------------------------------------------------------------
     def workload_label(self) -> str:

@@ -29,13 +29,7 @@ def format_summary(tr: Trace) -> str:
         t("engine.summary.kv", units=_kv_units(tr), reserved=_bytes(m["kv_reserved_bytes_peak"]),
           used=_bytes(m["kv_used_bytes_peak"])),
     ]
-    if tr.kv_layout == "paged":
-        lines.append(t("engine.summary.kv_blocks", blocks=tr.num_blocks, size=tr.block_size,
-                       held=m["blocks_used_peak"], preemptions=m["preemptions"], recomputed=m["recomputed_tokens"]))
-    elif m["kv_capacity_bytes"] is not None:
-        lines.append(t("engine.summary.kv_capacity", capacity=_bytes(m["kv_capacity_bytes"]),
-                       slabs=m["kv_fit_slabs"], exact=m["kv_fit_exact"]))
-    return "\n".join(lines)
+    return "\n".join(lines + tr.kv.report_lines(m, _bytes))
 
 
 def throughput_line(m: dict) -> str:

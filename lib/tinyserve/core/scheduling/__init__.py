@@ -15,21 +15,14 @@ from .base import Plan, Policy, decode_work
 from .chunked import ChunkedPrefill
 from .continuous import ContinuousBatching
 from .dynamic import DynamicBatching
-from .registry import POLICY_CLASSES
 from .scheduler import Scheduler
 from .static import StaticBatching
 
 __all__ = ["Plan", "Policy", "decode_work", "Scheduler", "StaticBatching", "DynamicBatching", "ContinuousBatching",
-           "ChunkedPrefill", "make_policy", "policy_for"]
+           "ChunkedPrefill", "make_policy"]
 
 
 def make_policy(name: str, **knobs) -> Policy:
     """Build a policy by name; its knobs are RunConfig's policy knobs, checked there (one that does not apply to
     the policy is an error)."""
-    return policy_for(RunConfig(name, **knobs))
-
-
-def policy_for(cfg: RunConfig) -> Policy:
-    """The policy a checked RunConfig names, built with the knobs its class takes (those left None: its defaults)."""
-    cls = POLICY_CLASSES[cfg.policy]
-    return cls(cfg.batch_size, **{k: getattr(cfg, k) for k in cls.takes if getattr(cfg, k) is not None})
+    return RunConfig(name, **knobs).build_policy()
