@@ -568,9 +568,9 @@ glue("scarce_wait_max", waits[-1], "{:.1f}")
 #
 # **How far to trust it.** The cost model charges a mixed step its roofline time and nothing for prefill and decode
 # getting in each other's way inside a step, which DistServe measured on real GPUs; that would favour the split.
-# Each tensor-parallel layer pays two ring all-reduces over NVLink, at a latency that real libraries beat for small
-# messages. And a goodput read off a sweep moves with the draw: hence the seeds, and no claim that does not hold
-# on all of them.
+# Each tensor-parallel layer pays two all-reduces over NVLink, each a fixed latency (vLLM's custom all-reduce as
+# measured for one decode token's activations) plus the bytes at the link's speed. And a goodput read off a sweep
+# moves with the draw: hence the seeds, and no claim that does not hold on all of them.
 #
 # **Where this sits in the literature.** DistServe (arXiv:2401.09670, January 2024) came after Sarathi's chunked
 # prefill (August 2023), DeepSpeed-FastGen (November 2023) and Splitwise (November 2023); only Sarathi-Serve
