@@ -163,12 +163,20 @@ def _slo_options(p: argparse.ArgumentParser, required: bool) -> None:
 GOODPUT_SKIPS = ("timeout", "prefill_first", "max_waiting_steps", "clock", "slab")
 
 
+def _policies(which) -> str:
+    """The policies whose class `which` accepts, as the registry declares them, for --help (deploy.config's
+    DECODE_POLICIES is not imported: it would load numpy for every command)."""
+    from ..core.scheduling.registry import POLICY_CLASSES
+
+    return t("engine.and").join(name for name, cls in POLICY_CLASSES.items() if which(cls))
+
+
 def _knob_options(p: argparse.ArgumentParser, skip: tuple[str, ...] = (), **defaults) -> None:
     """The run knobs' options, each declared here once (named as its RunConfig field: --batch-size is batch_size),
     in --help's order, but those in skip; defaults: a knob's default where a command has its own."""
     options = {
         "batch_size": dict(type=_positive_int("--batch-size")),
-        "timeout": dict(type=_nonneg_float("--timeout"), help=t("cli.help.timeout")),
+        "timeout": dict(type=_nonneg_float("--timeout"), help=t("cli.help.timeout", policies=_policies(lambda c: "timeout" in c.takes))),
         "chunk_size": dict(type=_positive_int("--chunk-size")),
         "max_batch_tokens": dict(type=_positive_int("--max-batch-tokens")),
         "prefill_first": None,  # two options, one knob: below
@@ -235,7 +243,8 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
     g.add_argument("--fair", type=_positive_int("--fair"), metavar="N", help=t("cli.help.fair"))
     g.add_argument("--deployment", action="append", metavar="SPEC",
                    help=t("cli.help.goodput_deployment", default=DEFAULT_LINK))
-    g.add_argument("--policy", default="chunked", help=t("cli.help.goodput_policy"))
+    g.add_argument("--policy", default="chunked",
+                   help=t("cli.help.goodput_policy", policies=_policies(lambda c: c.admits_prefilled)))
     _knob_options(g, skip=GOODPUT_SKIPS, seed=None)
     g.add_argument("--seeds", type=_seeds, metavar="S1,S2,...", help=t("cli.help.seeds"))
     g.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
