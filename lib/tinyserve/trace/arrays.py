@@ -1,17 +1,17 @@
 """What the views draw, as numpy arrays built once per trace: the works table, per-step and per-request arrays,
-the slot grid, request timelines, slot-step shares (Trace's view methods return these, cached). They read a trace
-as TraceLike says (record.py, which hands them out, imports this module: not the other way)."""
+the slot grid, request timelines, slot-step shares (Trace's view methods return these, cached). They read a trace's
+fields (fields.TraceFields; record.py, which hands them out, imports this module: not the other way)."""
 from __future__ import annotations
 
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 
 from ..core.request import FINISHED, REJECTED, Request
 from . import latency
+from .fields import TraceFields
 from .step import StepRecord
 
 PHASES = ("prefill", "decode", "wasted", "padding", "idle")
@@ -137,50 +137,15 @@ class RequestTimeline:
     last_step: int | None
 
 
-class TraceLike(Protocol):
-    """A run's record as its arrays, metrics and exports read it (record.Trace is the one implementation)."""
-
-    policy: str
-    workload: str
-    clock: str
-    hardware: str | None
-    num_slots: int
-    knobs: dict
-    dry_run: bool
-    steps: list[StepRecord]
-    requests: list[Request]
-    kv_units: str
-    kv_dtype: str | None
-    kv_bytes_per_token: int
-    kv_capacity_bytes: int | None
-    slab_bytes: int
-    slab_tokens: int
-    slab_rule: str
-    kv_tensor_positions: int | None
-    workload_knobs: dict
-    gpus: int | None
-    kv: Any  # the layout's record (core/kv.SlabRecord, core/blocks.PagedRecord): its fields below are its
-    kv_layout: str
-    block_size: int
-    num_blocks: int
-    block_spans: list[tuple]
-
-    def works_table(self) -> WorkTable: ...
-    def step_arrays(self) -> StepArrays: ...
-    def request_arrays(self) -> RequestArrays: ...
-    def slot_steps(self) -> dict[str, float]: ...
-    def slots_held(self) -> np.ndarray: ...
-
-
 _WORKS = operator.attrgetter("works")  # a C-level getter: a generator expression costs ~0.5 us a step
 
 
-def _step_column(tr: TraceLike, name: str, dtype) -> np.ndarray:
+def _step_column(tr: TraceFields, name: str, dtype) -> np.ndarray:
     """One StepRecord field of every step as an array (a C loop: long runs have ~10,000 steps)."""
     return np.fromiter(map(operator.attrgetter(name), tr.steps), dtype=dtype, count=len(tr.steps))
 
 
-def _recompute_tokens(tr: TraceLike, token, ph, step, req, index) -> np.ndarray:
+def _recompute_tokens(tr: TraceFields, token, ph, step, req, index) -> np.ndarray:
     """Tokens of a run with preemptions: only a request's first prefill to end its prompt made a token (a later one
     is a recompute chunk); a recompute's last chunk, ending past the prompt, made one (StepRecord.resumed)."""
     pre = np.flatnonzero(token & (ph == PREFILL))
@@ -193,7 +158,7 @@ def _recompute_tokens(tr: TraceLike, token, ph, step, req, index) -> np.ndarray:
     return token
 
 
-def _works_table(tr: TraceLike) -> WorkTable:
+def _works_table(tr: TraceFields) -> WorkTable:
     n = len(tr.steps)
     counts = np.fromiter(map(len, map(_WORKS, tr.steps)), dtype=np.int64, count=n)
     m = int(counts.sum())
@@ -228,7 +193,7 @@ def _works_table(tr: TraceLike) -> WorkTable:
     return WorkTable(step, slot, req, ph, start, tokens, padding, token, first, gap)
 
 
-def _step_arrays(tr: TraceLike) -> StepArrays:
+def _step_arrays(tr: TraceFields) -> StepArrays:
     n = len(tr.steps)
     wt = tr.works_table()
     start, dur = _step_column(tr, "start_s", np.float64), _step_column(tr, "duration_s", np.float64)
@@ -259,7 +224,7 @@ def _step_arrays(tr: TraceLike) -> StepArrays:
         recomputed_tokens=_step_column(tr, "recomputed_tokens", np.int64))
 
 
-def _block_usage(tr: TraceLike) -> BlockUsage:
+def _block_usage(tr: TraceFields) -> BlockUsage:
     n, size = len(tr.steps), max(1, tr.block_size)
     index = {r.id: i for i, r in enumerate(tr.requests)}
     m = len(tr.block_spans)
@@ -309,7 +274,7 @@ def _block_usage(tr: TraceLike) -> BlockUsage:
                       np.bincount(p_step[w], weights=rem[w], minlength=n).astype(np.int64))
 
 
-def _slot_grid(tr: TraceLike) -> SlotGrid:
+def _slot_grid(tr: TraceFields) -> SlotGrid:
     shape = (tr.num_slots, len(tr.steps))
     wt = tr.works_table()
     phase = np.zeros(shape, dtype=np.int8)
@@ -323,7 +288,7 @@ def _slot_grid(tr: TraceLike) -> SlotGrid:
     return SlotGrid(phase, *grids)
 
 
-def _request_arrays(tr: TraceLike) -> RequestArrays:
+def _request_arrays(tr: TraceFields) -> RequestArrays:
     m = len(tr.requests)
     wt = tr.works_table()
 
@@ -357,7 +322,7 @@ def _request_arrays(tr: TraceLike) -> RequestArrays:
         last_step=per_request(every, wt.step, np.maximum))
 
 
-def _request_timelines(tr: TraceLike) -> list[RequestTimeline]:
+def _request_timelines(tr: TraceFields) -> list[RequestTimeline]:
     wt, ra = tr.works_table(), tr.request_arrays()
     chunks: list[list] = [[] for _ in tr.requests]
     for i in np.flatnonzero(wt.phase == PREFILL):
@@ -375,7 +340,7 @@ def _request_timelines(tr: TraceLike) -> list[RequestTimeline]:
     return out
 
 
-def _slot_step_shares(tr: TraceLike) -> dict[str, np.ndarray]:
+def _slot_step_shares(tr: TraceFields) -> dict[str, np.ndarray]:
     wt, n = tr.works_table(), len(tr.steps)
     total = (wt.tokens + wt.padding).astype(np.float64)
     wasted = (wt.phase == WASTED).astype(np.float64)
@@ -387,7 +352,7 @@ def _slot_step_shares(tr: TraceLike) -> dict[str, np.ndarray]:
             "idle": (tr.num_slots - busy).astype(np.float64)}
 
 
-def slot_phases(tr: TraceLike) -> np.ndarray:
+def slot_phases(tr: TraceFields) -> np.ndarray:
     """(num_slots, num_steps) array of phase names ('idle' where a slot did nothing)."""
     grid = np.full((tr.num_slots, len(tr.steps)), "idle", dtype=object)
     for j, s in enumerate(tr.steps):
@@ -396,7 +361,7 @@ def slot_phases(tr: TraceLike) -> np.ndarray:
     return grid
 
 
-def slots_held(tr: TraceLike) -> np.ndarray:
+def slots_held(tr: TraceFields) -> np.ndarray:
     """Per step: slots holding a request (claimed at its first step, held through its last, wasted included)."""
     ra, n = tr.request_arrays(), len(tr.steps)
     ran = ra.first_step >= 0
@@ -406,7 +371,7 @@ def slots_held(tr: TraceLike) -> np.ndarray:
     return np.cumsum(edges[:n])
 
 
-def request_states(tr: TraceLike, k: int) -> np.ndarray:
+def request_states(tr: TraceFields, k: int) -> np.ndarray:
     """Each request's state (REQUEST_STATES code) at the end of step k."""
     ra, sa = tr.request_arrays(), tr.step_arrays()
     t_end = sa.end_s[k] if len(sa.end_s) else 0.0

@@ -4,12 +4,12 @@ from __future__ import annotations
 from ..core.blocks import BLOCK_FIELDS
 from ..core.config import pool_class
 from ..core.request import Request, SlotWork
-from .arrays import TraceLike
+from .fields import TraceFields
 from .metrics import latency_ms, metrics
 from .step import StepRecord
 
 
-def request_dict(tr: TraceLike, r: Request, tokens: bool = False) -> dict:
+def request_dict(tr: TraceFields, r: Request, tokens: bool = False) -> dict:
     """One request as the contract's JSON object."""
     d = {
         "id": r.id, "status": r.status, "finish_reason": r.finish_reason,
@@ -27,7 +27,7 @@ def request_dict(tr: TraceLike, r: Request, tokens: bool = False) -> dict:
     return d
 
 
-def summary(tr: TraceLike, tokens: bool = False) -> dict:
+def summary(tr: TraceFields, tokens: bool = False) -> dict:
     """The `tinyserve run --json` document."""
     return {"policy": tr.policy, "workload": tr.workload, "workload_knobs": tr.workload_knobs,
             "clock": tr.clock, "hardware": tr.hardware, **({"gpus": tr.gpus} if tr.gpus is not None else {}),
@@ -39,7 +39,7 @@ def summary(tr: TraceLike, tokens: bool = False) -> dict:
             "metrics": metrics(tr), "requests": [request_dict(tr, r, tokens) for r in tr.requests]}
 
 
-def to_dict(tr: TraceLike) -> dict:
+def to_dict(tr: TraceFields) -> dict:
     """Everything, steps included (`--trace`)."""
     d = summary(tr, tokens=True)
     d["steps"] = [{"index": s.index, "start_s": s.start_s, "duration_s": s.duration_s,
@@ -53,7 +53,7 @@ def to_dict(tr: TraceLike) -> dict:
     return d
 
 
-def to_perfetto(tr: TraceLike) -> dict:
+def to_perfetto(tr: TraceFields) -> dict:
     """Chrome-trace JSON (ui.perfetto.dev, chrome://tracing): a track per slot, a slice per request phase,
     counters for busy slots, tokens per step and KV bytes."""
     us = 1e6
@@ -100,7 +100,7 @@ def to_perfetto(tr: TraceLike) -> dict:
             "otherData": {"workload": tr.workload, "clock": tr.clock, "hardware": tr.hardware}}
 
 
-def trace_from_dict(cls: type[TraceLike], d: dict) -> TraceLike:
+def trace_from_dict(cls: type[TraceFields], d: dict) -> TraceFields:
     """The inverse of to_dict() (summary() documents too: no steps)."""
     reqs = []
     for rd in d["requests"]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.request import FINISHED, REJECTED, Request
-from .arrays import TraceLike, _step_column
+from .arrays import _step_column
+from .fields import TraceFields
 from .latency import e2e_s, tpot_ms, ttft_s
 
 
@@ -50,7 +51,7 @@ def request_metrics(requests: list[Request]) -> dict:
             "e2el_ms": latency["e2el_ms"]}
 
 
-def metrics(tr: TraceLike) -> dict:
+def metrics(tr: TraceFields) -> dict:
     """The contract's metrics (times in this run's clock; vLLM's meanings).
 
     Utilisation two ways (useful = slot-steps that computed a token a request keeps, a padded prefill's
@@ -87,13 +88,13 @@ def metrics(tr: TraceLike) -> dict:
     }
 
 
-def useful_slot_seconds(tr: TraceLike) -> float:
+def useful_slot_seconds(tr: TraceFields) -> float:
     """Each step's useful slots (as slot_steps counts them) times its duration, summed."""
     return sum(s.duration_s * sum(w.tokens / (w.tokens + w.padding) for w in s.works if w.phase != "wasted")
                for s in tr.steps)
 
 
-def kv_fit(tr: TraceLike) -> dict:
+def kv_fit(tr: TraceFields) -> dict:
     """Sequences the KV capacity holds as slabs, and as exact allocation of what sequences really held."""
     cap, slab = tr.kv_capacity_bytes, tr.slab_bytes
     held = tr.slots_held() if tr.steps else np.zeros(0, dtype=np.int64)

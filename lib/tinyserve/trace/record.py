@@ -1,6 +1,6 @@
 """The Trace: every step and every request of a run. Its views (trace/arrays.py), metrics (trace/metrics.py) and
-exports (trace/export.py) are computed from it; this module keeps the record and hands out those, cached. They
-read it as arrays.TraceLike says, so none of them imports this module."""
+exports (trace/export.py) are computed from it; this module hands those out, cached. They read a trace's fields
+(trace/fields.py, which this class extends), so none of them imports this module."""
 from __future__ import annotations
 
 import copy
@@ -12,10 +12,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..core.blocks import PagedRecord
-from ..core.kv import SlabRecord
 from ..core.request import FINISHED, Request
 from . import arrays, export
+from .fields import TraceFields
 from .arrays import BlockUsage, RequestArrays, RequestTimeline, SlotGrid, StepArrays, WorkTable
 from .metrics import metrics
 from .step import StepRecord
@@ -24,58 +23,16 @@ _V = TypeVar("_V")
 
 
 @dataclass
-class Trace:
-    """A run: its settings, steps and requests. Everything downstream (metrics, widgets, exports) reads this."""
+class Trace(TraceFields):
+    """A run: its settings, steps and requests (TraceFields), and the views of them everything downstream
+    (metrics, widgets, exports) reads, computed once each."""
 
-    policy: str
-    workload: str
-    clock: str
-    hardware: str | None
-    num_slots: int
-    knobs: dict
-    dry_run: bool
-    steps: list[StepRecord] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    # KV accounting: "modeled" = bytes of the hardware preset's model (e.g. a 70B in bf16), "real" = the tiny GPT's
-    kv_units: str = "real"
-    kv_dtype: str | None = None
-    kv_bytes_per_token: int = 0
-    kv_capacity_bytes: int | None = None  # the KV budget or modeled KV memory that capped the slots (None: no cap)
-    slab_bytes: int = 0  # one slot's slab: slab_tokens x kv_bytes_per_token
-    slab_tokens: int = 0  # positions every slot's slab reserves from step 0
-    slab_rule: str = ""  # what sized the slab: "max_model_len: ..." (a slab server) or "longest: ..." (a what-if)
-    kv_tensor_positions: int | None = None  # positions per slot of the real model's KV tensors (None: dry run)
-    workload_knobs: dict = field(default_factory=dict)  # a named workload's knobs, e.g. {"rate": 2.0}
-    gpus: int | None = None  # GPUs of the instance, tensor parallel (RunConfig.gpus); None: the preset as it is
-    # the layout's own part (its pool's trace_fields): what its JSON, metrics, report and views add
-    kv: SlabRecord | PagedRecord = field(default_factory=SlabRecord)
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the run hands its slab rule as lang.LazyText (words looked up when shown): the record keeps the text
         if not isinstance(self.slab_rule, str):
             self.slab_rule = str(self.slab_rule)
-
-    # ---- the layout's fields, as the lessons read them (Trace.kv holds them) ------------------------------------
-    @property
-    def kv_layout(self) -> str:
-        """"slab", or "paged": a block pool, a block table per sequence (core/blocks.py)."""
-        return self.kv.kv_layout
-
-    @property
-    def block_size(self) -> int:
-        """Positions per block (paged; 0 for slabs)."""
-        return self.kv.block_size
-
-    @property
-    def num_blocks(self) -> int:
-        """Blocks in the pool (paged; 0 for slabs)."""
-        return self.kv.num_blocks
-
-    @property
-    def block_spans(self) -> list[tuple]:
-        """Each time a block was held: (block, request id, index in its table, first step, last step)."""
-        return self.kv.block_spans
 
     # ---- views -------------------------------------------------------------------------------------------
     def workload_label(self) -> str:
