@@ -134,7 +134,7 @@ class Run:
         self.pending = deque() if handed else deque(sorted(accepted, key=lambda r: r.arrival_s))  # not arrived yet
         self.workload_knobs: dict = dict(config.workload_knobs or {})  # a named workload's knobs, named in the trace
         self.scheduler = Scheduler(policy, self.pool, self.dry_run)
-        self.scheduler.reject(kv.refused)
+        reject(kv.refused)
         return self
 
     @property

@@ -20,8 +20,9 @@ from tinyserve.core.workloads import WORKLOADS
 from tinyserve.cost.links import get_link, list_links
 from tinyserve.cost.presets import DEFAULT_HARDWARE, list_presets
 from tinyserve.deploy import DeploymentConfig, DeploymentTrace, run_deployment
+from tinyserve.core.scheduling.registry import DECODE_POLICIES
 # WHOLE: a prefill instance's chunk, whole prompts
-from tinyserve.deploy.config import DECODE_POLICIES, DEFAULT_LINK, WHOLE
+from tinyserve.deploy.config import DEFAULT_LINK, WHOLE
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
 from tinyserve.lang import t

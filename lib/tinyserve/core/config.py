@@ -37,6 +37,11 @@ def policy_classes() -> dict[str, type]:
     return POLICY_CLASSES
 
 
+def users(knob: str) -> str:
+    """The named policies that take a knob, in words ("static and dynamic"), as their classes declare it."""
+    return t("engine.and").join(p for p, c in policy_classes().items() if knob in c.takes)
+
+
 def takes(policy: str) -> tuple[str, ...]:
     """The knobs beyond batch_size a named policy takes (its class's declaration); () for an unknown name."""
     cls = policy_classes().get(policy)
@@ -134,8 +139,8 @@ class RunConfig:
         own = classes[self.policy].takes
         for knob in POLICY_KNOBS:
             if getattr(self, knob) is not None and knob not in own:
-                users = t("engine.and").join(p for p, c in classes.items() if knob in c.takes)
-                raise TinyserveError(t("engine.knob.not_for_policy", knob=knob, policy=self.policy, users=users))
+                raise TinyserveError(t("engine.knob.not_for_policy", knob=knob, policy=self.policy,
+                                       users=users(knob)))
         set_ = object.__setattr__  # frozen: normalised values are set once, here
         set_(self, "batch_size", check_knob("batch_size", DEFAULT_BATCH_SIZE if self.batch_size is None
                                              else self.batch_size))

@@ -4,13 +4,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from ..core.config import LAYOUTS, RunConfig
-from ..core.scheduling.registry import POLICY_CLASSES
+from ..core.scheduling.registry import DECODE_POLICIES
 from ..errors import TinyserveError
 from ..lang import t
 
 KINDS = ("colocated", "disaggregated")
-# the policies a decode instance runs: those that admit prefilled requests as they come (their classes say so)
-DECODE_POLICIES = tuple(name for name, cls in POLICY_CLASSES.items() if cls.admits_prefilled)
 DEFAULT_LINK = "nvlink-h200"
 # the options each kind takes beside `kind` (the other kind's are refused, each by its CLI option's name)
 OPTIONS = {"colocated": ("replicas",),

@@ -14,6 +14,8 @@ from pathlib import Path
 from .. import threads
 from ..errors import TinyserveError
 from ..lang import language, set_language, t
+from ..core.config import policy_classes, users
+from ..core.scheduling.registry import DECODE_POLICIES
 from .speak import argparse_words, users_language
 
 
@@ -163,20 +165,12 @@ def _slo_options(p: argparse.ArgumentParser, required: bool) -> None:
 GOODPUT_SKIPS = ("timeout", "prefill_first", "max_waiting_steps", "clock", "slab")
 
 
-def _policies(which) -> str:
-    """The policies whose class `which` accepts, as the registry declares them, for --help (deploy.config's
-    DECODE_POLICIES is not imported: it would load numpy for every command)."""
-    from ..core.scheduling.registry import POLICY_CLASSES
-
-    return t("engine.and").join(name for name, cls in POLICY_CLASSES.items() if which(cls))
-
-
 def _knob_options(p: argparse.ArgumentParser, skip: tuple[str, ...] = (), **defaults) -> None:
     """The run knobs' options, each declared here once (named as its RunConfig field: --batch-size is batch_size),
     in --help's order, but those in skip; defaults: a knob's default where a command has its own."""
     options = {
         "batch_size": dict(type=_positive_int("--batch-size")),
-        "timeout": dict(type=_nonneg_float("--timeout"), help=t("cli.help.timeout", policies=_policies(lambda c: "timeout" in c.takes))),
+        "timeout": dict(type=_nonneg_float("--timeout"), help=t("cli.help.timeout", policies=users("timeout"))),
         "chunk_size": dict(type=_positive_int("--chunk-size")),
         "max_batch_tokens": dict(type=_positive_int("--max-batch-tokens")),
         "prefill_first": None,  # two options, one knob: below
@@ -207,9 +201,7 @@ def _knob_options(p: argparse.ArgumentParser, skip: tuple[str, ...] = (), **defa
 def _run_parser(r: argparse.ArgumentParser) -> None:
     """`tinyserve run`'s options."""
     r.add_argument("--workload", required=True, help=t("cli.help.workload"))
-    from ..core.scheduling.registry import POLICY_CLASSES
-
-    r.add_argument("--policy", required=True, help=" | ".join(POLICY_CLASSES))
+    r.add_argument("--policy", required=True, help=" | ".join(policy_classes()))
     _knob_options(r, seed=0)
     r.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",
                    help=t("cli.help.workload_knob"))
@@ -244,7 +236,7 @@ def _goodput_parser(g: argparse.ArgumentParser) -> None:
     g.add_argument("--deployment", action="append", metavar="SPEC",
                    help=t("cli.help.goodput_deployment", default=DEFAULT_LINK))
     g.add_argument("--policy", default="chunked",
-                   help=t("cli.help.goodput_policy", policies=_policies(lambda c: c.admits_prefilled)))
+                   help=t("cli.help.goodput_policy", policies=t("engine.and").join(DECODE_POLICIES)))
     _knob_options(g, skip=GOODPUT_SKIPS, seed=None)
     g.add_argument("--seeds", type=_seeds, metavar="S1,S2,...", help=t("cli.help.seeds"))
     g.add_argument("--workload-knob", type=_workload_knob, action="append", default=[], metavar="NAME=VALUE",

@@ -8,3 +8,5 @@ from .dynamic import DynamicBatching
 from .static import StaticBatching
 
 POLICY_CLASSES = {cls.name: cls for cls in (StaticBatching, DynamicBatching, ContinuousBatching, ChunkedPrefill)}
+# the policies a deployment's decode instance runs: those that admit prefilled requests as they come
+DECODE_POLICIES = tuple(name for name, cls in POLICY_CLASSES.items() if cls.admits_prefilled)

@@ -91,10 +91,6 @@ class Scheduler:
             self.recount()
         return done
 
-    def reject(self, refused: list[tuple]) -> None:
-        """Reject each (request, why) the KV pool can never hold, alone, with its reason."""
-        reject(refused)
-
     def abort(self, r: Request, now: float) -> None:
         """Stop r at `now`; its slot and KV are free for the next step."""
         r.abort(now)
