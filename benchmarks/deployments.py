@@ -1,8 +1,10 @@
 """Writes lib/tinyserve/data/deployments.json: the deployment studies the lessons read (7.3 section 6 and its
 appendix B, 7.5 section 6), each deployment at every rate and seed of analysis/fair.py, scored against every SLO
-pair under both TTFT conventions. Dry runs on the modeled clock: the same numbers on every machine.
+pair under both TTFT conventions. Dry runs on the modeled clock: the same numbers on every machine. Each run is
+long enough for a steady reading (analysis/steady.py), and each curve runs until it is past its deployment's
+saturation (fair.sweep_one).
 
-    python benchmarks/deployments.py                 # every study (about 10 minutes on 2 cores)
+    python benchmarks/deployments.py                 # every study (about 45 minutes on 2 cores)
     python benchmarks/deployments.py --only tp-4     # one study, merged into the file
 
 tests/analysis/test_fair_data.py (slow) recomputes one seed of the file and compares.
@@ -19,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "lib"))
 
-from tinyserve.analysis import fair  # noqa: E402
+from tinyserve.analysis import fair, steady  # noqa: E402
 
 
 def main() -> None:
@@ -33,16 +35,22 @@ def main() -> None:
     doc = fair.load(a.out) if a.out.exists() and a.only else {}
     doc.update({"workload": fair.WORKLOAD, "hardware": "h200-70b-fp8", "pairs": fair.PAIRS,
                 "conventions": list(fair.CONVENTIONS), "kinds": list(fair.KINDS), "goal": fair.GOAL,
-                "alone": {"plain": fair.alone(), "short": fair.alone({"long_share": 0.0})}})
+                "steady": {"min_requests": steady.MIN_REQUESTS, "span_s": steady.SPAN_S, "past": fair.PAST,
+                           "saturation_requests": steady.SATURATION_REQUESTS,
+                           "saturation_rate_per_gpu": steady.SATURATION_RATE_PER_GPU},
+                "infeasible": {"plain": fair.infeasible(), "short": fair.infeasible({"long_share": 0.0})}})
+    doc.pop("alone", None)
     doc.setdefault("studies", {})
+    doc["studies"] = {k: v for k, v in doc["studies"].items() if k in todo}
     with multiprocessing.Pool(a.processes) as pool:
         for name in names:
             spec = todo[name]
             t0 = time.perf_counter()
             doc["studies"][name] = fair.study(spec["specs"], spec["gpus"], workload_knobs=spec.get("workload_knobs"),
-                                              run_knobs=spec.get("run_knobs"), pool=lambda f, jobs: pool.map(f, jobs, 8))
+                                              run_knobs=spec.get("run_knobs"), pool=lambda f, jobs: pool.map(f, jobs, 1))
             print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
-    a.out.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
+            # written after each study: a long regeneration keeps what it has done
+            a.out.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {a.out} ({a.out.stat().st_size / 1e3:.0f} kB)")
 
 

@@ -350,10 +350,15 @@ p_split
 # the grid and the size of the sweep the cells below read
 two = STUDIES["studies"]["fair-2"]
 glue("grid_chunks", ", ".join(f"{c:,}" for c in fair.CHUNKS if c != "none"))
-glue("grid_batches", ", ".join(map(str, fair.DECODE_BATCHES)))
+glue("grid_batches", ", ".join(map(str, fair.BATCHES)))
+glue("memory_slots", fair.memory_slots())
 glue("n_seeds", len(two["seeds"]))
-glue("n_runs", sum(len(s["seeds"]) * len(s["rates"]) * len(side) for s in STUDIES["studies"].values()
-                   for side in s["sides"].values()), "{:,}")
+# every rate run of every deployment and seed, and one saturation run each
+glue("n_runs", sum(len(met) + 1 for s in STUDIES["studies"].values() for side in s["sides"].values()
+                   for entry in side.values() for met in entry["met"].values()), "{:,}")
+glue("steady_min", STUDIES["steady"]["min_requests"], "{:,}")
+glue("steady_span", STUDIES["steady"]["span_s"], "{:g}")
+glue("sat_requests", STUDIES["steady"]["saturation_requests"], "{:,}")
 
 
 def median_of(result):
@@ -389,13 +394,13 @@ with p_split.after_prediction():
         best_label = fair.best(two, side, "tight")[0]  # (not `label`: section 1's cells read that name)
         for a, kind in zip(ax, fair.KINDS):
             for i, seed in enumerate(two["seeds"]):
-                a.plot(per_gpu_rates, [100 * x for x in fair.curve(two, side, best_label, seed, "tight", kind=kind)],
-                       color=color, lw=1.2, alpha=0.7, marker=".", ms=3,
-                       label=fair.describe(best_label) if i == 0 else None)
+                curve = fair.curve(two, side, best_label, seed, "tight", kind=kind)  # stops past saturation
+                a.plot(per_gpu_rates[:len(curve)], [100 * x for x in curve], color=color, lw=1.2, alpha=0.7,
+                       marker=".", ms=3, label=fair.describe(best_label) if i == 0 else None)
     for a, kind in zip(ax, fair.KINDS):
         a.axhline(100 * GOAL, color=GREY, ls="--", lw=0.8)
         a.set(title=t(f"7.3.fig.kind.{kind}"), xscale="log", xlabel=t("7.3.fig.rate_per_gpu"), ylim=(0, 102))
-        a.set_xticks([0.25, 0.5, 1, 2, 4, 10], ["0.25", "0.5", "1", "2", "4", "10"])
+        a.set_xticks([0.25, 0.5, 1, 2, 4, 8, 15], ["0.25", "0.5", "1", "2", "4", "8", "15"])
         a.minorticks_off()
     ax[0].set_ylabel(t("7.3.fig.attainment"))
     fig.suptitle(t("7.3.fig.slo_title", ttft=PAIRS["tight"][0], tpot=PAIRS["tight"][1]), fontsize=11)

@@ -525,14 +525,20 @@ with p_ds.after_prediction():
     for key in order:
         side, label = ds_labels["paper"][key]
         for i, seed in enumerate(two["seeds"]):
-            ax[0].plot([r / 2 for r in two["rates"]], [100 * a for a in fair.curve(two, side, label, seed, "paper")],
+            curve = fair.curve(two, side, label, seed, "paper")  # a curve stops past its saturation
+            ax[0].plot([r / 2 for r in two["rates"][:len(curve)]], [100 * a for a in curve],
                        alpha=0.7, label=t(f"7.5.ds.label.{key}") if i == 0 else None, **DS_STYLE[key])
-            ax[1].plot(SCALES, [100 * a for a in ds_scale[key, seed]], alpha=0.7, **DS_STYLE[key])
+        # the right panel: the seeds' median and their range, so three deployments stay apart at small factors
+        per_scale = list(zip(*(ds_scale[key, seed] for seed in two["seeds"])))
+        ax[1].plot(SCALES, [100 * sorted(v)[len(v) // 2] for v in per_scale], marker=".", **DS_STYLE[key])
+        ax[1].fill_between(SCALES, [100 * min(v) for v in per_scale], [100 * max(v) for v in per_scale],
+                           color=DS_STYLE[key]["color"], alpha=0.15, lw=0)
     for a in ax:
         a.axhline(100 * GOAL, color=OI["black"], ls=":", lw=0.8)
-    ax[0].set_xscale("log")
-    ax[0].set_xticks([0.25, 0.5, 1, 2, 4, 10], ["0.25", "0.5", "1", "2", "4", "10"])
-    ax[0].minorticks_off()
+        a.set_xscale("log")
+        a.minorticks_off()
+    ax[0].set_xticks([0.25, 0.5, 1, 2, 4, 8, 15], ["0.25", "0.5", "1", "2", "4", "8", "15"])
+    ax[1].set_xticks(SCALES, [f"{s:g}×" for s in SCALES], fontsize=7)
     ax[1].invert_xaxis()  # tighter targets to the right, as in the paper
     ax[0].set(xlabel=t("7.5.ds.fig.rate"), ylabel=t("7.5.ds.fig.attainment"), ylim=(0, 102),
               title=t("7.5.ds.fig.rate_title", ttft=DS_TTFT_MS, tpot=DS_TPOT_MS))

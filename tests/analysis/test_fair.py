@@ -9,7 +9,7 @@ from tinyserve.analysis.goodput import parse_spec
 
 
 @pytest.mark.parametrize("gpus", [2, 3, 4])
-def test_every_candidate_uses_exactly_the_gpus_and_each_side_searches_the_same_chunks(gpus):
+def test_every_candidate_uses_exactly_the_gpus_and_both_sides_search_the_same_chunks_and_batches(gpus):
     c = fair.candidates(gpus)
     for side, specs in c.items():
         for spec in specs:
@@ -21,17 +21,53 @@ def test_every_candidate_uses_exactly_the_gpus_and_each_side_searches_the_same_c
     chunks = {str(parse_spec(s)[0].prefill_chunk_size) for s in c["split"]}
     own = {str(parse_spec(s)[1].get("chunk_size") or "none") for s in c["replicas"]}
     assert chunks == own == {str(x) for x in fair.CHUNKS}  # the same grid, whole prompts included
-    assert len(c["split"]) == (gpus - 1) * len(fair.CHUNKS) * len(fair.DECODE_BATCHES)
+    split_batches = {parse_spec(s)[0].decode_batch_size for s in c["split"]}
+    replica_batches = {parse_spec(s)[1]["batch_size"] for s in c["replicas"]}
+    assert split_batches == replica_batches and len(split_batches) >= 2  # both sides search the batch, alike
+    assert len(c["split"]) == (gpus - 1) * len(fair.CHUNKS) * len(split_batches)
+
+
+def _instances(spec: str, run_knobs: dict | None = None) -> list[tuple]:
+    """What each instance of a deployment runs with, as the run reports it: (role, slots, its policy's knobs)."""
+    dt, _ = fair.run_one(spec, 0, 1.0, {"n": 3}, run_knobs)
+    return [(role, tr.num_slots, tuple(sorted(tr.knobs.items()))) for role, tr in zip(dt.roles, dt.instances)]
+
+
+@pytest.mark.parametrize("study", ["fair-2", "scarce-2", "tp-4"])
+def test_no_two_candidates_run_the_same_and_each_runs_the_batch_its_label_says(study):
+    """Memory caps a batch at the slabs it holds (38 on h200-70b-fp8, 8 in the scarce study): a candidate asking for
+    more would run what a smaller one runs. Each candidate's label is what its run reports, and no two alike."""
+    s = fair.studies()[study]
+    seen = {}
+    for side, specs in s["specs"].items():
+        for spec in specs:
+            dc, own = parse_spec(spec)
+            runs = _instances(spec, s.get("run_knobs"))
+            asked = own.get("batch_size") if dc.kind == "colocated" else dc.decode_batch_size
+            slots = [n for role, n, _ in runs if role in ("replica", "decode")]
+            assert slots and all(n == asked for n in slots), (spec, runs)
+            assert tuple(runs) not in seen, (spec, seen.get(tuple(runs)))
+            seen[tuple(runs)] = spec
+
+
+def test_the_scarce_study_searches_the_one_batch_its_memory_holds():
+    few = fair.studies()["scarce-2"]["run_knobs"]
+    assert fair.memory_slots(1, few) == 8 and fair.batches(1, few) == [8]
+    assert fair.memory_slots(1) < max(fair.BATCHES)  # on the plain preset memory caps the largest batch too
+    assert fair.batches(1) == sorted({min(b, fair.memory_slots(1)) for b in fair.BATCHES})
 
 
 def _study(curves: dict) -> dict:
     """A study of 2 GPUs, rates 2, 4, 6, 8 (1-4 per GPU), 10 requests a run: curves {(side, label): {seed: [met
-    both at each rate]}}; the TTFT-only and TPOT-only counts are 10 (everyone meets each alone)."""
+    both at each rate run]}} (a curve may stop early, as sweep_one stops past saturation); the TTFT-only and
+    TPOT-only counts are 10 (everyone meets each alone); a saturation of 20 req/s."""
     s = {"gpus": 2, "seeds": [0, 1], "rates": [2.0, 4.0, 6.0, 8.0], "pairs": list(fair.PAIRS), "sides": {}}
     for (side, label), per_seed in curves.items():
         met = {str(seed): [[[[m, 10, 10] for _ in fair.CONVENTIONS] for _ in fair.PAIRS] for m in ms]
                for seed, ms in per_seed.items()}
-        s["sides"].setdefault(side, {})[label] = {"num_gpus": 2, "requests": 10, "met": met}
+        s["sides"].setdefault(side, {})[label] = {
+            "num_gpus": 2, "requests": {str(seed): [10] * len(ms) for seed, ms in per_seed.items()}, "met": met,
+            "saturation": {str(seed): {"rps": 20.0} for seed in per_seed}}
     return s
 
 
@@ -48,6 +84,15 @@ def test_goodput_per_seed_is_read_off_each_curve_and_per_gpu():
     assert b["per_seed"][0]["value"] is None and b["per_seed"][0]["read"] == "below"  # 80% at the lowest rate
     assert b["min"] is None and b["max"] == 4.0
     assert fair.curve(s, "split", "a", 0, "paper", "decode", "ttft") == [1.0] * 4
+    assert g["per_seed"][0]["saturation"] == 10.0  # 20 req/s for 2 GPUs
+
+
+def test_a_curve_that_stopped_past_saturation_is_read_over_the_rates_it_ran():
+    # seed 0 ran 2 and 4 only: 100% then 50%: crossing at 2 + 2 * 0.1 / 0.5 = 2.4 req/s, 1.2 per GPU
+    s = _study({("split", "a"): {0: [10, 5], 1: [10, 10, 10, 10]}})
+    g = fair.goodput(s, "split", "a", "paper")
+    assert g["per_seed"][0]["value"] == pytest.approx(1.2) and g["per_seed"][0]["read"] == "crossing"
+    assert fair.curve(s, "split", "a", 0, "paper") == [1.0, 0.5]
 
 
 def test_a_side_wins_only_where_it_wins_on_every_seed():

@@ -78,3 +78,40 @@ def test_a_bigger_prefill_instance_makes_prompts_faster():
                                DeploymentConfig("disaggregated", prefill_gpus=n)) for n in (1, 2))
     for a, b in zip(one.requests, two.requests):
         assert b.first_token_s - b.arrival_s < a.first_token_s - a.arrival_s
+
+
+def _held_at_once(tr) -> int:
+    """The most requests one instance held in a step (prefilling or decoding): its slots at work."""
+    return max(len({w.request_id for w in s.works}) for s in tr.steps)
+
+
+def test_a_batch_memory_caps_runs_capped_and_every_document_says_what_ran():
+    """h200-70b-fp8's KV memory holds 38 slabs of 4,096 positions: a decode batch of 128 is accepted, runs 38
+    slots, and the JSON, the text report and the runs themselves agree (a batch of 64 runs the very same)."""
+    import json
+    import subprocess
+    import sys
+
+    many = [req(f"r{i}", 100, 40, 0.0, seed=i) for i in range(60)]  # 60 at once: more than memory holds
+    runs = {}
+    for batch in (64, 128):
+        dep = run_deployment(Engine(), many, RunConfig("chunked", chunk_size=512, dry_run=True),
+                             DeploymentConfig("disaggregated", decode_batch_size=batch))
+        dec = dep.summary()["instances"][1]
+        memory_holds = int(get_preset("h200-70b-fp8").kv_memory_bytes // (4096 * BPT))
+        assert dec["num_slots"] == memory_holds == 38 and dec["knobs"]["batch_size"] == batch
+        assert _held_at_once(dep.instances[1]) == 38  # what the decode GPU really held at once
+        runs[batch] = [(s.start_s, s.duration_s) for s in dep.instances[1].steps]
+    assert runs[64] == runs[128]
+    out = subprocess.run([sys.executable, "-m", "tinyserve", "run", "--workload", "chapter-7.3-mixed", "--policy",
+                          "chunked", "--dry-run", "--deployment", "disaggregated", "--decode-batch-size", "128",
+                          "--workload-knob", "n=20", "--json"], capture_output=True, text=True, check=True)
+    inst = json.loads(out.stdout)["instances"]
+    assert [(i["role"], i["num_slots"], i["knobs"]["batch_size"]) for i in inst] == [("prefill", 32, 32),
+                                                                                      ("decode", 38, 128)]
+    # the token budget as the policy holds it, built from the batch as given (a decode instance never fills it)
+    assert inst[1]["knobs"]["max_batch_tokens"] == inst[1]["knobs"]["chunk_size"] + 128
+    text = subprocess.run([sys.executable, "-m", "tinyserve", "run", "--workload", "chapter-7.3-mixed", "--policy",
+                           "chunked", "--dry-run", "--deployment", "disaggregated", "--decode-batch-size", "128",
+                           "--workload-knob", "n=20"], capture_output=True, text=True, check=True).stdout
+    assert "batch size 128 given: its KV memory holds 38 slabs, so it runs 38 slots" in text

@@ -19,37 +19,60 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.knobs import DEFAULT_BATCH_SIZE
 from ..deploy import run_deployment
 from ..engine import Engine
 from ..lang import t
 from ..trace.slo import attainment, reading
 from ..deploy.config import WHOLE
+from . import steady
 from .goodput import GOAL, deployment_label, parse_spec, run_config
 
 CHUNKS = (128, 256, 512, 1024, WHOLE)
-DECODE_BATCHES = (32, 64, 128)
+BATCHES = (32, 64, 128)  # a replica's and a decode instance's batch, each capped by what its KV memory holds
 # P:D at each GPU count (one GPU per instance)
 SHAPES = {2: ((1, 1),), 3: ((2, 1), (1, 2)), 4: ((3, 1), (2, 2), (1, 3))}
 # the SLO pairs scored (TTFT ms, TPOT ms): DistServe's paper (OSDI '24, Figure 8's chatbot targets for OPT-66B,
 # from its plotting notebook); its artifact-evaluation script (evaluation/ae-scripts/e2e/_plot.py, the comparison
-# with vLLM only), whose 400 ms some of the longest prompts miss even alone (alone()); and two of ours with a TPOT
-# near one plain decode step (a step carrying a long chunk misses it): "tight" keeps the artifact's TTFT, so both
-# targets bind, "tpot" a TTFT every prompt meets alone, so only TPOT does
-PAIRS = {"paper": (2500.0, 150.0), "artifact": (400.0, 100.0), "tight": (400.0, 25.0), "tpot": (2500.0, 25.0)}
+# with vLLM only), whose 400 ms some of the longest prompts miss even alone (alone()); and "tight", ours: the
+# artifact's TTFT with a TPOT near one plain decode step (a step carrying a long chunk misses it), the one pair
+# where TPOT binds (tests/analysis/test_fair_data.py holds each pair to what its name says)
+PAIRS = {"paper": (2500.0, 150.0), "artifact": (400.0, 100.0), "tight": (400.0, 25.0)}
 CONVENTIONS = ("prefill", "decode")
 KINDS = ("both", "ttft", "tpot")  # the share meeting both targets, the TTFT target alone, the TPOT target alone
-RATES_PER_GPU = (0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10)
+# past every deployment's saturation (at most ~10 req/s per GPU here): each curve runs until it is past its own
+RATES_PER_GPU = (0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15)
+PAST = 1.25  # a curve stops at the first rate at least this far past the deployment's saturation where it fails
 SEEDS = (0, 1, 2, 3, 4)
 WORKLOAD = "chapter-7.3-mixed"
+LINKS = ("nvlink-h200", "ib-ndr")
 DATA = Path(__file__).parents[1] / "data" / "deployments.json"
 
 
-def candidates(gpus: int, chunks: Sequence = CHUNKS, decode_batches: Sequence[int] = DECODE_BATCHES,
-               link: str = "nvlink-h200", shapes: Sequence[tuple[int, int]] | None = None) -> dict[str, list[str]]:
-    """Each side's deployments at `gpus` GPUs, as spec strings (analysis.goodput's syntax)."""
+def memory_slots(gpus: int = 1, run_knobs: dict | None = None) -> int:
+    """How many slabs an instance of `gpus` GPUs holds (its KV memory, or the run's kv_budget), read off a run's
+    own slots: the cap on any batch size (core/kv.num_slots_for)."""
+    dc, own = parse_spec(f"colocated:1,batch_size={max(BATCHES) * 64},gpus={gpus}")
+    rc = run_config("chunked", {"dry_run": True, **(run_knobs or {})}, own, {"rate": 1.0, "n": 1})
+    return run_deployment(Engine(), WORKLOAD, rc, dc).instances[0].num_slots
+
+
+def batches(gpus: int = 1, run_knobs: dict | None = None) -> list[int]:
+    """The batch sizes a search tries on an instance of `gpus` GPUs: BATCHES, each capped by what memory holds, once
+    each (two sizes memory caps to the same slots are one configuration: searched once, named by what runs)."""
+    cap = memory_slots(gpus, run_knobs)
+    return sorted({min(b, cap) for b in BATCHES})
+
+
+def candidates(gpus: int, chunks: Sequence = CHUNKS, link: str = "nvlink-h200",
+               shapes: Sequence[tuple[int, int]] | None = None, run_knobs: dict | None = None) -> dict[str, list[str]]:
+    """Each side's deployments at `gpus` GPUs, as spec strings (analysis.goodput's syntax): both sides search the
+    chunk and the batch (a replica's, a decode instance's), over the same options."""
+    sizes = batches(1, run_knobs)
     split = [f"disaggregated:{p}:{d}:{link},prefill_chunk_size={c},decode_batch_size={b}"
-             for p, d in (SHAPES[gpus] if shapes is None else shapes) for c in chunks for b in decode_batches]
-    return {"replicas": [f"colocated:{gpus},chunk_size={c}" for c in chunks], "split": split}
+             for p, d in (SHAPES[gpus] if shapes is None else shapes) for c in chunks for b in sizes]
+    return {"replicas": [f"colocated:{gpus},chunk_size={c},batch_size={b}" for c in chunks for b in sizes],
+            "split": split}
 
 
 def score(dt, pairs: dict = PAIRS) -> dict:
@@ -65,44 +88,80 @@ def score(dt, pairs: dict = PAIRS) -> dict:
 
 
 def run_one(spec: str, seed: int, rate: float, workload_knobs: dict | None = None, run_knobs: dict | None = None,
-            engine: Engine | None = None, pairs: dict = PAIRS) -> dict:
-    """One dry run of a deployment at one rate and seed, scored: {"requests", "num_gpus", "met"}."""
+            engine: Engine | None = None, pairs: dict = PAIRS):
+    """One dry run of a deployment at one rate and seed: (the DeploymentTrace, its score)."""
     dc, own = parse_spec(spec)
     knobs = {"dry_run": True, "seed": seed, **(run_knobs or {})}
     rc = run_config("chunked", knobs, own, {**(workload_knobs or {}), "rate": rate})
     dt = run_deployment(engine or Engine(), WORKLOAD, rc, dc)
-    return {"requests": len(dt.requests), "num_gpus": dt.num_gpus, "met": score(dt, pairs)}
+    return dt, score(dt, pairs)
+
+
+def sustained(spec: str, seed: int, workload_knobs: dict | None = None, run_knobs: dict | None = None,
+              engine: Engine | None = None) -> dict:
+    """A deployment's saturation throughput on one seed (steady.saturation): {"offered", "requests", "rps"},
+    requests/s of the whole deployment, offered at least 1.5 times what it sustains (raised if it sustains more)."""
+    knobs = {**(workload_knobs or {}), "n": steady.SATURATION_REQUESTS}
+    gpus = run_one(spec, seed, 1.0, {**knobs, "n": 1}, run_knobs, engine)[0].num_gpus
+    offered = steady.SATURATION_RATE_PER_GPU * gpus
+    while True:
+        dt, _ = run_one(spec, seed, offered, knobs, run_knobs, engine)
+        rps = steady.saturation([r.finish_s for r in dt.requests if r.finish_s is not None])
+        if offered >= 1.5 * rps:
+            return {"offered": offered, "requests": len(dt.requests), "rps": rps}
+        offered = 2 * rps
+
+
+def _failing(met: list, requests: int) -> bool:
+    """Whether every pair under every convention misses the goal (both targets) in one run's compact score."""
+    return all(m[0] < GOAL * requests for per_pair in met for m in per_pair)
+
+
+def sweep_one(job: tuple) -> dict:
+    """One deployment on one seed: its saturation, then the rates ascending, each run long enough for a steady
+    reading (steady.requests_at), until a rate at least PAST x its saturation where it fails every pair: past
+    that, each curve only falls (no steady state exists there), so the rest are not run."""
+    spec, seed, rates, workload_knobs, run_knobs, pairs, scale = job
+    sat = sustained(spec, seed, workload_knobs, run_knobs)
+    met, counts = [], []
+    for rate in rates:
+        n = steady.requests_at(rate, scale)
+        dt, sc = run_one(spec, seed, rate, {**(workload_knobs or {}), "n": n}, run_knobs, pairs=pairs)
+        counts.append(len(dt.requests))
+        # compact: per pair (the study's "pairs" order), per convention: [both, ttft, tpot]
+        met.append([[sc[pair][conv] for conv in CONVENTIONS] for pair in pairs])
+        if rate >= PAST * sat["rps"] and _failing(met[-1], counts[-1]):
+            break
+    return {"num_gpus": dt.num_gpus, "saturation": sat, "requests": counts, "met": met}
 
 
 def study(specs: dict[str, list[str]], gpus: int, seeds: Sequence[int] = SEEDS,
           rates_per_gpu: Sequence[float] = RATES_PER_GPU, workload_knobs: dict | None = None,
-          run_knobs: dict | None = None, pool=None, pairs: dict = PAIRS, rates: Sequence[float] | None = None) -> dict:
-    """Every deployment of `specs` ({side: [spec]}) at every seed and rate (rates per GPU x gpus), scored. pool: an
-    executor's map (a multiprocessing pool) or None. The file's layout: per side, per spec, its GPUs and per seed
-    a list over the rates of [per pair: [per convention: [met both, met TTFT, met TPOT]]], plus the requests per run."""
+          run_knobs: dict | None = None, pool=None, pairs: dict = PAIRS, rates: Sequence[float] | None = None,
+          scale: float = 1) -> dict:
+    """Every deployment of `specs` ({side: [spec]}) at every seed, its rates (rates per GPU x gpus) run until its
+    curve is past saturation (sweep_one), scored. pool: an executor's map (a multiprocessing pool) or None. The
+    file's layout: per side, per spec, its GPUs, and per seed its saturation, the requests of each rate run and a
+    list over those rates of [per pair: [per convention: [met both, met TTFT, met TPOT]]]. scale: each run that many
+    times longer (the doubling check: 2)."""
     rates = list(rates) if rates is not None else [r * gpus for r in rates_per_gpu]  # rates: the deployment's
-    jobs = [(spec, seed, rate, workload_knobs, run_knobs, pairs) for side in specs.values() for spec in side
-            for seed in seeds for rate in rates]
-    results = iter((pool or map)(_job, jobs))
+    jobs = [(spec, seed, rates, workload_knobs, run_knobs, pairs, scale) for side in specs.values() for spec in side
+            for seed in seeds]
+    results = iter((pool or map)(sweep_one, jobs))
     out: dict = {"gpus": gpus, "seeds": list(seeds), "rates": rates, "workload_knobs": dict(workload_knobs or {}),
                  "run_knobs": dict(run_knobs or {}), "pairs": list(pairs), "sides": {}}
     for side, group in specs.items():
         runs = out["sides"].setdefault(side, {})
         for spec in group:
             label = deployment_label(*parse_spec(spec))
-            entry = runs[label] = {"num_gpus": None, "requests": None, "met": {}}
+            entry = runs[label] = {"num_gpus": None, "saturation": {}, "requests": {}, "met": {}}
             for seed in seeds:
-                per_rate = [next(results) for _ in rates]
-                entry["num_gpus"], entry["requests"] = per_rate[0]["num_gpus"], per_rate[0]["requests"]
-                # compact: per rate, per pair (the study's "pairs" order), per convention: [both, ttft, tpot]
-                entry["met"][str(seed)] = [[[r["met"][pair][conv] for conv in CONVENTIONS] for pair in pairs]
-                                           for r in per_rate]
+                r = next(results)
+                entry["num_gpus"] = r["num_gpus"]
+                entry["saturation"][str(seed)] = r["saturation"]
+                entry["requests"][str(seed)] = r["requests"]
+                entry["met"][str(seed)] = r["met"]
     return out
-
-
-def _job(job: tuple) -> dict:
-    spec, seed, rate, workload_knobs, run_knobs, pairs = job
-    return run_one(spec, seed, rate, workload_knobs, run_knobs, pairs=pairs)
 
 
 # ---- reading a study ------------------------------------------------------------------------------------------
@@ -110,7 +169,7 @@ def curve(s: dict, side: str, label: str, seed: int, pair: str, conv: str = "pre
     """Attainment (0-1) at each rate of one deployment, seed, pair, convention and kind (KINDS)."""
     entry = s["sides"][side][label]
     i, j, k = s["pairs"].index(pair), CONVENTIONS.index(conv), KINDS.index(kind)
-    return [m[i][j][k] / entry["requests"] for m in entry["met"][str(seed)]]
+    return [m[i][j][k] / n for m, n in zip(entry["met"][str(seed)], entry["requests"][str(seed)])]
 
 
 def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", kind: str = "both",
@@ -120,8 +179,10 @@ def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", ki
     entry = s["sides"][side][label]
     per = {}
     for seed in s["seeds"]:
-        r = reading(s["rates"], curve(s, side, label, seed, pair, conv, kind), goal)
-        per[seed] = {**r, "value": None if r["value"] is None else r["value"] / entry["num_gpus"]}
+        c = curve(s, side, label, seed, pair, conv, kind)
+        r = reading(s["rates"][:len(c)], c, goal)  # a curve stops past saturation (sweep_one)
+        per[seed] = {**r, "value": None if r["value"] is None else r["value"] / entry["num_gpus"],
+                     "saturation": entry["saturation"][str(seed)]["rps"] / entry["num_gpus"]}
     ranked = sorted((v["value"] for v in per.values()), key=lambda v: -math.inf if v is None else v)
     return {"per_seed": per, "median": ranked[(len(ranked) - 1) // 2], "min": ranked[0], "max": ranked[-1],
             "lowest_per_gpu": min(s["rates"]) / entry["num_gpus"],
@@ -160,21 +221,24 @@ def studies() -> dict[str, dict]:
     deployments, and the workload's and the runs' knobs that differ from the plain case."""
     from ..cost.presets import get_preset
 
-    few = int(8 * 4096 * get_preset("h200-70b-fp8").kv_bytes_per_token)  # KV for 8 slabs of 4,096 positions a GPU
+    few = {"kv_budget": int(8 * 4096 * get_preset("h200-70b-fp8").kv_bytes_per_token)}  # 8 slabs of 4,096 a GPU
+    # tensor parallelism per phase at 4 GPUs: replicas of 2 or 4 GPUs each, splits with a phase on 2 GPUs; both
+    # sides the same chunks, each instance its batch sizes capped by its own GPUs' memory
+    tp_chunks = (512, WHOLE)
+    tp_replicas = [f"colocated:{n},chunk_size={c},batch_size={b},gpus={4 // n}" for n in (2, 1) for c in tp_chunks
+                   for b in batches(4 // n)]
     tp_split = [f"disaggregated:{p}:{d}:nvlink-h200,prefill_chunk_size={c},decode_batch_size={b}{gpus}"
-                for p, d, gpus in ((1, 1, ",prefill_gpus=2,decode_gpus=2"), (2, 1, ",decode_gpus=2"),
-                                   (1, 2, ",prefill_gpus=2"))
-                for c in (512, WHOLE) for b in (64, 128)]
+                for p, d, dg, gpus in ((1, 1, 2, ",prefill_gpus=2,decode_gpus=2"), (2, 1, 2, ",decode_gpus=2"),
+                                       (1, 2, 1, ",prefill_gpus=2"))
+                for c in tp_chunks for b in batches(dg)]
     return {
         "fair-2": {"gpus": 2, "specs": candidates(2)},
         "fair-3": {"gpus": 3, "specs": candidates(3)},
         "fair-4": {"gpus": 4, "specs": candidates(4)},
         "short-2": {"gpus": 2, "specs": candidates(2), "workload_knobs": {"long_share": 0.0}},
-        "scarce-2": {"gpus": 2, "specs": candidates(2), "run_knobs": {"kv_budget": few}},
+        "scarce-2": {"gpus": 2, "specs": candidates(2, run_knobs=few), "run_knobs": few},
         "ib-2": {"gpus": 2, "specs": {"split": candidates(2, link="ib-ndr")["split"]}},
-        # tensor parallelism per phase at 4 GPUs: replicas of 2 or 4 GPUs each, splits with a phase on 2 or 3
-        "tp-4": {"gpus": 4, "specs": {"replicas": [f"colocated:{n},chunk_size={c},gpus={4 // n}" for n in (2, 1)
-                                                   for c in CHUNKS], "split": tp_split}},
+        "tp-4": {"gpus": 4, "specs": {"replicas": tp_replicas, "split": tp_split}},
     }
 
 
@@ -197,7 +261,7 @@ def _value(g: dict):
 # best against the replicas' best (claim_words says what holds on every seed, or gives both ranges)
 CLAIMS = {
     "fair2_paper": ("fair-2", "paper", "prefill"), "fair2_artifact": ("fair-2", "artifact", "prefill"),
-    "fair2_tight": ("fair-2", "tight", "prefill"), "fair2_tpot": ("fair-2", "tpot", "prefill"),
+    "fair2_tight": ("fair-2", "tight", "prefill"),
     "fair2_tight_decode": ("fair-2", "tight", "decode"),
     "fair3_tight": ("fair-3", "tight", "prefill"), "fair4_tight": ("fair-4", "tight", "prefill"),
     "fair3_paper": ("fair-3", "paper", "prefill"), "fair4_paper": ("fair-4", "paper", "prefill"),
@@ -243,13 +307,14 @@ def claim_words(d: dict, name: str) -> str:
 
 
 def describe(label: str) -> str:
-    """A deployment of a study in a few words of the learner's language: "2 replicas, chunks of 128", "1 + 1, prefill
-    whole prompts, decode batch 128"."""
+    """A deployment of a study in a few words of the learner's language: "2 replicas, chunks of 128, batch 38", "1
+    prefill + 1 decode, prefill whole prompts, decode batch 38" (a batch as it ran: the search names none memory
+    caps)."""
     dc, own = parse_spec(label)
     if dc.kind == "colocated":
         chunk = (t("figures.fair.whole") if own.get("policy") == "continuous"
                  else t("figures.fair.chunks", chunk=own.get("chunk_size")))
-        text = t("figures.fair.replicas", n=dc.replicas, chunk=chunk)
+        text = t("figures.fair.replicas", n=dc.replicas, chunk=chunk, batch=own.get("batch_size", DEFAULT_BATCH_SIZE))
         return text + (t("figures.fair.gpus_each", n=own["gpus"]) if "gpus" in own else "")
     c = dc.prefill_chunk_size
     chunk = t("figures.fair.whole") if c == WHOLE else t("figures.fair.chunks", chunk=c)
@@ -281,14 +346,26 @@ def load(path: str | Path = DATA) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def alone(workload_knobs: dict | None = None, seed: int = 0, pairs: dict = PAIRS, hardware: str | None = None,
+def alone(workload_knobs: dict | None = None, seed: int = 0, link: str = "nvlink-h200", pairs: dict = PAIRS,
           engine: Engine | None = None) -> dict:
-    """Each pair's infeasible share: the requests that miss it even alone (one replica, whole prompts, arrivals 100
-    s apart so none overlaps another), under each TTFT convention's best case (a lone request: the same)."""
-    dc, own = parse_spec("colocated:1,chunk_size=none")
-    knobs = {"dry_run": True, "seed": seed, **({"hardware": hardware} if hardware else {})}
-    rc = run_config("chunked", knobs, own, {**(workload_knobs or {}), "rate": 0.01})
+    """Each pair's infeasible requests on one seed: those that miss it even alone on an idle GPU (one prefill and
+    one decode instance over `link`, whole prompts, arrivals 100 s apart so none overlaps another), the first
+    SATURATION_REQUESTS of the seed (every rate's run starts with them). Under the prefill convention a lone
+    request's TTFT is its prompt's prefill, as on a replica; under the decode convention the transfer over the link
+    and the decode instance's first step come on top. {"requests", "prefill": {pair: miss}, "decode": {pair:
+    miss}}."""
+    dc, own = parse_spec(f"disaggregated:1:1:{link},prefill_chunk_size=none")
+    rc = run_config("chunked", {"dry_run": True, "seed": seed}, own,
+                    {**(workload_knobs or {}), "rate": 0.01, "n": steady.SATURATION_REQUESTS})
     dt = run_deployment(engine or Engine(), WORKLOAD, rc, dc)
-    n = len(dt.requests)
-    return {name: {"requests": n, "miss": n - attainment(dt.requests, *p)["met"]} for name, p in pairs.items()}
+    out: dict = {"requests": len(dt.requests)}
+    for conv in CONVENTIONS:
+        seen = dt.as_seen(conv)
+        out[conv] = {name: len(seen) - attainment(seen, *p)["met"] for name, p in pairs.items()}
+    return out
 
+
+def infeasible(workload_knobs: dict | None = None, seeds: Sequence[int] = SEEDS, links: Sequence[str] = LINKS) -> dict:
+    """alone() per link and seed: {link: {seed: alone()}} (the prefill convention's counts are the same over every
+    link)."""
+    return {link: {str(seed): alone(workload_knobs, seed, link) for seed in seeds} for link in links}

@@ -6,10 +6,15 @@ A deployment is a DeploymentConfig or a spec string, the command line's syntax:
   colocated[:N]                   N replicas (default 1), each request routed to the least-loaded one
   disaggregated[:P:D[:LINK]]      P prefill + D decode instances (default 1 + 1) over LINK (default nvlink-h200)
 either followed by its own knobs, `,name=value` each (SPEC_KNOBS): a replica's chunk_size (N, or none: whole
-prompts, continuous batching) and gpus; a split's prefill_chunk_size (N or none), decode_batch_size, prefill_gpus
+prompts, continuous batching), batch_size and gpus; a split's prefill_chunk_size (N or none), decode_batch_size, prefill_gpus
 and decode_gpus (DeploymentConfig). So each side of a comparison can run its own best settings (analysis/fair.py).
 Every run is on the modeled clock (a deployment's instances run in parallel only there), a dry run by default; a
 workload's `rate` is requests/s for the whole deployment, so the per-GPU figure divides by the deployment's GPUs.
+
+Steady state (analysis/steady.py): unless the workload's `n` is given, each rate's run sends steady.requests_at(rate)
+requests; a given `n` below that is run as asked and its rows say they read a burst. Each deployment's saturation
+throughput is measured too (sustained), and a goodput read between two rates swept is never above it: a crossing
+interpolated past it is read as the saturation itself ("saturation").
 """
 from __future__ import annotations
 
@@ -25,11 +30,12 @@ from ..engine import Engine
 from ..errors import TinyserveError
 from ..lang import t
 from ..trace.slo import check_targets, check_ttft_at, reading
+from . import steady
 
 GOAL = 0.9  # DistServe's attainment goal
 
 
-SPEC_KNOBS = {"colocated": ("chunk_size", "gpus"),
+SPEC_KNOBS = {"colocated": ("chunk_size", "batch_size", "gpus"),
               "disaggregated": ("prefill_chunk_size", "decode_batch_size", "prefill_gpus", "decode_gpus")}
 
 
@@ -71,8 +77,9 @@ def parse_spec(spec: str | DeploymentConfig) -> tuple[DeploymentConfig, dict]:
                 c = given["chunk_size"]
                 own = {"policy": "continuous", "chunk_size": None} if c == WHOLE else {"policy": "chunked",
                                                                                       "chunk_size": c}
-            if "gpus" in given:
-                own["gpus"] = given["gpus"]
+            for knob in ("batch_size", "gpus"):
+                if knob in given:
+                    own[knob] = given[knob]
             return DeploymentConfig(kind, replicas=numbers[0] if numbers else None), own
         p, d = numbers if numbers else (None, None)
         return DeploymentConfig(kind, prefill_instances=p, decode_instances=d, link=link, **given), {}
@@ -92,7 +99,7 @@ def deployment_label(dc: DeploymentConfig, own: dict | None = None) -> str:
     if dc.kind == "colocated":
         own = own or {}
         extra = [f"chunk_size={WHOLE if own['policy'] == 'continuous' else own['chunk_size']}"] if "policy" in own else []
-        extra += [f"gpus={own['gpus']}"] if "gpus" in own else []
+        extra += [f"{k}={own[k]}" for k in ("batch_size", "gpus") if k in own]
         return ",".join([f"colocated:{dc.replicas}", *extra])
     extra = [f"{k}={getattr(dc, k)}" for k in SPEC_KNOBS["disaggregated"] if getattr(dc, k) is not None]
     return ",".join([f"disaggregated:{dc.prefill_instances}:{dc.decode_instances}:{dc.link or DEFAULT_LINK}", *extra])
@@ -156,16 +163,38 @@ def sweep(deployments: Sequence[str | DeploymentConfig], workload: str, rates: I
     engine = engine or Engine()
     rows = []
     for (dc, own), label in zip(specs, labels):
+        def config(rate: float, n: int | None = None) -> RunConfig:
+            given = {**knobs, "rate": rate}
+            if n is not None:  # the saturation's own count, whatever n the sweep was given
+                given["n"] = n
+            given.setdefault("n", steady.requests_at(rate))
+            return run_config(policy, run_knobs, own, given)
+
+        sat = sustained(engine, workload, dc, config)
         for rate in rates:
-            rc = run_config(policy, run_knobs, own, {**knobs, "rate": rate})
-            dt = run_deployment(engine, workload, rc, dc)
+            dt = run_deployment(engine, workload, config(rate), dc)
             m, slo = dt.metrics(ttft_at), dt.slo(ttft_ms, tpot_ms, ttft_at)
             rows.append({"deployment": label, "kind": dc.kind, "num_gpus": dt.num_gpus, "hardware": dt.hardware,
                          "rate": rate, "rate_per_gpu": rate / dt.num_gpus, "requests": slo["requests"],
+                         "burst": steady.is_burst(slo["requests"], rate), "saturation_rps": sat["rps"],
                          "met": slo["met"], "attainment": slo["attainment"], "met_ttft": slo["met_ttft"],
                          "met_tpot": slo["met_tpot"], "num_rejected": m["num_rejected"],
                          "ttft_p90_ms": m["ttft_ms"]["p90"], "tpot_p90_ms": m["tpot_ms"]["p90"]})
     return rows
+
+
+def sustained(engine: Engine, workload: str, dc: DeploymentConfig, config) -> dict:
+    """A deployment's saturation throughput (steady.saturation): its completions per second on
+    steady.SATURATION_REQUESTS requests offered at least 1.5 times that fast (config(rate, n): the RunConfig of a
+    run). {"offered", "requests", "rps"}, requests/s of the whole deployment."""
+    gpus = run_deployment(engine, workload, config(1.0, 1), dc).num_gpus
+    offered = steady.SATURATION_RATE_PER_GPU * gpus
+    while True:
+        dt = run_deployment(engine, workload, config(offered, steady.SATURATION_REQUESTS), dc)
+        rps = steady.saturation([r.finish_s for r in dt.requests if r.finish_s is not None])
+        if offered >= 1.5 * rps:
+            return {"offered": offered, "requests": len(dt.requests), "rps": rps}
+        offered = 2 * rps
 
 
 def run_config(policy: str, run_knobs: dict, own: dict, workload_knobs: dict) -> RunConfig:
@@ -182,21 +211,29 @@ def run_config(policy: str, run_knobs: dict, own: dict, workload_knobs: dict) ->
 def goodput_per_gpu(rows: Sequence[dict], goal: float = GOAL) -> list[dict]:
     """Per deployment of a sweep (in its order): goodput in requests/s for the whole deployment and per GPU (None
     when even the lowest rate swept misses the goal: below the sweep), how it was read (trace.slo.reading: an
-    interpolated crossing, at least the highest rate, or below the lowest) and whether the curve is monotone."""
+    interpolated crossing, at least the highest rate, or below the lowest; "saturation": a crossing past the
+    saturation throughput, capped at it), whether the curve is monotone, whether any of its runs was a burst
+    (steady.is_burst) and its saturation throughput."""
     out: dict[str, dict] = {}
     for row in rows:
         g = out.setdefault(row["deployment"], {"deployment": row["deployment"], "kind": row["kind"],
-                                               "num_gpus": row["num_gpus"], "rates": [], "attainments": []})
+                                               "num_gpus": row["num_gpus"], "rates": [], "attainments": [],
+                                               "burst": False, "saturation": row.get("saturation_rps")})
         g["rates"].append(row["rate"])
         g["attainments"].append(row["attainment"])
+        g["burst"] = g["burst"] or row.get("burst", False)
     result = []
     for g in out.values():
         read = reading(g["rates"], g["attainments"], goal)
-        rps = read["value"]
+        rps, how = read["value"], read["read"]
+        sat = g["saturation"]
+        if rps is not None and sat is not None and rps > sat:  # interpolated past what it sustains: capped there
+            rps, how = sat, "saturation"
         result.append({"deployment": g["deployment"], "kind": g["kind"], "num_gpus": g["num_gpus"], "goal": goal,
                        "lowest_rate": min(g["rates"]), "highest_rate": max(g["rates"]), "goodput_rps": rps,
-                       "goodput_per_gpu": None if rps is None else rps / g["num_gpus"], "read": read["read"],
-                       "monotone": read["monotone"]})
+                       "goodput_per_gpu": None if rps is None else rps / g["num_gpus"], "read": how,
+                       "monotone": read["monotone"], "burst": g["burst"],
+                       "saturation_rps": sat, "saturation_per_gpu": None if sat is None else sat / g["num_gpus"]})
     return result
 
 

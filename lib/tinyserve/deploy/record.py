@@ -114,9 +114,17 @@ class DeploymentTrace:
                 "knobs": first.knobs, "ttft_at": ttft_at, "metrics": self.metrics(ttft_at),
                 "requests": [{**export.request_dict(first, r, tokens), "instances": self.routes.get(r.id, [])}
                              for r in self.requests],
-                "instances": [{"index": i, "role": role, "metrics": tr.metrics(), **self._served(i, role)}
+                "instances": [{"index": i, "role": role, **self.effective(i), "metrics": tr.metrics(),
+                               **self._served(i, role)}
                               for i, (role, tr) in enumerate(zip(self.roles, self.instances))],
                 "transfers": [asdict(x) for x in self.transfers]}
+
+    def effective(self, index: int) -> dict:
+        """What an instance ran with, after every cap: its slots (the batch size capped by the slabs its KV memory
+        holds; a capped knob is accepted, not refused) and its policy's knobs as the policy holds them (the token
+        budget among them, built from the batch size as given)."""
+        tr = self.instances[index]
+        return {"num_slots": tr.num_slots, "knobs": dict(tr.knobs)}
 
     def _served(self, index: int, role: str) -> dict:
         """A prefill instance's share of the work: how many requests the router sent it (rejected ones aside) and

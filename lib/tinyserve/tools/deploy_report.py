@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..deploy import DeploymentTrace
+from ..analysis import steady
 from ..lang import ljust, rjust, t, width
 from ..trace.report import latency_lines, throughput_line
 
@@ -57,6 +58,9 @@ def format_deployment(dt: DeploymentTrace, slo: dict | None = None, ttft_at: str
         im = tr.metrics()
         lines.append(t("cli.deploy.instance", index=i, role=t(f"cli.deploy.role.{role}"), requests=routed[i],
                        steps=im["num_steps"], busy=im["busy_time_fraction"]))
+        given = tr.knobs.get("batch_size")
+        if given is not None and tr.num_slots < given:  # a capped knob runs at its effective value: said, not refused
+            lines.append(t("cli.deploy.capped", given=given, slots=tr.num_slots))
     if dt.transfers:
         wait = m["transfer_ms"]
         lines.append(t("cli.deploy.transfers", count=m["transfers"], p50=wait["p50"], p99=wait["p99"],
@@ -74,9 +78,12 @@ def goodput_words(g: dict) -> str:
     lowest; * when the attainment curve climbs back above the goal after it first fell below."""
     if g["read"] == "below":
         text = t("cli.goodput.below", value=g["lowest_rate"] / g["num_gpus"])
+    elif g["read"] == "saturation":
+        text = t("cli.goodput.saturation", value=g["goodput_per_gpu"])
     else:
         text = t("cli.goodput.at_least" if g["read"] == "at_least" else "cli.goodput.value", value=g["goodput_per_gpu"])
-    return text if g["monotone"] else text + " *"
+    text = text if g["monotone"] else text + " *"
+    return text + " ~" if g.get("burst") else text
 
 
 def format_seeds(per_seed: Sequence[dict], seeds: Sequence[int]) -> str:
@@ -94,14 +101,21 @@ def format_goodput(rows: Sequence[dict], best: Sequence[dict], workload: str, po
     rates = sorted({r["rate"] for r in rows})
     share = {(r["deployment"], r["rate"]): r["attainment"] for r in rows}
     head = [t("cli.goodput.col.deployment"), t("cli.goodput.col.gpus"),
-            *(t("cli.goodput.col.rate", rate=r) for r in rates), t("cli.goodput.col.goodput")]
+            *(t("cli.goodput.col.rate", rate=r) for r in rates), t("cli.goodput.col.saturation"),
+            t("cli.goodput.col.goodput")]
     table = [head]
     for g in best:
+        sat = g.get("saturation_per_gpu")
         table.append([g["deployment"], str(g["num_gpus"]),
-                      *(f"{share[g['deployment'], r]:.1%}" for r in rates), goodput_words(g)])
+                      *(f"{share[g['deployment'], r]:.1%}" for r in rates),
+                      "" if sat is None else t("cli.goodput.value", value=sat), goodput_words(g)])
     cols = [max(width(row[j]) for row in table) for j in range(len(head))]
     body = ["  ".join(ljust(cell, cols[j]) if j == 0 else rjust(cell, cols[j]) for j, cell in enumerate(row))
             for row in table]
     return "\n".join([t("cli.goodput.head", workload=workload, policy=policy, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                         hardware=rows[0]["hardware"]), *body,
-                      t("cli.goodput.foot", goal=best[0]["goal"])])
+                      t("cli.goodput.foot", goal=best[0]["goal"]),
+                      t("cli.goodput.steady", min=steady.MIN_REQUESTS, span=steady.SPAN_S,
+                        n=steady.SATURATION_REQUESTS),
+                      *([t("cli.goodput.burst", min=steady.MIN_REQUESTS, span=steady.SPAN_S)]
+                        if any(g.get("burst") for g in best) else [])])
