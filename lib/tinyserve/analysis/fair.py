@@ -190,25 +190,34 @@ def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", ki
             "monotone": all(v["monotone"] for v in per.values())}
 
 
+def sustains(g: dict) -> float:
+    """The median over the seeds of a deployment's saturation throughput per GPU (g: goodput()'s result): what it
+    completes per second when overloaded, the ceiling of any goodput it reads."""
+    sat = sorted(x["saturation"] for x in g["per_seed"].values())
+    return sat[(len(sat) - 1) // 2]
+
+
 def _key(v) -> float:
     return -math.inf if v is None else v
 
 
-def best(s: dict, side: str, pair: str, conv: str = "prefill", kind: str = "both") -> tuple[str, dict]:
+def best(s: dict, side: str, pair: str, conv: str = "prefill", kind: str = "both",
+         having: str | None = None) -> tuple[str, dict]:
     """A side's best deployment at a pair: the highest median goodput per GPU over the seeds (ties: the highest
-    lowest, then the first listed)."""
-    labels = list(s["sides"][side])
+    lowest, then the first listed); having: only among the deployments whose spec holds that knob ("chunk_size=none":
+    the best with whole prompts)."""
+    labels = [x for x in s["sides"][side] if having is None or having in x.split(",")]
     scored = [(label, goodput(s, side, label, pair, conv, kind)) for label in labels]
     return max(scored, key=lambda x: (_key(x[1]["median"]), _key(x[1]["min"])))
 
 
 def compare(s: dict, pair: str, conv: str = "prefill", a: str = "split", b: str = "replicas",
-            b_label: str | None = None) -> dict:
-    """Each side's best at a pair (b_label: that deployment of side b instead of its best), and what holds on every
-    seed: "ahead" (a's beats b's on every seed), "behind" (on every seed it is beaten), else "mixed"; the ratio of
+            b_having: str | None = None) -> dict:
+    """Each side's best at a pair (b_having: side b's best among the deployments with that knob, best()), and what
+    holds on every seed: "ahead" (a's beats b's on every seed), "behind" (on every seed it is beaten), else "mixed"; the ratio of
     medians."""
     (la, ga) = best(s, a, pair, conv)
-    (lb, gb) = best(s, b, pair, conv) if b_label is None else (b_label, goodput(s, b, b_label, pair, conv))
+    (lb, gb) = best(s, b, pair, conv, having=b_having)
     wins = [_key(ga["per_seed"][x]["value"]) > _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
     loses = [_key(ga["per_seed"][x]["value"]) < _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
     verdict = "ahead" if all(wins) else "behind" if all(loses) else "mixed"
@@ -268,9 +277,10 @@ CLAIMS = {
     "short_tight": ("short-2", "tight", "prefill"), "scarce_tight": ("scarce-2", "tight", "prefill"),
     "scarce_paper": ("scarce-2", "paper", "prefill"),
     "tp4_tight": ("tp-4", "tight", "prefill"), "tp4_paper": ("tp-4", "paper", "prefill"),
-    # against two replicas of whole prompts (continuous batching: 7.5's stand-in for the vLLM DistServe measured)
-    "fair2_paper_whole": ("fair-2", "paper", "prefill", "colocated:2,chunk_size=none"),
-    "fair2_tight_whole": ("fair-2", "tight", "prefill", "colocated:2,chunk_size=none"),
+    # against two replicas of whole prompts at their best batch (continuous batching: 7.5's stand-in for the vLLM
+    # DistServe measured)
+    "fair2_paper_whole": ("fair-2", "paper", "prefill", "chunk_size=none"),
+    "fair2_tight_whole": ("fair-2", "tight", "prefill", "chunk_size=none"),
 }
 
 
@@ -292,8 +302,8 @@ def number_words(g: dict) -> str:
 
 def claim(d: dict, name: str) -> dict:
     """One of CLAIMS read off the studies d (load()): compare()'s result."""
-    study_name, pair, conv, *label = CLAIMS[name]
-    return compare(d["studies"][study_name], pair, conv, b_label=label[0] if label else None)
+    study_name, pair, conv, *having = CLAIMS[name]
+    return compare(d["studies"][study_name], pair, conv, b_having=having[0] if having else None)
 
 
 def claim_words(d: dict, name: str) -> str:
