@@ -252,6 +252,10 @@ def main(argv: list[str]) -> None:
             print(f"{lang}/solutions/{s.stem}.ipynb  {took:5.1f} s", flush=True)
     except (EditionError, editions.CatalogError) as e:
         sys.exit(f"build.py: {e}")
+    if srcs and execute:  # the teacher's handbook counts the built lessons: its tables follow them
+        import handbook
+        for path in handbook.write():
+            print(f"wrote {path}")
     if sols:  # the handed-out notebooks of this edition, as generate makes the English ones
         from tinyserve.classroom import generate
         generate.main(["--solutions", str(HERE / lang / "solutions"), "--exercises", str(HERE / lang / "exercises")])
