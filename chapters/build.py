@@ -47,6 +47,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 import editions
+from tinyserve.lang import needs_space
 from tinyserve.lang.drawn import ENV as TEXT_ENV
 from tinyserve.lang.glue import ENV as GLUE_ENV, recorded
 
@@ -155,9 +156,14 @@ def fill_glue(nb, stem: str, values: dict[str, dict]) -> None:
     if measured:
         raise EditionError(f"{stem}: {{glue}}`{measured[0]}` is a wall-clock measurement: it differs between builds "
                            "(and editions), so the prose must point at the reader's own output instead")
+    def filled(m) -> str:  # a value meets a Chinese character across a space, as t() fills a field (lang)
+        text, src = values[m.group(1)]["text"], m.string
+        return ((" " if needs_space(src[:m.start()], text) else "") + text
+                + (" " if needs_space(text, src[m.end():]) else ""))
+
     for c in nb.cells:
         if c.cell_type == "markdown":
-            c.source = editions.GLUE.sub(lambda m: values[m.group(1)]["text"], c.source)
+            c.source = editions.GLUE.sub(filled, c.source)
     nb.metadata.setdefault("tinyserve", {})["glue"] = {n: values[n] for n in used}
 
 
@@ -252,6 +258,10 @@ def main(argv: list[str]) -> None:
             print(f"{lang}/solutions/{s.stem}.ipynb  {took:5.1f} s", flush=True)
     except (EditionError, editions.CatalogError) as e:
         sys.exit(f"build.py: {e}")
+    if srcs and execute:  # the teacher's handbook counts the built lessons: its tables follow them
+        import handbook
+        for path in handbook.write():
+            print(f"wrote {path}")
     if sols:  # the handed-out notebooks of this edition, as generate makes the English ones
         from tinyserve.classroom import generate
         generate.main(["--solutions", str(HERE / lang / "solutions"), "--exercises", str(HERE / lang / "exercises")])

@@ -182,13 +182,41 @@ def swap_comments(source: str, translate) -> str:
         if trailing:
             lines[first] = lead + "# " + new
             continue
-        from tinyserve.lang import wrap
-
         room = max(20, COMMENT_COLUMNS - col - 2)
         # a `code span` is never broken: its spaces are held as a private-use character while wrapping
         held = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\ue000"), new)
-        lines[first:last + 1] = [lead + "# " + part.replace("\ue000", " ") for part in wrap(held, room)]
+        lines[first:last + 1] = [lead + "# " + part.replace("\ue000", " ") for part in wrap_comment(held, room)]
     return "\n".join(lines)
+
+
+BREAK_AFTER = set("，。、；：！？）」』》〉")  # a Chinese line may end after these: never inside a word
+NO_START = set("，。、；：！？）」』》〉,.;:!?)]}%")
+
+
+def wrap_comment(text: str, columns: int) -> list[str]:
+    """Lines of at most `columns` display columns, broken at a space or after full-width punctuation; between two
+    Chinese characters (which may be one word: 序列, 最差) only where a line has neither."""
+    from tinyserve.lang import width
+
+    lines = []
+    while width(text) > columns:
+        good = between = None
+        cols = 0
+        for i, ch in enumerate(text):
+            cols += width(ch)
+            if cols > columns:
+                break
+            nxt = text[i + 1:i + 2]
+            if nxt in NO_START:
+                continue
+            if ch == " " or ch in BREAK_AFTER:
+                good = i + 1
+            elif CJK.match(ch) and CJK.match(nxt):
+                between = i + 1
+        cut = good or between or text.find(" ", 1) + 1 or len(text)
+        lines.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return lines + [text] if text or not lines else lines
 
 
 # ------------------------------------------------------------------------------------------ the catalogs

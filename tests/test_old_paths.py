@@ -357,3 +357,25 @@ def test_the_public_api_is_listed_and_light():
     assert all(hasattr(tinyserve, name) for name in tinyserve.__all__)
     source = module_file("tinyserve").read_text(encoding="utf-8")
     assert "import *" not in source and "__getattr__" not in source
+
+
+# ---- no word the package says names a moved module by its old path --------------------------------------------
+
+# `tinyserve.tokenizer` in a message ("not as tinyserve.tokenizer does"): a learner told to read a module that is gone
+_NAMED = re.compile(rf"\btinyserve\.(?:{_OLD})(?![\w])")
+
+
+def test_the_scan_for_named_old_modules():
+    assert _NAMED.findall("not as tinyserve.tokenizer does; subclasses tinyserve.policies.Policy") == [
+        "tinyserve.tokenizer", "tinyserve.policies"]
+    assert _NAMED.findall("tinyserve.core.tokenizer, tinyserve.core.scheduling.Policy, tinyserve.configs") == []
+
+
+def test_no_message_or_catalog_names_an_old_module():
+    """Messages are read by people, who would look for the module they name: the catalogs and the package's code
+    (its untranslated messages) name every module by the path it has now."""
+    files = [p for p in (ROOT / "lib" / "tinyserve").rglob("*") if p.suffix in (".py", ".pot", ".po")]
+    assert any(p.name == "cli.pot" for p in files) and any(p.name == "hf.py" for p in files)
+    bad = [f"{p.relative_to(ROOT)}:{i}: {m}" for p in files
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in _NAMED.findall(line)]
+    assert bad == [], "old module paths named:\n" + "\n".join(bad)

@@ -1,6 +1,7 @@
 """What a learner sees of the answers after Run All: every cell tagged reveal (chapters/build.py) shows the hint
-and nothing of its answer until a prediction is in; then, with a prediction typed and the cell run again, the
-answer. Read from the page as drawn (innerText: a closed <details> shows its summary only), not from a file."""
+and nothing of its answer until a prediction is in; then, once the prediction is typed, the answers that wait on
+it (the question's key on their output), with no cell run again, and still after the question's cell or Run All
+runs again. Read from the page as drawn (innerText: a closed <details> shows its summary only), not from a file."""
 from __future__ import annotations
 
 import re
@@ -16,7 +17,9 @@ REVEAL_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .map(({c, i}) => {
     const outs = c.outputArea ? [...c.outputArea.node.querySelectorAll('.jp-OutputArea-output')] : [];
     const shown = e => !e.closest('details:not([open])') && e.getClientRects().length > 0;
+    const answer = outs.map(o => o.querySelector('.tinyserve-answer')).find(a => a);
     return {cell: i, text: outs.map(o => o.innerText).join('\\n'), count: c.model.executionCount,
+            key: answer ? answer.dataset.question : null,
             media: outs.flatMap(o => [...o.querySelectorAll('img, svg, canvas, .js-plotly-plot, .jupyter-widgets')])
                        .filter(shown).length,
             closed: outs.reduce((n, o) => n + o.querySelectorAll('details:not([open])').length, 0),
@@ -51,10 +54,19 @@ def before_prediction(cells: list[dict]) -> list[str]:
 
 
 def after_prediction(cell: dict, guess: str) -> list[str]:
-    """The reveal cell run again with a prediction: the comparison and the answer on screen, nothing closed."""
+    """A reveal cell once the prediction is in: the comparison and the answer on screen, nothing closed."""
     said = {"You said " + guess, "你預測 " + guess}
     if cell["closed"] or any(h in cell["text"] for h in allowed_lines()) or not any(s in cell["text"] for s in said) \
             or len(re.findall(r"\d", cell["text"])) < 2:
-        return [f"reveal cell {cell['cell']} run again after the prediction {guess!r} does not show the answer: "
+        return [f"reveal cell {cell['cell']} after the prediction {guess!r} does not show the answer: "
                 f"{cell['text'][:160]!r}, {cell['closed']} closed <details>"]
+    return []
+
+
+def opened(cell: dict) -> list[str]:
+    """A reveal cell that waits on a question once its prediction is in: its answer on screen (text or a picture),
+    nothing closed, no hint. (Only a cell that calls reveal() prints the comparison: after_prediction.)"""
+    if cell["closed"] or any(h in cell["text"] for h in allowed_lines()) or not (cell["text"].strip() or cell["media"]):
+        return [f"reveal cell {cell['cell']} after the prediction does not show its answer: {cell['text'][:160]!r}, "
+                f"{cell['media']} pictures on screen, {cell['closed']} closed <details>"]
     return []

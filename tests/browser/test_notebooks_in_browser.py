@@ -278,8 +278,8 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
                             f"{s2['widgetsBad']}, error text {s2['errorText']} " + where.format(shot(page, "FAILED")))
         elif notebook != "tests/browser/placeholder.ipynb" and notebook.startswith("widgets/"):
             pytest.fail(f"{notebook} shows no slider beside a figure " + where.format(shot(page, "FAILED")))
-        if reveals:  # the learner predicts, runs the first reveal cell again, and sees the answer
-            late = _predict_and_rerun(page, reveals[0], "1")
+        if reveals:  # the learner predicts: the answers open; they stay open through a re-run and Run All
+            late = _predict_and_rerun(page, notebook, "1", state, shot)
             if late:
                 pytest.fail("; ".join(late) + " " + where.format(shot(page, "FAILED")))
         shot(page)
@@ -295,22 +295,71 @@ RUN_CELL_JS = """(i) => { const p = window.jupyterapp.shell.currentWidget;
   p.content.activeCellIndex = i; window.jupyterapp.commands.execute('notebook:run-cell'); }"""
 
 
-def _predict_and_rerun(page, cell: dict, guess: str) -> list[str]:
-    """Type guess in the notebook's first question (Enter), run the first reveal cell again, read what it shows."""
+# the notebook's first question: its cell and its words (its key, predict.question_key, is on its answers)
+QUESTION_JS = """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+  const i = cells.findIndex(c => c.node.querySelector('.tinyserve-predict'));
+  const q = i < 0 ? null : cells[i].node.querySelector('.tinyserve-predict');
+  return {cell: i, question: q ? q.querySelector('b').textContent : '', text: q ? q.innerText : '',
+          locked: q ? [...q.querySelectorAll('input[type=text]')].every(b => b.disabled) : false}; }"""
+COUNTS_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().trim() !== '')
+  .map(c => c.model.executionCount)"""  # every code cell's count: each changes once Run All has run it
+RUN_ALL_AGAIN = {"chapters/7.1-static-batching.ipynb", "chapters/zh-TW/7.2-continuous-batching.ipynb"}  # one each
+
+
+def _predict_and_rerun(page, notebook: str, guess: str, state, shot) -> list[str]:
+    """Type guess in the notebook's first question (Enter): every answer that waits on it opens, with no cell run
+    again, and the others stay closed; run the question's cell again: the prediction stays; on RUN_ALL_AGAIN's
+    pages, Run All again: those answers stay open and the others closed."""
+    from tinyserve_widgets.predict import question_key
+
+    q = page.evaluate(QUESTION_JS)
+    key = question_key(q["question"])
     box = page.locator(".tinyserve-predict input[type='text']").first
     box.fill(guess)
     box.press("Enter")
-    page.locator(".tinyserve-predict .widget-html", has_text=guess).first.wait_for(timeout=30_000)  # locked in
-    page.evaluate(RUN_CELL_JS, cell["cell"])
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        now = next(c for c in page.evaluate(reveal.REVEAL_JS) if c["cell"] == cell["cell"])
-        if now["count"] not in (None, cell["count"]) and not page.evaluate(
-                "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
-                ".querySelector('.jp-InputPrompt').textContent.includes('*')", cell["cell"]):
-            return reveal.after_prediction(now, guess)
+    said = ("You said " + guess, "你預測 " + guess)
+
+    waiting = [c["cell"] for c in page.evaluate(reveal.REVEAL_JS) if c["key"] == key]  # drawn closed by Run All
+    if not waiting:
+        return [f"no reveal cell carries the first question's key {key}"]
+
+    def answers(when: str) -> list[str]:
+        found, compared = [], []
+        for i in waiting:  # each in view first: a page draws only what is in view (innerText reads what is drawn)
+            page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'center')", i)
+            time.sleep(0.3)
+            cell = next(c for c in page.evaluate(reveal.REVEAL_JS) if c["cell"] == i)
+            found += reveal.opened(cell)
+            compared.append(reveal.after_prediction(cell, guess))
+        if all(compared):  # the comparison: where the hint was, or where the cell's reveal() prints it
+            found += compared[0]
+        cells = page.evaluate(reveal.REVEAL_JS)
+        found += reveal.before_prediction([c for c in cells if c["cell"] not in waiting])
+        return [f"{when}: {p}" for p in found]
+
+    deadline = time.monotonic() + 30  # the widget's view opens them as soon as the kernel settles the question
+    while answers("after the prediction") and time.monotonic() < deadline:
         time.sleep(0.25)
-    return [f"reveal cell {cell['cell']} did not run again within 120 s"]
+    problems = answers("entering the prediction")
+    count = page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.executionCount",
+                          q["cell"])
+    page.evaluate(RUN_CELL_JS, q["cell"])  # the question's cell run again
+    _wait(lambda: page.evaluate(
+        "([i, n]) => { const c = window.jupyterapp.shell.currentWidget.content.widgets[i];"
+        " return c.model.executionCount !== n && !c.node.querySelector('.jp-InputPrompt').textContent.includes('*')"
+        " && !!c.node.querySelector('.tinyserve-predict'); }", [q["cell"], count]), 60,
+        "the question's cell to run again", page, shot)
+    again = page.evaluate(QUESTION_JS)
+    if not any(s in again["text"] for s in said) or not again["locked"]:
+        problems.append(f"the question's cell run again lost the prediction {guess!r}: {again['text'][:160]!r}")
+    if notebook in RUN_ALL_AGAIN:
+        counts = page.evaluate(COUNTS_JS)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        _wait(lambda: all(a != b for a, b in zip(page.evaluate(COUNTS_JS), counts)) and not state()["running"]
+              and "| Idle" in state()["status"], RUN_TIMEOUT_S, "Run All after the prediction", page, shot)
+        problems += answers("Run All after the prediction")
+    return problems
 
 
 def _move_sliders_until_a_figure_changes(page, state) -> str | None:

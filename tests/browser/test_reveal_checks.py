@@ -38,3 +38,13 @@ def test_after_a_prediction_the_comparison_and_the_numbers_must_be_on_screen():
     assert after_prediction(cell("你預測 1 token，引擎算出 3,950 token：偏低。", closed=0), "1") == []
     assert after_prediction(cell(f"{HINT}\n{SUMMARY}"), "1")  # still hidden
     assert after_prediction(cell("the engine says 3,950 tokens", closed=0), "1")  # the prediction not beside it
+
+
+def test_an_answer_open_after_a_prediction_shows_text_or_a_picture_and_nothing_closed():
+    from .reveal import opened
+
+    assert opened(cell("", media=1, closed=0)) == []  # a figure alone, drawn open
+    assert opened(cell("3950 padding", closed=0)) == []
+    assert opened(cell("", closed=0))  # nothing at all
+    assert opened(cell(f"{HINT}\n{SUMMARY}"))  # still closed
+    assert opened(cell(HINT, media=1, closed=0))  # the hint left beside it

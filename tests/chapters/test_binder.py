@@ -67,3 +67,32 @@ def test_no_readme_asks_a_learner_to_click_a_link_that_leads_nowhere():
         text = readme.read_text(encoding="utf-8")
         assert "mybinder.org/v2/gh/OWNER" not in text and "mybinder.org/badge_logo" not in text, readme
 
+
+
+# ---- every Linux set-up takes the CPU-only torch ----------------------------------------------------------------
+SIZES = re.compile(r"\d+(?:\.\d+)? [MG]B")  # a download size as the README writes it: "191.8 MB", "2.2 GB"
+LINUX_SETUPS = {  # a file -> where its text that sets up a Linux machine starts and ends (a grader's is one)
+    "chapters/instructors/README.md": ("Install the learner requirements", "**1. Learners check"),
+    "chapters/instructors/README.zh-TW.md": ("在儲存庫的根目錄安裝學生用的套件", "**1. 學生自我檢查"),
+    "chapters/README.md": ("docker run", "Inside a container"),
+    "README.md": ("**繁體中文**", "**English**"),
+}
+
+
+def setup_text(path: str, start: str, end: str) -> str:
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert start in text and end in text, f"{path}: its Linux set-up moved (update LINUX_SETUPS)"
+    return text[text.index(start):text.index(end, text.index(start))]
+
+
+def test_every_linux_setup_installs_the_cpu_torch_with_the_readmes_sizes():
+    """The teacher's quick start (both languages), the Docker grading recipe and the README's Chinese paragraph set
+    a Linux machine up from binder/requirements.txt, and state the download sizes the README's Set up states."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme[readme.index("## Set up"):]
+    sizes = SIZES.findall(setup.split("\n\n## ")[0])
+    assert sizes == ["191.8 MB", "526.6 MB", "2.2 GB", "2.5 GB"], sizes  # what "Set up" states, in its order
+    for path, (start, end) in LINUX_SETUPS.items():
+        text = setup_text(path, start, end)
+        assert "binder/requirements.txt" in text, f"{path}: its Linux set-up does not install binder/requirements.txt"
+        assert SIZES.findall(text) == sizes, f"{path}: states {SIZES.findall(text)}, the README {sizes}"

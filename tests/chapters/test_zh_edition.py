@@ -42,6 +42,13 @@ WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*")
 LABEL = re.compile(r"[A-Za-z]{1,2}\d+")  # S5, R3, r0, p50, p1024, H100
 URL = re.compile(r"https?://\S+|www\.\S+|\]\([^)]*\)")
 CITATION = re.compile(r"https?://|www\.|\bdoi\b|arXiv|\bet al\.", re.I)
+# the citation itself, inside a Chinese sentence: an address, an arXiv or doi number, "Kwon et al., Title, Venue"
+CITATION_SPAN = re.compile(r"https?://\S+|www\.\S+|\]\([^)]*\)|\barXiv:\s*[\w./]+|\bdoi:\s*\S+"
+                           r"|[A-Z][\w-]*(?:\s+and\s+[A-Z][\w-]*)?\s+et al\.[^。；）)\n]*"
+                           r"|\*[^*\n]*(?:https?://|\]\()[^*\n]*\*"  # an italic source line with its link,
+                           r"|\*[^*\n]*\*(?=\s*<?https?://)")  # or followed by it
+TITLE = re.compile(r"「[^」\u3400-\u9fff]*」")  # beside a citation: the source's own English title, quoted
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # names a learner types: a knob set to a number (rate=0.5), a path with a file name, a version (2.13.0+cpu), a
 # name with an underscore or a dot inside, an id of letters, digits and hyphens with a digit in it (h200-70b-fp8)
 CODE_NAME = re.compile(r"(?<![\w/-])[A-Za-z_]\w*=(?=[\d.])"
@@ -97,12 +104,19 @@ def items(text: str) -> list[str]:
     return ["\n".join(i) for i in out]
 
 
+def cited(item: str) -> str:
+    """A line or list item with its citations left out: a reference in English (a citation and no Chinese) is all
+    citation; in a Chinese sentence only the citation is, not the words around it ("January 2024")."""
+    if not CITATION.search(item):
+        return item
+    rest = TITLE.sub(" ", CITATION_SPAN.sub(" ", item))
+    return rest if HAN.search(rest) else ""
+
+
 def latin(text: str, also: set[str] = frozenset()) -> list[tuple[str, str]]:
     """(word, its context) of every Latin word of text that is not allowed (also: names allowed here)."""
     found = []
-    for item in items(text):
-        if CITATION.search(item):
-            continue
+    for item in map(cited, items(text)):
         s = TEX.sub(lambda m: re.sub(r"\\[A-Za-z]+", " ", m.group(0)), item)
         s = MARKUP.sub(" ", URL.sub(" ", re.sub(r"`[^`\n]*`", " ", s)))
         s = ITEM_LABEL.sub(" ", CODE_NAME.sub(" ", s))
@@ -304,7 +318,11 @@ def test_a_comment_counts_but_the_code_around_it_does_not():
 # variant right there]): chapters/README.md's glossary, the issues' decisions (issue 42: one word each for replica,
 # dry run, stall, preset and default; 佔用 as the book writes it; JupyterLab's own words)
 TERMS = [
-    (r"占用", "佔用 (as the book writes it)"),
+    (r"占", "佔 (the book's form: 佔用, 佔比, 搶佔)"),
+    (r"程式格", "儲存格 (JupyterLab's word)"),
+    (r"單純的?\s*(decode\s*)?步", "一般步 (a plain step: 一般一步, 一般的 decode 步)"),
+    (r"被保留|保留(?!了形狀|不動)(?=\s*(的\s*KV|KV|記憶體|空間|區|量|最大值|著|\d|個|同樣))|(替|為)[^，。；]{0,24}保留",
+     "預留 (reserved K/V; 保留 keeps its other senses)"),
     (r"視圖", "檢視"),
     (r"(?<![A-Za-z])[Cc]ells?(?![A-Za-z])", "儲存格"),
     (r"(?<![A-Za-z])[Nn]otebooks?(?![A-Za-z])", "筆記本"),
@@ -335,7 +353,7 @@ def term_offenders(text: str, also: set[str] = frozenset()) -> list[str]:
 
 def prose_offenders(text: str) -> list[str]:
     """term_offenders of each line or list item of a text, a citation's left out."""
-    return [bad for item in items(text) if not CITATION.search(item) for bad in term_offenders(item)]
+    return [bad for item in items(text) for bad in term_offenders(cited(item))]
 
 
 def chapter_entries(path: Path) -> list[tuple[int, str, str, str]]:
@@ -356,9 +374,7 @@ def term_groups() -> dict[str, list[str]]:
         for i, kind, text, names in shown(p):
             if kind == "unrecorded":
                 continue
-            for item in items(text):
-                if CITATION.search(item):
-                    continue
+            for item in map(cited, items(text)):
                 for bad in term_offenders(item, names):
                     rows.setdefault(f"cell {i} {kind}: {bad}", None)
         if rows:
@@ -391,7 +407,12 @@ def test_the_zh_TW_notebooks_use_one_term_for_each_thing():
 
 @pytest.mark.parametrize("text, bad", [
     ("每個位子佔用一段 KV", []),
-    ("每個位子占用一段 KV", ["占用"]),
+    ("每個位子占用一段 KV", ["占"]),
+    ("搶占了一個序列；decode 產能占比", ["占", "占"]),
+    ("下面程式格讀取的掃描規模；這個儲存格", ["程式格"]),
+    ("一般一步的 3 倍；單純的 decode 步；單純步", ["單純的 decode 步", "單純步"]),
+    ("保留的 KV；每份保留空間；替永遠不會來的 token 保留記憶體；一直被保留著", ["保留", "保留", "替永遠不會來的 token 保留", "被保留"]),
+    ("曲線保留了形狀；先前的圖表保留不動；預留的 KV", []),
     ("兩個複本，另一個副本", ["副本"]),
     ("模擬執行和真實模型對得上；重播也一樣", ["重播"]),
     ("這份執行紀錄沒有步驟（例如對真實伺服器重播的結果）", []),
@@ -442,7 +463,7 @@ def test_the_terms_test_reads_every_place_the_words_live(tmp_path, monkeypatch, 
         monkeypatch.setattr(here, "INSTRUCTORS_ZH", [])
     monkeypatch.setattr(here, "ROOT", tmp_path)
     found = " ".join(row for rows in term_groups().values() for row in rows)
-    expected = {"notebook": ["收合", "副本"], "chapter catalog": ["停頓", "硬體預設"], "package catalog": ["占用"],
+    expected = {"notebook": ["收合", "副本"], "chapter catalog": ["停頓", "硬體預設"], "package catalog": ["占"],
                 "teacher pack": ["重播"]}[where]
     assert all(f"'{w}'" in found for w in expected), found
 
@@ -530,3 +551,107 @@ def test_no_line_break_inside_a_chinese_paragraph():
         if rows:
             groups[where(p)] = rows
     assert not groups, report("line breaks between Chinese characters inside a paragraph", groups)
+
+
+# ------------------------------------------------------------------- a comment is not broken inside a word
+def broken_comments(nb_path: Path) -> list[str]:
+    """Two lines of one wrapped comment (whole-line comments at one indentation) where the first ends with a
+    Chinese character and the next starts with one: a break that may fall inside a word (序/列, 最差/的)."""
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    rows = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        lines = "".join(cell["source"]).split("\n")
+        for a, b in zip(lines, lines[1:]):
+            ia, ib = len(a) - len(a.lstrip()), len(b) - len(b.lstrip())
+            if ia == ib and a.lstrip().startswith("# ") and b.lstrip().startswith("# "):
+                end, start = a.rstrip()[-1:], b.lstrip()[2:3]
+                if HAN.match(end) and HAN.match(start):
+                    rows.append(f"cell {i}: «{a.strip()[-12:]}» / «{b.strip()[2:14]}»")
+    return rows
+
+
+def test_no_comment_of_the_zh_TW_notebooks_is_broken_inside_a_word():
+    groups = {where(p): rows for p in NOTEBOOKS if (rows := broken_comments(p))}
+    assert not groups, report("comments wrapped between two Chinese characters (chapters/editions.py wraps at "
+                              "punctuation or spaces; rebuild the notebook)", groups)
+
+
+def test_a_comment_wraps_at_punctuation_or_spaces():
+    sys.path.insert(0, str(CHAPTERS))
+    try:
+        import editions
+    finally:
+        sys.path.remove(str(CHAPTERS))
+    text = "以最快完成者為例，這一段註解很長很長，要在標點之後斷行，例如序列這個詞"
+    assert editions.wrap_comment(text, 40) == ["以最快完成者為例，這一段註解很長很長，", "要在標點之後斷行，例如序列這個詞"]
+    assert editions.wrap_comment("位子 7 的 slab 一直被佔著 直到最後", 16) == ["位子 7 的 slab", "一直被佔著", "直到最後"]
+    assert editions.wrap_comment("一二三四五六七八九十一二三", 20) == ["一二三四五六七八九十", "一二三"]  # no other place
+    assert editions.wrap_comment("短", 20) == ["短"]
+
+
+# ------------------------------------------------------------------- one notation for ratios in a table
+RATIO_X, RATIO_BEI = re.compile(r"\d\s*×"), re.compile(r"\d\s*倍")
+
+
+def mixed_ratio_tables(text: str) -> list[str]:
+    """The tables of a printed output or a markdown cell (blocks of lines a blank line separates) that write a
+    ratio both as "0.2×" and as "0.2 倍"."""
+    return [" / ".join(block.strip().split("\n")[:2])[:90] for block in re.split(r"\n\s*\n", text)
+            if block.count("\n") and RATIO_X.search(block) and RATIO_BEI.search(block)]
+
+
+def test_a_table_writes_its_ratios_one_way():
+    assert mixed_ratio_tables("頭\n  a  0.2×\n  b  0.2 倍到 0.25 倍") and not mixed_ratio_tables("a 0.2×\nb 0.25×")
+    assert not mixed_ratio_tables("快 3 倍。\n\n表：\na 0.2×\nb 0.3×")  # prose beside a table is another block
+    groups = {}
+    for p in NOTEBOOKS:
+        rows = [f"cell {i} {kind}: {t_}" for i, kind, text, _ in shown(p) if kind in ("output", "prose", "html")
+                for t_ in mixed_ratio_tables(text)]
+        if rows:
+            groups[where(p)] = rows
+    assert not groups, report("tables that write a ratio both as N× and as N 倍", groups)
+
+
+# ------------------------------------------------------------- Chinese meets Latin across a space, rendered
+def sample(spec: str, chinese: bool):
+    """A value for a field of this format spec: a number where the spec formats one, else a word."""
+    return 12 if re.search(r"[bcdeEfFgGnxX%,]", spec or "") else ("字詞" if chinese else "x1")
+
+
+def unspaced(text: str) -> list[str]:
+    """Where a Chinese character meets a Latin letter or digit with no space (code spans and addresses aside)."""
+    text = URL.sub(" ", re.sub(r"`[^`\n]*`", " ", text))
+    return [m.group(0) for m in re.finditer(rf"{HAN.pattern}[A-Za-z0-9]|[A-Za-z0-9]{HAN.pattern}", text)]
+
+
+def test_chinese_meets_latin_letters_and_digits_across_a_space_in_every_rendered_catalog_string():
+    """Every translation of the package's catalogs, rendered as t() renders it with each field filled by a Latin
+    word and by a Chinese one, and every lesson's and exercise's block with its glue values filled the way
+    build.py fills them, writes a space between a Chinese character and a Latin letter or digit."""
+    import string
+
+    from tinyserve.lang import fill_spaced, needs_space
+
+    groups = {}
+    for path in sorted(PACKAGE_PO.glob("*.po")):
+        rows = []
+        for line, key, english, text in po_entries(path):
+            for chinese in (False, True):
+                specs = [(name, spec) for _, name, spec, _ in string.Formatter().parse(text) if name]
+                fields = {name: sample(" ".join(sp for n, sp in specs if n == name), chinese) for name, _ in specs}
+                rendered = fill_spaced(text, fields) if fields else text
+                rows += [f"{line} {key}: «{bad}»" for bad in unspaced(rendered)]
+        if rows:
+            groups[str(path.relative_to(ROOT))] = list(dict.fromkeys(rows))
+    for path in sorted(CHAPTER_PO.glob("*.po")):
+        rows = []
+        for line, what, english, text in chapter_entries(path):
+            for value in ("x1", "字詞", "12"):
+                rendered = re.sub(r"\{glue\}`[^`]+`", lambda m: (" " if needs_space(m.string[:m.start()], value) else "")
+                                  + value + (" " if needs_space(value, m.string[m.end():]) else ""), text)
+                rows += [f"{line}: «{bad}»" for bad in unspaced(markdown_prose(rendered))]
+        if rows:
+            groups[str(path.relative_to(ROOT))] = list(dict.fromkeys(rows))
+    assert not groups, report("a Chinese character against a Latin letter or digit with no space", groups)

@@ -599,12 +599,18 @@ def test_check_here_says_correct_wrong_and_not_attempted(capsys):
 
 
 def test_reflect_shows_prediction_answer_and_engine(capsys):
-    checks.reflect("wasted", 0.99, lambda outs, b: 0.5)
+    checks.reflect("wasted", 0.97, lambda outs, b: 0.5, 0.98)
     out = capsys.readouterr().out
-    assert "your prediction: 0.99" in out and "your function:   0.5" in out
-    share = float(re.search(r"the engine:\s+([\d.]+)", out).group(1))
-    assert 0.95 < share < 0.97  # all 32 slots' decode tokens
-    assert "99.0%" in out  # the 31 short slots alone: the 7.1 notebook's figure
+    assert "your prediction: 0.97" in out and "your function:   0.5" in out and "your prediction: 0.98" in out
+    # By hand: the batch runs 1,999 decode steps (the first token comes from the prefill). All 32 slots: 31 x 1,980
+    # wasted of 31 x 1,980 + 1,999 + 31 x 19 computed; the 31 short slots alone: 1,980 wasted of 1,999 each.
+    all_slots, short_slots = [float(x) for x in re.findall(r"the engine:\s+([\d.]+)", out)]
+    assert all_slots == round(31 * 1980 / (31 * 1980 + 1999 + 31 * 19), 4) == 0.9595
+    assert short_slots == round(1980 / 1999, 4) == 0.9905  # the 7.1 notebook's figure, a different denominator
+    assert out.index("your prediction: 0.97") < out.index("31 short requests' slots alone") < out.index(
+        "your prediction: 0.98")  # each guess beside the share it predicts
+    checks.reflect("wasted", 0.97, lambda outs, b: 0.5)  # no second guess written down
+    assert capsys.readouterr().out.count("none written down") == 1
     checks.reflect("padding", None, lambda lens: (_ for _ in ()).throw(NotImplementedError()))
     out = capsys.readouterr().out
     assert "none written down" in out and "not written yet" in out and "the engine:      3950" in out

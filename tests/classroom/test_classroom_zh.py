@@ -146,7 +146,7 @@ def test_check_here_in_a_zh_tw_kernel(capsys):
     tinyserve.set_language("zh-TW")
     check_here({"slabs_that_fit": lambda m, n, b: m // (n * b)}, "7.4")
     out = capsys.readouterr().out.splitlines()
-    assert out == ["✓ 7.4 (l) 放得下幾段 slab：正確", "· 7.4 (m) 一個序列占的 KV 位元組：還沒作答",
+    assert out == ["✓ 7.4 (l) 放得下幾段 slab：正確", "· 7.4 (m) 一個序列佔的 KV 位元組：還沒作答",
                    "· 7.4 (n) slab 配置器：還沒作答", "3 題答對 1 題（5 分拿到 1 分）；2 題還沒作答"]
 
 
@@ -167,7 +167,7 @@ def test_self_check_command_speaks_the_notebooks_language(tmp_path):
     lines = r.stdout.splitlines()
     assert r.returncode == 1, r.stdout + r.stderr
     assert lines[0].startswith("正在檢查") and "✓ 7.4 (l) 放得下幾段 slab：正確" in lines
-    assert any(ln.startswith("✗ 7.4 (m) 一個序列占的 KV 位元組：錯誤——") and "你的 kv_bytes_used" in ln for ln in lines)
+    assert any(ln.startswith("✗ 7.4 (m) 一個序列佔的 KV 位元組：錯誤——") and "你的 kv_bytes_used" in ln for ln in lines)
     assert lines[-1] == "3 題答對 2 題（5 分拿到 4 分）；0 題還沒作答"
     r = subprocess.run(cmd + ["--lang", "en"], capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 1 and not CJK.search(r.stdout), r.stdout  # the checks too, whatever the notebook set

@@ -119,3 +119,24 @@ def test_zh_tw_prose_uses_full_width_punctuation():
             if re.search(r"[\u4e00-\u9fff][,;:][\u4e00-\u9fff ]|[\u4e00-\u9fff] ?[,;][\u4e00-\u9fff]", prose):
                 bad.append(f"{f.name}:{n}")
     assert not bad, bad[:20]
+
+
+def test_a_field_meets_a_chinese_character_across_a_space():
+    """fill_spaced: the translator's literal text as written; a space only where a field's value (whatever language
+    it renders) meets a Chinese character on one side and a Latin letter or digit on the other."""
+    from tinyserve.lang import fill_spaced
+
+    text = "prefill 用{chunk}，decode 批次 {batch}"
+    assert fill_spaced(text, {"chunk": "chunk 512", "batch": 8}) == "prefill 用 chunk 512，decode 批次 8"
+    assert fill_spaced(text, {"chunk": "整段提示詞", "batch": 8}) == "prefill 用整段提示詞，decode 批次 8"
+    assert fill_spaced("算在{conv}：{x:.1f} ms", {"conv": "prefill GPU 上", "x": 2.345}) == "算在 prefill GPU 上：2.3 ms"
+    assert fill_spaced("{n:>{w}}個、{s!r}字", {"n": 3, "w": 4, "s": "ab"}) == "   3 個、'ab'字"  # quote, not a letter
+    assert fill_spaced("KV佔{gb}", {"gb": "（無）"}) == "KV佔（無）"  # literal text is left as written
+    import tinyserve
+    from tinyserve.lang import t
+
+    tinyserve.set_language("zh-TW")
+    try:
+        assert "prefill 用 chunk 512，" in t("figures.fair.split", p=1, d=1, chunk="chunk 512", batch=8)
+    finally:
+        tinyserve.set_language("en")

@@ -326,7 +326,7 @@ def test_load_hf_refuses_a_folder_without_our_tokenizer(exported, tmp_path: Path
     unsplit = _copy_export(src, tmp_path / "unsplit")
     cfg = json.loads((unsplit / "tokenizer_config.json").read_text())
     (unsplit / "tokenizer_config.json").write_text(json.dumps({**cfg, "split_special_tokens": False}))
-    with pytest.raises(TinyserveError, match="encodes .* not as tinyserve.tokenizer does"):
+    with pytest.raises(TinyserveError, match="encodes .* not as tinyserve.core.tokenizer does"):
         load_hf(unsplit, device="cpu")
 
     garbage = _copy_export(src, tmp_path / "garbage")

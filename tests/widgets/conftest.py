@@ -14,3 +14,13 @@ def zh():
         yield
     finally:
         tinyserve.set_language("en")
+
+
+@pytest.fixture(autouse=True)
+def fresh_questions():
+    """Each test asks its questions afresh: a kernel keeps one per question (predict.py), a test is no kernel."""
+    from tinyserve_widgets import predict
+
+    predict.forget()
+    yield
+    predict.forget()

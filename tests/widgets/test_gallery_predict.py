@@ -1,10 +1,11 @@
 """Predict-then-reveal (tinyserve_widgets.predict): numbers only, the reason in the widget otherwise, both
 numbers side by side after reveal, and a text fallback where no kernel runs."""
 import math
+import re
 
 import pytest
 
-from tinyserve_widgets.predict import Predict, compare, parse_number
+from tinyserve_widgets.predict import Choose, Predict, compare, parse_number
 
 
 @pytest.mark.parametrize("text,value", [("1980", 1980.0), ("1,980", 1980.0), (" 2e3 ", 2000.0), ("-4.5", -4.5),
@@ -210,7 +211,8 @@ def test_without_a_prediction_a_reveal_cell_shows_the_hint_and_keeps_everything_
     assert len(displayed) == 1 and not plt.get_fignums()  # one output; the figure closed, not drawn openly
     html, plain = displayed[0]["text/html"], displayed[0]["text/plain"]
     before, closed = html.split("<details>")
-    assert HINT[lang] in before and not any(ch.isdigit() for ch in before)  # on screen: the hint only
+    on_screen = re.sub(r"<[^>]+>", "", before)  # the question's key is an attribute, not text
+    assert on_screen == HINT[lang] and f"data-question='{p.key}'" in before  # on screen: the hint only
     assert "<details open" not in html and closed.count("</details>") == 1
     assert "4,000" in closed and "data:image/png;base64," in closed  # the answer, there for nbval, closed
     assert plain.startswith(HINT[lang]) and "4,000" in plain  # what nbval compares holds the engine's numbers
@@ -286,3 +288,52 @@ def test_a_choice_needs_two_options_and_an_answer_among_them():
     c.submit(64)
     with pytest.raises(ValueError, match="one of the options"):
         c.reveal(100, why="x")
+
+
+# ---- a prediction survives its cell run again, and opens the answers that wait on it ---------------------------
+def test_a_question_cell_run_again_keeps_the_prediction_and_its_widget():
+    p = Predict("How many?", unit="tokens", lo=0)
+    assert p.submit("1,500")
+    again = Predict("How many?", unit="tokens", lo=0)  # the cell run again (or Run All)
+    assert again is p and again.guess == 1500.0 and again.box.value == "" and "1,500" in again.message.value
+    other = Predict("How many more?", unit="tokens", lo=0)
+    assert other is not p and other.guess is None  # another question starts empty
+    c = Choose("Which?", {"a": "A", "b": "B"})
+    assert c.submit("b") and Choose("Which?", {"a": "A", "b": "B"}).guess == "b"
+
+
+def test_run_all_after_predicting_shows_the_answers_open(lang, displayed, capsys):
+    p = Predict("How many?", unit="tokens", lo=0)
+    p.submit("3000")
+    p = Predict("How many?", unit="tokens", lo=0)  # Run All: the question cell first, then its reveal cell
+    plt = _reveal_cell(p, 4000)
+    out = capsys.readouterr().out
+    assert "3,000" in out and "4,000" in out and not displayed  # shown as it comes, nothing closed
+    plt.close("all")
+
+
+def test_entering_a_prediction_opens_the_answers_already_drawn_closed(lang, displayed, capsys):
+    p = Predict("How many?", unit="tokens", lo=0)
+    _reveal_cell(p, 4000).close("all")  # Run All with nothing typed: two reveal cells, their answers closed
+    _reveal_cell(p, 4000).close("all")
+    assert [d["text/html"].count(f"data-question='{p.key}'") for d in displayed] == [1, 1]
+    assert p.opener.opened == {} and p.answer is None  # nothing opened before a prediction
+    assert not p.submit("lots") and p.opener.opened == {}  # nor by an entry that is no prediction
+    assert p.submit("3000")
+    sentence = p.opener.opened[p.key]  # the page opens every answer with this key, this sentence for its hint
+    assert "3,000" in sentence and "4,000" in sentence and p.answer == 4000.0 and p.box.disabled  # settled, locked
+
+
+def test_a_pick_opens_the_answers_already_drawn_closed(lang, displayed):
+    c = Choose("Which?", {"a": "A", "b": "B"})
+    with c.after_prediction():
+        print(c.reveal("a", "because."))
+    assert c.opener.opened == {} and len(displayed) == 1
+    assert c.submit("b")
+    assert "because." in c.opener.opened[c.key] and c.answer == "a" and c.buttons.disabled
+
+
+def test_a_prediction_before_any_reveal_cell_opens_nothing_and_keys_differ_by_question():
+    p = Predict("How many?")
+    assert p.submit("3") and p.opener.opened == {} and p.answer is None  # the reveal cells have not run yet
+    assert Predict("How many more?").key != p.key and Predict("How many?").key == p.key

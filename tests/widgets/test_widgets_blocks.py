@@ -161,7 +161,7 @@ def test_block_map_and_kv_view_in_chinese(zh):
         texts += [x.name for x in view.fig.data if x.name] + [x.hovertemplate for x in view.fig.data if x.hovertemplate]
         raw = [(k, s) for s in texts for k in KEYS if k in s]
         assert not raw, raw
-        assert CJK.search(view.words.value) and "搶占" in view.words.value
+        assert CJK.search(view.words.value) and "搶佔" in view.words.value
     cell = tw.BlockView(tr, 0).cell(0, 0)[1]
     assert CJK.search(cell) and "page table" in cell
     assert tw.Explorer("chapter-7.1-padding", views=("blocks",)).knobs["block_size"].description == "區塊大小（位置數）"

@@ -16,6 +16,12 @@ nothing of it is on screen until the learner predicts (or deliberately opens it)
 whole output, hidden part included, so the engine's numbers stay checked. With a prediction, running the cell
 again shows the outputs as they come, the prediction beside the answer.
 
+A question lives as long as its kernel: running its cell again (or Run All) hands back the same question, the
+prediction in it, so the reveal cells that follow show their answers at once. Entering a prediction also opens
+the answers already drawn closed below (the question's widget opens every `.tinyserve-answer` that carries its
+key, in the page: JupyterLab, Notebook 7, VS Code), the comparison in place of the hint; where a page cannot be
+reached that way, running those cells again (or Run All) shows them. Nothing opens before a prediction.
+
 Why a closed <details> and not a widget: an ipywidgets Output keeps its contents out of the notebook's stored
 outputs, where nbval cannot check them; a folded output (metadata) opens again on every run.
 
@@ -28,14 +34,44 @@ the cell shows the question as text. Words: tinyserve's language table (catalog 
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import sys
 import unicodedata
 from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
 
 from tinyserve.lang import t
 
 ABSURD = 1e9  # no question here has an answer beyond this: a larger entry is a slip of the keyboard
+_ASKED: dict[tuple, "_Question"] = {}  # this kernel's questions: a cell run again asks the same one, not a new one
+
+# The view of the helper that opens a question's answers in the page (anywidget runs it; open_answers.js says how)
+_OPEN_ESM = Path(__file__).with_name("open_answers.js")
+
+
+@cache
+def _opener():
+    """The widget that opens a question's answers (anywidget: its view runs _OPEN_ESM); nothing of it is seen."""
+    import anywidget
+    import traitlets
+
+    class Opener(anywidget.AnyWidget):
+        _esm = _OPEN_ESM.read_text(encoding="utf-8")
+        opened = traitlets.Dict().tag(sync=True)  # the question's key -> the comparison, once it is settled
+
+    return Opener
+
+
+def forget() -> None:
+    """Forget every question asked (a kernel restart does it): the next one of the same words starts empty."""
+    _ASKED.clear()
+
+
+def question_key(question: str) -> str:
+    """The key a question's closed answers carry: the same on every run, so the stored notebooks do not change."""
+    return hashlib.sha1(question.encode("utf-8")).hexdigest()[:12]
 
 
 def _fmt(x: float) -> str:
@@ -84,15 +120,34 @@ class _Question:
 
     guess = None
     answer = None
+    held = None  # the answer a reveal cell met before the prediction: the comparison once it comes
     hint_key = "predict.hint"  # what to do before the answer shows: type a number (a choice: pick an option)
+
+    def __new__(cls, question: str, *args, **kwargs):
+        """The question asked before with the same words and settings, if this kernel has one (its cell run
+        again: the prediction stays); else a new one."""
+        key = (cls.__name__, question, repr(args), repr(sorted(kwargs.items())))
+        same = _ASKED.get(key)
+        if same is None:
+            same = _ASKED[key] = super().__new__(cls)
+            same._asked = False
+        return same
 
     def _build(self, question: str, controls: list) -> None:
         import ipywidgets as w
 
-        self.question = question
+        self.question, self.key = question, question_key(question)
         self.message = w.HTML()
-        self.widget = w.VBox([w.HTML(f"<b>{_escape(question)}</b>"), w.HBox(controls), self.message])
+        self.opener = _opener()(layout=w.Layout(display="none"))
+        self.widget = w.VBox([w.HTML(f"<b>{_escape(question)}</b>"), w.HBox(controls), self.message, self.opener])
         self.widget.add_class("tinyserve-predict")  # the browser test finds the questions by it
+        self._asked = True
+
+    def _open_held(self) -> None:
+        """A prediction came in after a reveal cell drew its answer closed: settle it now, and open the answers."""
+        if self.held is not None and self.answer is None:
+            sentence = self.reveal(*self.held)
+            self.opener.opened = {self.key: sentence}
 
     def _refuse(self, reason: str) -> bool:
         self.message.value = f"<span style='color:#b00'>{_escape(reason)}</span>"
@@ -134,7 +189,7 @@ class _Question:
             plt.close(n)
         hint = self._hint()  # reveal() inside the block printed it too: once is enough
         text = "".join(ln for ln in cap.stdout.splitlines(keepends=True) if ln.rstrip("\n") != hint)
-        _display_hidden(hint, text, [o.data for o in cap.outputs], figures, meta)
+        _display_hidden(self.key, hint, text, [o.data for o in cap.outputs], figures, meta)
 
     def _repr_mimebundle_(self, **kwargs):
         """The widget where a kernel runs; the question as text where none does (GitHub, nbviewer)."""
@@ -151,6 +206,8 @@ class Predict(_Question):
                  tolerance: float = 0.1):
         import ipywidgets as w
 
+        if self._asked:  # the same question, asked again: keep its prediction and its widget
+            return
         self.unit, self.lo, self.hi, self.tolerance = unit, lo, hi, tolerance
         self.box = w.Text(placeholder=t("predict.placeholder"), continuous_update=False,
                           layout=w.Layout(width="12em"))
@@ -176,6 +233,7 @@ class Predict(_Question):
             return self._refuse(str(e))
         self.guess = v
         self.message.value = _escape(t("predict.locked", guess=_fmt(v) + (f" {self.unit}" if self.unit else "")))
+        self._open_held()
         return True
 
     def _pending(self) -> bool:
@@ -189,6 +247,7 @@ class Predict(_Question):
         if isinstance(answer, bool) or not isinstance(answer, (int, float)) or not math.isfinite(answer):
             raise ValueError(t("predict.bad_answer", answer=answer))
         if not self._pending():
+            self.held = (answer,)
             return self._hint()
         self.answer = float(answer)
         self.box.disabled = self.button.disabled = True
@@ -205,6 +264,8 @@ class Choose(_Question):
     def __init__(self, question: str, options: dict):
         import ipywidgets as w
 
+        if self._asked:  # the same question, asked again: keep its pick and its widget
+            return
         if len(options) < 2:
             raise ValueError(t("predict.few_options", n=len(options)))
         self.options = dict(options)  # value -> label the learner reads
@@ -228,6 +289,7 @@ class Choose(_Question):
                                   options=" · ".join(map(str, self.options.values()))))
         self.guess = value
         self.message.value = _escape(t("predict.chose", choice=self.options[value]))
+        self._open_held()
         return True
 
     def reveal(self, answer, why: str) -> str:
@@ -236,6 +298,7 @@ class Choose(_Question):
         if answer not in self.options:
             raise ValueError(t("predict.bad_option", answer=answer))
         if not self._pending():
+            self.held = (answer, why)
             return self._hint()
         self.answer = answer
         self.buttons.disabled = True
@@ -268,8 +331,9 @@ def _png(fig) -> tuple[str, dict]:
     return print_figure(fig, "png", bbox_inches="tight", base64=True), {}
 
 
-def _display_hidden(hint: str, text: str, displays: list[dict], pngs: list[str], metadata: dict) -> None:
-    """One output: the hint on screen, the answer (printed text, displays, figures) in a closed <details>."""
+def _display_hidden(key: str, hint: str, text: str, displays: list[dict], pngs: list[str], metadata: dict) -> None:
+    """One output: the hint on screen, the answer (printed text, displays, figures) in a closed <details>; it
+    carries the question's key, by which the question's widget opens it once the prediction is in."""
     from IPython.display import display
 
     parts = [f"<pre>{_escape(text.rstrip())}</pre>"] if text.strip() else []
@@ -284,7 +348,8 @@ def _display_hidden(hint: str, text: str, displays: list[dict], pngs: list[str],
         plain.append(data.get("text/plain", ""))
     parts += [_img(png) for png in pngs]
     summary = t("predict.summary")
-    html = (f"<div class='tinyserve-answer'><p>{_escape(hint)}</p><details><summary>{_escape(summary)}</summary>"
+    head = f"<div class='tinyserve-answer' data-question='{key}'><p class='tinyserve-hint'>"  # words: ok (markup)
+    html = (head + f"{_escape(hint)}</p><details><summary>{_escape(summary)}</summary>"
             + "".join(parts) + "</details></div>")
     display({"text/html": html, "text/plain": "\n".join([hint, summary + ":", *plain])}, metadata=metadata, raw=True)
 

@@ -71,6 +71,9 @@ def dynamic_policy(cls) -> None:
 
 
 # ----------------------------------------------------------------------------------- predict -> derive -> check
+# A reflection: (title, the learner's function on the chapter's case, the engine's answer, a second question or
+# None). A second question is (its heading, the engine's answer): a share the function does not compute, which
+# the learner predicted in a variable of its own.
 def _reflect_padding(fn):
     truth = _static_run([50, 4000], [1, 1], 2, random.Random(0), dry=True).metrics()["padding_tokens"]
     return "reflect_padding", (lambda: fn([50, 4000])), truth, None
@@ -84,23 +87,31 @@ def _reflect_wasted(fn):
     long_slot = next(w.slot for s in tr.steps for w in s.works if w.request_id == "r0")
     mine = [w for s in tr.steps for w in s.works if w.slot != long_slot and w.phase in ("decode", "wasted")]
     share = sum(w.phase == "wasted" for w in mine) / len(mine)
-    return "reflect_wasted", (lambda: fn(outs, 32)), round(truth, 4), say("reflect_wasted_note", short=share)
+    return "reflect_wasted", (lambda: fn(outs, 32)), round(truth, 4), ("reflect_wasted_short", round(share, 4))
 
 
 REFLECT = {"padding": _reflect_padding, "wasted": _reflect_wasted}
 
 
-def reflect(which: str, prediction, fn) -> None:
-    """Print the learner's prediction beside their function's answer and the engine's, for the chapter's case."""
+def reflect(which: str, prediction, fn, second_prediction=None) -> None:
+    """Print the learner's prediction beside their function's answer and the engine's, for the chapter's case;
+    where the exercise asks a second share, that prediction beside the engine's too (one variable per guess)."""
     with _one_thread():
-        title, mine, truth, note = REFLECT[which](fn)
+        title, mine, truth, second = REFLECT[which](fn)
     print(say("reflect_head", title=say(title)))
-    print(say("reflect_guess", guess=prediction) if prediction is not None else say("reflect_no_guess"))
+    _guess(prediction)
     try:
         got = _call(mine)
         print(say("reflect_fn", got=round(got, 4) if isinstance(got, float) else got))
     except (NotWritten, NotImplementedError):
         print(say("reflect_fn_missing"))
     print(say("reflect_engine", truth=truth))
-    if note:
-        print(say("reflect_note", note=note))
+    if second:
+        heading, truth2 = second
+        print(say("reflect_note", note=say(heading)))
+        _guess(second_prediction)
+        print(say("reflect_engine", truth=truth2))
+
+
+def _guess(prediction) -> None:
+    print(say("reflect_guess", guess=prediction) if prediction is not None else say("reflect_no_guess"))

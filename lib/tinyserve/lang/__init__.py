@@ -22,7 +22,10 @@ more). catalogs.read_templates() rejects a msgid_plural in a .pot; tests/lang/te
 """
 from __future__ import annotations
 
+import re
+import string
 import unicodedata
+from functools import lru_cache
 
 LANGUAGES: dict[str, str] = {"en": "English", "zh-TW": "繁體中文 (Traditional Chinese, Taiwan)"}
 ALIASES = {"zh-tw": "zh-TW", "zh_tw": "zh-TW", "zh-hant": "zh-TW", "zh-hant-tw": "zh-TW", "zh": "zh-TW",
@@ -114,8 +117,42 @@ def t(key: str, lang: str | None = None, **fields) -> str:
     code = lang or _state["lang"]
     text = _translations(code).get(key) if code != "en" else None
     if text is None:
-        text = _source()[key]  # KeyError: a key used but never written (tests/lang catches it)
-    return text.format(**fields) if fields else text
+        return _source()[key].format(**fields) if fields else _source()[key]  # KeyError: a key never written
+    return fill_spaced(text, fields) if fields else text
+
+
+# A Chinese character meets a Latin letter or a digit across a space, as the 繁體中文 edition writes it
+# ("KV 佔 0.033 GB", "prefill 用 chunk 512"); full-width punctuation meets anything without one ("32、").
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+LATIN = re.compile(r"[A-Za-z0-9]")
+_FORMAT = string.Formatter()
+
+
+def needs_space(left: str, right: str) -> bool:
+    """Whether the last character of left and the first of right are a Chinese character and a Latin letter or
+    digit (either way round)."""
+    a, b = left[-1:], right[:1]
+    return bool(a and b and (HAN.match(a) and LATIN.match(b) or LATIN.match(a) and HAN.match(b)))
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> tuple:
+    return tuple(_FORMAT.parse(text))
+
+
+def fill_spaced(text: str, fields: dict) -> str:
+    """text.format(**fields), with a space where a field's value meets a Chinese character on one side and a Latin
+    letter or digit on the other: a translation cannot know whether a field renders a word of its own language
+    ("整段提示詞") or a Latin one ("chunk 512"). The literal text is the translator's, as written."""
+    out, after_field = "", False
+    for literal, name, spec, conv in _parsed(text):
+        out += (" " if after_field and needs_space(out, literal) else "") + literal
+        after_field = name is not None
+        if name is not None:
+            value = _FORMAT.convert_field(_FORMAT.get_field(name, (), fields)[0], conv)
+            value = _FORMAT.format_field(value, _FORMAT.vformat(spec, (), fields) if "{" in spec else spec)
+            out += (" " if needs_space(out, value) else "") + value
+    return out
 
 
 class LazyText:

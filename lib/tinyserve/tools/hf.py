@@ -61,7 +61,7 @@ def byte_tokenizer() -> Any:
     tok.post_processor = processors.TemplateProcessing(
         single=f"{BOS_TEXT} $A", pair=f"{BOS_TEXT} $A $B", special_tokens=[(BOS_TEXT, BOS)])
     if (tok.token_to_id(BOS_TEXT), tok.token_to_id(EOS_TEXT)) != (BOS, EOS):
-        raise TinyserveError("hf: special token ids do not match tinyserve.tokenizer")  # words: ok (a bug)
+        raise TinyserveError("hf: special token ids do not match tinyserve.core.tokenizer")  # words: ok (a bug)
     return tok
 
 
