@@ -42,7 +42,8 @@ def main() -> None:
     doc.pop("alone", None)
     doc.setdefault("studies", {})
     doc["studies"] = {k: v for k, v in doc["studies"].items() if k in todo}
-    with multiprocessing.Pool(a.processes) as pool:
+    # a fresh worker every few deployments: a long regeneration's workers otherwise grow past 10 GB each
+    with multiprocessing.Pool(a.processes, maxtasksperchild=4) as pool:
         for name in names:
             spec = todo[name]
             t0 = time.perf_counter()

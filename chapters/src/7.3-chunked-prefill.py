@@ -311,9 +311,9 @@ for name, tr in real.items():
 # Chapter 12's *disaggregated serving* puts prefill and decode on separate GPUs (DistServe, OSDI '24).
 #
 # **Targets.** A request meets its *SLO* when its TTFT and *TPOT* (time per output token: the mean gap after the
-# first) are within target; *goodput* is the highest rate at which {glue}`goal_pct`% do, per GPU, sustained: each
-# rate runs long enough that the queue shows (appendix B). Three target pairs: DistServe's paper's and artifact's,
-# and ours, *tight*, with TPOT near a plain step ({glue}`plain_step` ms).
+# first) are within target; *goodput* is the highest rate at which {glue}`goal_pct`% do, per GPU, sustained
+# (appendix B). Three target pairs: DistServe's paper's and artifact's, and our *tight*, TPOT near a plain step
+# ({glue}`plain_step` ms).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -337,10 +337,10 @@ glue("goal_pct", 100 * GOAL, "{:.0f}")
 glue("n_mixed", len(idle.requests))
 
 # %% [markdown]
-# Two H200s serve `chapter-7.3-mixed`: two replicas, or a prefill and a decode GPU, each at its best settings, on
-# {glue}`n_seeds` traffic draws; a claim below holds on every draw.
+# Two H200s serve `chapter-7.3-mixed`: two replicas, or a prefill and a decode GPU, each at its best; a claim
+# holds on all {glue}`n_seeds` traffic draws.
 #
-# **Predict.** With the paper's targets, which has the higher goodput per GPU?
+# **Predict.** At the paper's targets, which has more goodput per GPU?
 
 # %%
 p_split = Choose(t("7.3.predict.split"), {"replicas": t("7.3.choice.replicas"), "split": t("7.3.choice.split")})
@@ -375,7 +375,7 @@ with p_split.after_prediction():
     print(p_split.reveal(winner, why=t("7.3.split.why", claim=fair.claim_words(STUDIES, "fair2_paper"))))
     say("7.3.split.head", n=len(two["seeds"]))
     print("\n".join(fair.table(STUDIES, "fair-2")))
-    for name in ("fair2_paper", "fair2_artifact", "fair2_tight"):
+    for name in ("fair2_paper", "fair2_tight"):
         glue(f"claim_{name}", fair.claim_words(STUDIES, name))
     tight_co = parse_spec(fair.best(two, "replicas", "tight")[0])[1].get("chunk_size")
     glue("tight_co_chunk", t("7.3.split.chunk_words", chunk=tight_co) if tight_co else t("figures.fair.whole"))
@@ -415,17 +415,14 @@ with p_split.after_prediction():
 
 
 # %% [markdown]
-# At the tight targets the replicas miss TPOT first (right). TPOT is the mean of a request's gaps: a step carrying
-# {glue}`tight_co_chunk` beside the decodes takes about {glue}`mixed_ms` ms against a plain step's
-# {glue}`plain_step` ms, so a request's mean passes {glue}`tight_tpot` ms once about one step in
-# {glue}`one_in` it decodes through carries a chunk, and more traffic means more chunks. The split misses TTFT
-# first (middle): one GPU prefills every prompt.
+# At the tight targets the replicas miss TPOT first (right): it is a mean, and a step carrying
+# {glue}`tight_co_chunk` takes {glue}`mixed_ms` ms, a plain one {glue}`plain_step` ms: once one step in
+# {glue}`one_in` carries a chunk the mean passes {glue}`tight_tpot` ms. The split misses TTFT first (middle): one
+# GPU prefills every prompt.
 #
-# * **The paper's targets**: {glue}`claim_fair2_paper`. Short chunks ride nearly free (section 3); the split's
-#   decode GPU holds {glue}`memory_slots` requests, so it completes {glue}`split_sustains` requests/s per GPU at
-#   most, the replicas {glue}`replicas_sustains`.
-# * **The artifact's**: {glue}`claim_fair2_artifact`.
-# * **The tight pair**: {glue}`claim_fair2_tight`. The split's decode GPU never carries a chunk.
+# * **Paper's**: {glue}`claim_fair2_paper`. Its decode GPU holds {glue}`memory_slots` requests: it completes
+#   {glue}`split_sustains` requests/s per GPU at most, the replicas {glue}`replicas_sustains`.
+# * **Tight**: {glue}`claim_fair2_tight`.
 
 # %%
 # ▶ Try it: colocated or split, P and D, each role's chunk, batch and GPUs, the link, the targets, the rate. The
@@ -441,9 +438,8 @@ tw.DeploymentExplorer("chapter-7.3-mixed", "chunked", deployment="disaggregated"
 # * A chunk rides free beside the decodes up to the ridge (~{glue}`ridge` tokens a step here); past it, every
 #   chunk token lengthens their step.
 # * The chunk length walks the trade-off between the in-flight users' gaps and the newcomer's wait.
-# * Prefill and decode GPUs of their own paid off only at the tight targets, and only as DistServe counts TTFT
-#   with one GPU a phase: counted at the decode GPU, {glue}`claim_fair2_tight_decode`; with two GPUs a phase,
-#   {glue}`claim_tp4_tight` (appendix B).
+# * Separate prefill and decode GPUs paid off only at the tight targets, and only with DistServe's TTFT and one
+#   GPU a phase (appendix B).
 #
 # ## Questions
 #
@@ -452,7 +448,7 @@ tw.DeploymentExplorer("chapter-7.3-mixed", "chunked", deployment="disaggregated"
 # 3. Why does bounding decode-first's wait not remove the stall?
 # 4. Why does a 128-token chunk barely slow the thirty while a 512-token chunk makes their step
 #    {glue}`chunked_gap_x`× longer?
-# 5. At the tight targets, which target does each side miss first as traffic grows, and why?
+# 5. At the tight targets, which target does each side miss first, and why?
 
 # %% [markdown]
 # ## Appendix A: chunk lengths under traffic
@@ -498,10 +494,11 @@ glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
 # DistServe's plotting notebook for its Figure 8 (the chatbot workload, ShareGPT conversations) uses for OPT-66B,
 # the size nearest ours. *The artifact's*, {glue}`art_ttft` ms and {glue}`art_tpot` ms, come from
 # `evaluation/ae-scripts/e2e/_plot.py` in https://github.com/LLMServe/DistServe, the script that draws the
-# comparison with vLLM alone; that TTFT target was set for chat prompts of a few hundred tokens, and
-# {glue}`idle_miss` of our {glue}`n_mixed` requests miss it even alone on an idle GPU. Ours keep a TPOT target of
-# {glue}`tight_tpot` ms, little more than a plain decode step: *tight* with the artifact's TTFT, so both targets
-# bind; *TPOT only* with the paper's, so only TPOT does.
+# comparison with vLLM alone ({glue}`claim_fair2_artifact`); that TTFT target was set for chat prompts of a few
+# hundred tokens, and
+# {glue}`idle_miss` of our {glue}`n_mixed` requests miss it even alone on an idle GPU. *Tight*, ours, keeps that
+# TTFT with a TPOT target of {glue}`tight_tpot` ms, little more than a plain decode step, so that TPOT can bind:
+# at the other two it never does here (7.5, section 6, says why).
 #
 # **What ran.** Each point is a dry run at one rate (Poisson arrivals; a rate moves the arrivals, not the
 # prompts), modeled on `h200-70b-fp8`: rates from {glue}`lowest_per_gpu` to {glue}`highest_per_gpu` requests/s per
@@ -551,7 +548,7 @@ glue("floor_words", t("7.3.cases.floor" if missed["ib"][-1] > (1 - GOAL) * n_alo
 # the numbers the text below quotes, from the studies above and one scarce-memory run
 glue("lowest_per_gpu", min(two["rates"]) / two["gpus"], "{:g}")
 glue("highest_per_gpu", max(two["rates"]) / two["gpus"], "{:g}")
-for name in ("fair2_tight_decode", "short_tight", "scarce_tight", "fair3_tight", "fair4_tight", "fair4_paper",
+for name in ("fair2_artifact", "fair2_tight_decode", "short_tight", "scarce_tight", "fair3_tight", "fair4_tight", "fair4_paper",
              "tp4_tight"):
     glue(f"claim_{name}", fair.claim_words(STUDIES, name))
 for name, study in (("three", "fair-3"), ("four", "fair-4")):
@@ -589,18 +586,18 @@ glue("scarce_wait_max", waits[-1], "{:.1f}")
 #   {glue}`scarce_rate` requests/s per GPU on one draw, a median {glue}`scarce_wait` s, at most
 #   {glue}`scarce_wait_max` s), and a full prefill GPU takes no new prompt. At the tight targets,
 #   {glue}`claim_scarce_tight`.
-# * **Three and four GPUs.** The split's best gives prompts the extra GPUs ({glue}`three_best`;
-#   {glue}`four_best`). At the tight targets, three GPUs: {glue}`claim_fair3_tight`; four:
+# * **Three and four GPUs.** The split's best at the tight targets: {glue}`three_best`; {glue}`four_best`.
+#   There, three GPUs: {glue}`claim_fair3_tight`; four:
 #   {glue}`claim_fair4_tight`. At the paper's, four: {glue}`claim_fair4_paper`.
 # * **Chunk 128.** Under the ridge, a 128-token chunk rides almost free beside the decodes, so at loose targets it is
 #   the replicas' best. But a long prompt then takes up to {glue}`c128_steps` steps, each streaming the weights
 #   again, and {glue}`c128_miss` requests miss {glue}`art_ttft` ms even alone: at the artifact's and the tight
 #   targets it scores low, whatever the load.
 # * **The model split over GPUs, per phase.** DistServe's main lever is a different parallelism for each phase.
-#   With four GPUs as two replicas of two GPUs each, or as splits with one phase on two GPUs, at the tight
-#   targets {glue}`claim_tp4_tight`. The best, {glue}`tp_best_co`, reaches {glue}`tp_best_co_gp` against
-#   {glue}`four_best_co_gp` for four single-GPU replicas: a model on two GPUs prefills a long prompt about twice
-#   as fast, so short chunks meet the TTFT target again.
+#   With four GPUs as one replica on all four or two replicas of two each, or as splits with a phase on two GPUs,
+#   at the tight targets {glue}`claim_tp4_tight`. The best, {glue}`tp_best_co`, reaches {glue}`tp_best_co_gp` against
+#   {glue}`four_best_co_gp` for four single-GPU replicas: a model split over several GPUs prefills a long prompt
+#   that many times faster, so chunks meet the TTFT target again.
 #
 # **How far to trust it.** The cost model charges a mixed step its roofline time and nothing for prefill and decode
 # getting in each other's way inside a step, which DistServe measured on real GPUs; that would favour the split.

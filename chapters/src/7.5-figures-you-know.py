@@ -477,7 +477,8 @@ with p_ds.after_prediction():
     order = list(ds_labels["paper"])
     best_key = max(order, key=lambda k: ds_goodput["paper"][k]["median"] or 0)
     print(p_ds.reveal(best_key, why=t("7.5.ds.why", gaps="; ".join(
-        f"{t(f'7.5.ds.label.{k}')} {fair.number_words(ds_goodput['paper'][k])}" for k in order))))
+        t("7.5.ds.gap", label=t(f"7.5.ds.label.{k}"), value=fair.number_words(ds_goodput["paper"][k]))
+        for k in order))))
     say("7.5.ds.head", n=len(two["seeds"]))
     for pair in ("paper", "tight"):
         ttft, tpot = STUDIES["pairs"][pair]
@@ -576,12 +577,144 @@ with p_ds.after_prediction():
 # rate than the split, whose decode GPU never carries a chunk.
 #
 # **Where our setting differs.** Our model is a 70B with grouped-query attention: its K/V take
-# {glue}`kv_per_token` bytes a token, {glue}`kv_ratio`× less than OPT-66B's {glue}`opt_kv_per_token`, and its FP8
-# weights stream in a {glue}`plain_step_ms` ms plain decode step. A decode batch is cheap here, so the paper's
-# TPOT target of {glue}`ds_tpot` ms never binds: on TPOT alone the best replicas would read
-# {glue}`tpot_alone` requests/s per GPU, past the {glue}`rep_sustains` they can sustain. Our cost model charges a mixed step only its roofline time; the slowdown DistServe
-# measured when prefill and decode share a step on real GPUs is not in it. DistServe also gave each phase its own
-# number of GPUs and parallelism; 7.3's appendix B tries both, and where the first token is counted.
+# {glue}`kv_per_token` bytes a token, {glue}`kv_ratio`× less than OPT-66B's {glue}`opt_kv_per_token`, and with FP8
+# weights one request's decode step alone takes {glue}`plain_step_ms` ms. A decode batch is cheap here, so the paper's
+# TPOT target of {glue}`ds_tpot` ms never binds: on TPOT alone the best replicas would read {glue}`tpot_alone`
+# requests/s per GPU, past the {glue}`rep_sustains` they can sustain. Our cost model charges a mixed step only its
+# roofline time; the slowdown DistServe measured when prefill and decode share a step on real GPUs is not in it.
+# DistServe also gave each phase its own number of GPUs and parallelism; 7.3's appendix B tries both, and where
+# the first token is counted.
+
+# %% [markdown]
+# ## 7. The sweeps the papers use
+#
+# ### Capacity under a latency target (Sarathi-Serve, Figure 12)
+#
+# The paper asks: at most how many requests per second can one replica take while the 99th percentile of
+# the time between two tokens stays under a target? It answers for vLLM at three batch caps and for
+# Sarathi-Serve at two token budgets, over a range of targets. We do the same on `chapter-7.2-longtail`
+# (short chat turns and long retrieval prompts), counting a rate only if it and every lower rate tried meet
+# the target, and only while the median wait for a slot stays under 2 s (the paper's rule for a load that
+# can be sustained).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+targets = (50, 100, 200, 400)
+curves = sweeps.capacity_sweep(named(sweeps.capacity_settings()), targets_ms=targets, n=100)
+# the slots a slab server gets at the largest batch cap of the line-up (the text below the table says why)
+widest = max(st.knobs["batch_size"] for st in sweeps.capacity_settings() if st.policy == "continuous")
+glue("cap_slots", dry.run("chapter-7.2-longtail", "continuous", batch_size=widest, dry_run=True, progress=False,
+                          workload_knobs={"n": 1}).num_slots)
+print(sweeps.capacity_table(curves, targets))
+cont, small, large = curves[0], curves[-2], curves[-1]  # the line-up: continuous B=32, 64, 128; chunked T=512, 2048
+gap = {(c.label, r): g for c in (cont, large) for r, g in zip(c.rates, c.p99_gap_ms)}  # P99 gap (ms) per rate
+glue("cont_gap_2", gap[cont.label, 2.0], "{:.0f}")
+glue("cont_gap_3", gap[cont.label, 3.0], "{:.0f}")
+glue("large_gap_2", gap[large.label, 2.0], "{:.0f}")
+glue("small_gap_lo", min(small.p99_gap_ms), "{:.0f}")
+glue("small_gap_hi", max(small.p99_gap_ms), "{:.0f}")
+glue("small_cap_100", small.capacity(100), "{:g}")
+glue("cont_cap_100", cont.capacity(100), "{:g}")
+glue("cont_cap_200", cont.capacity(200), "{:g}")
+glue("large_cap_50", large.capacity(50), "{:g}")
+
+# %%
+capacity_figure(curves, targets)
+
+# %% [markdown]
+# The three batch caps give the very same rows, and the reason is memory, not scheduling: with a
+# {glue}`slab_tokens`-position slab per slot, the H200's KV memory holds only {glue}`cap_slots` slots, so 64 and
+# 128 are capped at {glue}`cap_slots` (the debt Chapter 8's paging pays). Under continuous batching the P99 gap
+# is set by the long prompts' prefill steps: {glue}`cont_gap_2` ms at 2 requests/s, where those steps are still
+# too rare to reach the slowest percent of gaps, then {glue}`cont_gap_3` ms at 3 requests/s.
+#
+# The token budget cuts both ways. `chunked T=512` keeps its P99 gap between {glue}`small_gap_lo` and
+# {glue}`small_gap_hi` ms at every rate tried, so it meets the 100 and 200 ms targets up to the highest rate tried
+# ({glue}`small_cap_100` requests/s), where continuous batching manages {glue}`cont_cap_100` and
+# {glue}`cont_cap_200`. That bound is also a floor: at 50 ms, `chunked T=512` meets no rate at all, while
+# continuous batching and `chunked T=2048` meet {glue}`large_cap_50` requests/s (their P99 gaps at 2 requests/s:
+# {glue}`cont_gap_2` and {glue}`large_gap_2` ms). A small budget buys the middle targets, not the tightest one;
+# a large one behaves like no budget at all once prompts are shorter than it (`chunked T=2048` meets the same
+# rates as continuous batching). Our stand-in for vLLM mixes prefills with decodes (Orca's rule); in section 4
+# its stall was about as long as the vLLM rule's ({glue}`gap_orca` against {glue}`gap_vllm` ms), which pauses
+# decodes for the prefill step instead.
+#
+# ### Mixing, chunking, or both (Sarathi-Serve, Table 4)
+#
+# The paper's ablation keeps one ingredient at a time. In our policies:
+#
+# * **mixing alone**: `continuous`, prefill-first: a newcomer's whole prompt runs in the next step beside the
+#   decodes;
+# * **chunking alone**: `ChunkOnly`: prompts are cut into chunks of at most the budget, but a step carries
+#   chunks or decodes, never both; while both wait, the two kinds of step alternate;
+# * **both**: `chunked`: every decode, then chunks filling the rest of the same step's budget.
+#
+# All with a 1,024-token budget and 128 slots, `chapter-7.2-longtail` at 8 requests/s.
+#
+# **Predict.** Which of the three has the lowest P99 gap: mixing alone, chunking alone, or both?
+
+# %%
+p_abl = Choose(t("7.5.abl.predict"), {label: label for label in (t("figures.abl.mixing"), t("figures.abl.chunking"),
+                                                                  t("figures.abl.both"))})
+p_abl
+
+# %% [reveal]
+# NBVAL_CHECK_OUTPUT
+with p_abl.after_prediction():
+    abl = sweeps.ablation(rate=8.0, budget=1024)
+    say("7.5.abl.head")
+    for label, m in abl.items():
+        print(f"{ljust(label, 16)}{m['p50_ttft_ms']:>10.1f}{m['p99_gap_ms']:>10.1f}")
+    gaps = "; ".join(f"{label} {m['p99_gap_ms']:.1f}" for label, m in abl.items())
+    print(p_abl.reveal(min(abl, key=lambda label: abl[label]["p99_gap_ms"]), why=t("7.5.abl.why", gaps=gaps)))
+
+
+# %% [markdown]
+# Each ingredient alone fixes one number: mixing keeps first tokens fast but long prompts stall everyone;
+# chunking alone bounds the stall but makes newcomers take turns with the decodes. Together they keep both low,
+# the paper's finding.
+#
+# ### Latency distributions at two loads (Anyscale's CDFs)
+#
+# The Anyscale post compares frameworks by the distribution of latencies at a light and a heavy load. Here:
+# request-level batching (`dynamic`: a batch of 32 or whatever came within 100 ms), continuous and chunked, on
+# a workload whose output lengths spread around a median of 100 tokens. `spread` is the knob: 0 gives every
+# request the same length; larger values widen the tail, and with it the fastest-finisher problem.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+spread = 1.0  # ▶ try 0.0 and 1.5
+res = sweeps.cdfs(loads=(2.0, 6.0), spread=spread, settings=named(sweeps.cdf_settings()))
+print(sweeps.cdf_table(res))
+
+# %%
+cdf_figure(res)
+
+# %% [markdown]
+# The same runs in the widgets' latency view (one line per policy, p50 and p99 marked), with the spread and the
+# load as knobs: each move re-runs the three dry runs and redraws.
+
+# %%
+import ipywidgets as widgets
+
+
+def latency_traces(load, spread):
+    reqs = sweeps.spread_workload(rate=load, spread=spread)
+    return {s.label: sweeps.run(reqs, s) for s in named(sweeps.cdf_settings())}
+
+
+latency = tw.LatencyView(latency_traces(6.0, spread))
+spread_knob = widgets.FloatSlider(value=spread, min=0.0, max=2.0, step=0.25, description=t("7.5.knob.spread"))
+load_knob = widgets.ToggleButtons(options=[(t("7.5.rate", rate=r), r) for r in (2.0, 6.0)], value=6.0, description=t("7.5.knob.load"))
+
+
+def redraw(_=None):
+    latency.set_traces(latency_traces(load_knob.value, spread_knob.value))
+
+
+spread_knob.observe(redraw, names="value")
+load_knob.observe(redraw, names="value")
+widgets.VBox([widgets.HBox([spread_knob, load_knob]), latency.widget])
 
 # %% [markdown]
 # ## What to remember

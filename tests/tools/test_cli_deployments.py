@@ -98,7 +98,7 @@ BAD = [
      ["--decode-batch-size", "disaggregated"]),
     ("goodput-spec-knob-typo", GOODPUT + ["--deployment", "colocated:2,chunk=128"], ["chunk=128", "chunk_size"]),
     ("goodput-spec-knob-of-the-other-kind", GOODPUT + ["--deployment", "colocated:2,decode_gpus=2"],
-     ["decode_gpus=2", "chunk_size, gpus"]),
+     ["decode_gpus=2", "chunk_size, batch_size, gpus"]),
     ("fair-5", ["goodput", "--workload", "chapter-7.3-mixed", "--rates", "1", *SLO, "--fair", "5"], ["--fair", "5"]),
     ("fair-and-deployment", GOODPUT + ["--deployment", "colocated", "--fair", "2"], ["--deployment", "--fair"]),
     ("neither-fair-nor-deployment", ["goodput", "--workload", "chapter-7.3-mixed", "--rates", "1", *SLO],
@@ -243,11 +243,17 @@ def test_goodput_rows_match_single_runs_and_the_rule(capsys, monkeypatch):
     for g in d["goodput"]:
         rows = [r for r in d["rows"] if r["deployment"] == g["deployment"]]
         rps = goodput_by_hand([r["rate"] for r in rows], [r["met"] / r["requests"] for r in rows])
+        # 30 requests a run is a burst: said, and a crossing past what the deployment sustains is read as that
+        assert g["burst"] and all(r["burst"] for r in rows)
+        if rps is not None and rps > g["saturation_rps"]:
+            rps = g["saturation_rps"]
+            assert g["read"] == "saturation"
         assert g["goodput_rps"] == pytest.approx(rps) and g["goodput_per_gpu"] == (None if rps is None else
                                                                                       pytest.approx(rps / 2))
     code, out, _ = tinyserve(GOODPUT + ["--deployment", "colocated:2"], capsys, monkeypatch)
     table = out.splitlines()
-    assert code == 0 and table[1].split() == ["deployment", "GPUs", "1/s", "4/s", "goodput", "per", "GPU"]
+    assert code == 0 and table[1].split() == ["deployment", "GPUs", "1/s", "4/s", "sustains", "/", "GPU", "goodput",
+                                              "per", "GPU"]
     assert table[2].split()[:2] == ["colocated:2", "2"]
 
 

@@ -181,8 +181,13 @@ def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", ki
     for seed in s["seeds"]:
         c = curve(s, side, label, seed, pair, conv, kind)
         r = reading(s["rates"][:len(c)], c, goal)  # a curve stops past saturation (sweep_one)
-        per[seed] = {**r, "value": None if r["value"] is None else r["value"] / entry["num_gpus"],
-                     "saturation": entry["saturation"][str(seed)]["rps"] / entry["num_gpus"]}
+        sat = entry["saturation"][str(seed)]["rps"] / entry["num_gpus"]
+        raw = None if r["value"] is None else r["value"] / entry["num_gpus"]
+        # no goodput above what the deployment completes per second: a crossing read past it (a rate just above
+        # saturation fills its queue too slowly to show in a run, and the interpolation runs on) is read as it
+        capped = kind == "both" and raw is not None and raw > sat
+        per[seed] = {**r, "value": sat if capped else raw, "raw": raw, "saturation": sat,
+                     **({"read": "saturation"} if capped else {})}
     ranked = sorted((v["value"] for v in per.values()), key=lambda v: -math.inf if v is None else v)
     return {"per_seed": per, "median": ranked[(len(ranked) - 1) // 2], "min": ranked[0], "max": ranked[-1],
             "lowest_per_gpu": min(s["rates"]) / entry["num_gpus"],
@@ -285,17 +290,21 @@ CLAIMS = {
 
 
 def number_words(g: dict) -> str:
-    """A goodput's median and range over the seeds (goodput()), in words: "1.1 (1.0–1.2)", "≥ 10", "< 0.25"."""
-    def one(v, read_at_least: bool) -> str:
+    """A goodput's median and range over the seeds (goodput()), in words: "1.1 (1.0–1.2)", "≥ 10", "< 0.25", "≤ 11.8"
+    (a crossing past the saturation, read as it)."""
+    def one(x: dict | None, v) -> str:
         if v is None:
             return t("figures.fair.below", value=g["lowest_per_gpu"])
-        return t("figures.fair.at_least", value=v) if read_at_least else t("figures.fair.value", value=v)
-    top = max((x for x in g["per_seed"].values() if x["value"] is not None), key=lambda x: x["value"], default=None)
-    at_least_top = top is not None and top["read"] == "at_least"
-    med = next((x for x in g["per_seed"].values() if x["value"] == g["median"]), None)
-    median = one(g["median"], med is not None and med["read"] == "at_least")
-    words = median if g["min"] == g["max"] else t("figures.fair.range", median=median, low=one(g["min"], False),
-                                                   high=one(g["max"], at_least_top))
+        read = x["read"] if x is not None else "crossing"
+        return t({"at_least": "figures.fair.at_least", "saturation": "figures.fair.at_most"}.get(
+            read, "figures.fair.value"), value=v)
+
+    def seed_of(v):  # the seed's reading a median or an end of the range came from
+        return next((x for x in g["per_seed"].values() if x["value"] == v), None)
+    median = one(seed_of(g["median"]), g["median"])
+    words = median if g["min"] == g["max"] else t("figures.fair.range", median=median,
+                                                   low=one(seed_of(g["min"]), g["min"]),
+                                                   high=one(seed_of(g["max"]), g["max"]))
     # a curve that climbs back above the goal after it first fell below: said (its first crossing is the one read)
     return words if g["monotone"] else t("figures.fair.not_monotone", words=words)
 
@@ -324,7 +333,8 @@ def describe(label: str) -> str:
     if dc.kind == "colocated":
         chunk = (t("figures.fair.whole") if own.get("policy") == "continuous"
                  else t("figures.fair.chunks", chunk=own.get("chunk_size")))
-        text = t("figures.fair.replicas", n=dc.replicas, chunk=chunk, batch=own.get("batch_size", DEFAULT_BATCH_SIZE))
+        text = t("figures.fair.replica" if dc.replicas == 1 else "figures.fair.replicas", n=dc.replicas, chunk=chunk,
+                 batch=own.get("batch_size", DEFAULT_BATCH_SIZE))
         return text + (t("figures.fair.gpus_each", n=own["gpus"]) if "gpus" in own else "")
     c = dc.prefill_chunk_size
     chunk = t("figures.fair.whole") if c == WHOLE else t("figures.fair.chunks", chunk=c)
@@ -346,8 +356,7 @@ def table(d: dict, study_name: str, pairs: Sequence[str] | None = None, conv: st
         lines.append(t("figures.fair.pair", name=t(f"figures.fair.pair.{pair}"), ttft=ttft, tpot=tpot))
         for side in s["sides"]:
             label, g = best(s, side, pair, conv)
-            lines.append("  " + t("figures.fair.row", side=t(f"figures.fair.side.{side}"), setup=describe(label),
-                                  value=number_words(g)))
+            lines.append("  " + t("figures.fair.row", setup=describe(label), value=number_words(g)))
     return lines
 
 
