@@ -191,3 +191,24 @@ def test_each_roles_own_knobs_and_the_ttft_convention_reach_the_run():
     assert all(ex.knobs[k].disabled for k in ("prefill_chunk_size", "decode_batch_size", "prefill_gpus",
                                               "decode_gpus", "ttft_at"))
     assert ex.set(deployment="disaggregated", prefill_gpus=8, decode_gpus=8) is not None  # 8 KV heads: allowed
+
+
+def test_a_batch_its_memory_caps_says_the_slots_that_ran(zh):
+    """Issue 49 item 2: a decode batch of 128 on h200-70b-fp8 runs the slots the decode GPU's KV memory holds (the
+    run reports them: DeploymentTrace.effective); the numbers line says so, in the reader's language, and says
+    nothing where the batch runs as asked."""
+    import tinyserve
+
+    tinyserve.set_language("en")
+    ex = tw.DeploymentExplorer(n=30, decode_batch_size=128)
+    ran = ex.trace.effective(1)
+    assert ran["knobs"]["batch_size"] == 128 and ran["num_slots"] < 128  # capped (38 slabs on this preset)
+    assert ex.slots()[1] == {"role": "decode", "asked": 128, "slots": ran["num_slots"]}
+    assert ex.trace.instances[1].num_slots == ran["num_slots"]  # the rows drawn are the slots that ran
+    slots = ran["num_slots"]
+    assert (f"The decode batch of 128 runs {slots} slots: its KV memory holds {slots} of the 128 asked."
+            in ex.numbers_line.value)
+    tinyserve.set_language("zh-TW")
+    assert f"decode 執行個體的批次 128 實際只跑 {slots} 個位子" in ex.numbers_line.value
+    ex.set(decode_batch_size=16)  # fits: the line says nothing of slots
+    assert ex.trace.effective(1)["num_slots"] == 16 and "位子" not in ex.numbers_line.value

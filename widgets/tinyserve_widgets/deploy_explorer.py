@@ -232,7 +232,7 @@ class DeploymentExplorer:
         """Set several knobs (names as in the knobs dict) and re-run once; the new trace (None: a message)."""
         def prepare(name, w, v):
             v = SAME if name in SAME_AS and v is None else v
-            if v in [o[1] for o in w.options]:
+            if not isinstance(w, (W.SelectionSlider, W.Dropdown)) or v in w._options_values:
                 return v
             if isinstance(w, W.SelectionSlider):
                 w.options = _opts([o[1] for o in w.options], v)
