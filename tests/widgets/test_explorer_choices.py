@@ -8,57 +8,17 @@ call, built as the notebook builds it, from the statements of the source its arg
 assignments they name, found by reading the source, in source order)."""
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import ipywidgets as W
 import pytest
 
 import tinyserve
+from chapter_calls import explorer_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "chapters" / "src").glob("7.*.py"))
 Selection = W.widgets.widget_selection._Selection  # Dropdown, ToggleButtons, SelectionSlider, ... share it
-
-
-def _is_explorer(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "tw"
-            and node.func.attr.endswith("Explorer"))
-
-
-def _needs(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _gives(stmt: ast.stmt) -> set[str]:
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
-    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-        return {stmt.name}
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
-
-
-def explorer_calls(path: Path) -> list[tuple[str, str]]:
-    """(the program that builds what the call's arguments need, the call's source) of each explorer call."""
-    text = path.read_text(encoding="utf-8")
-    body = ast.parse(text).body
-    out = []
-    for i, stmt in enumerate(body):
-        calls = [n for n in ast.walk(stmt) if _is_explorer(n)]
-        for call in calls:
-            want, keep = _needs(call) - {"tw"}, []
-            for before in reversed(body[:i]):  # the last statement giving a name wins, as when the cells run
-                if _gives(before) & want:
-                    keep.append(before)
-                    want = (want - _gives(before)) | _needs(before)
-            program = "import tinyserve_widgets as tw\n" + "\n".join(
-                ast.get_source_segment(text, s) for s in reversed(keep))
-            out.append((program, ast.get_source_segment(text, call)))
-    return out
 
 
 CALLS = [(f"{p.stem}:{k}", p) for p in SOURCES for k in range(len(explorer_calls(p)))]

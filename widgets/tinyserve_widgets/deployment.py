@@ -93,6 +93,7 @@ class DeploymentView:
                                           marker=dict(symbol="square", color=D.COLORS[c],
                                                       line=dict(width=0.5, color="#888"))))
         self.fig.add_trace(go.Scatter(x=[], y=[], mode="lines+markers", hovertemplate="%{text}<extra></extra>",
+                                      hoverinfo="text",  # the words alone (plotly.js added the point's x, y)
                                       line=dict(color=TRANSFER_COLOR, width=1), opacity=0.75,
                                       marker=dict(color=TRANSFER_COLOR, symbol="triangle-down")))
         self.n_fixed = len(self.fig.data)  # then one heatmap per instance (added as a deployment needs them)
