@@ -75,6 +75,13 @@ def has_an_explorer(notebook: str) -> bool:
     return "tw.Explorer(" in text and not re.search(r"Explorer\([^#]*?real_button=False", text)
 
 
+def has_a_deployment_explorer(notebook: str) -> bool:
+    """A chapter notebook whose source builds a tw.DeploymentExplorer (7.3 today)."""
+    src = ROOT / "chapters" / "src" / Path(notebook).name.replace(".ipynb", ".py")
+    return notebook.startswith("chapters/") and src.exists() and "tw.DeploymentExplorer(" in src.read_text(
+        encoding="utf-8")
+
+
 def test_the_chapter_has_explorers_to_press():
     pages = [p for p in pages_under_test() if has_an_explorer(p)]
     assert [sum("/zh-TW/" in p for p in pages), sum("/zh-TW/" not in p for p in pages)] == [4, 4], pages  # 7.1-7.4
@@ -267,6 +274,11 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
         if problems:
             pytest.fail("; ".join(problems) + " " + where.format(shot(page, "FAILED")))
         assert s["widgets"] == s["widgetsOk"]
+        blank = page.evaluate(BLANK_CHOICES_JS)  # issue 52: every choice control shows its value
+        if blank:
+            pytest.fail(f"choice controls showing no value: {blank} " + where.format(shot(page, "FAILED")))
+        if has_a_deployment_explorer(notebook):
+            _check_the_hand_off(page, notebook, shot)
         if has_an_explorer(notebook):  # before any slider moves: the settings the explorer opens with
             _press_real_run(page, notebook, shot)
 
@@ -420,3 +432,67 @@ def _press_real_run(page, notebook: str, shot) -> None:
     if e["message"] or finished not in e["text"]:
         pytest.fail(f"{notebook}: the real run at the opening settings did not finish: {e['message']!r} "
                     f"(screenshot: {shot(page, 'FAILED')})")
+
+
+# Choice controls drawn with no value (issue 52): a dropdown with no option selected or an empty one shown, a row
+# of toggle buttons with none pressed, a selection slider with an empty readout
+BLANK_CHOICES_JS = """() => {
+  const out = [];
+  const where = e => { const o = e.closest('.jp-OutputArea-output'); const c = e.closest('.jp-Cell');
+    const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+    const label = (e.closest('.widget-inline-hbox, .widget-dropdown, .widget-toggle-buttons') || e)
+      .querySelector('.widget-label');
+    return `cell ${cells.indexOf(c)} ${(label && label.textContent) || ''}`; };
+  document.querySelectorAll('.jp-OutputArea-output .widget-dropdown select').forEach(s => {
+    const o = s.options[s.selectedIndex];
+    if (s.selectedIndex < 0 || !o || !o.textContent.trim()) out.push(`${where(s)}: empty dropdown`);
+  });
+  document.querySelectorAll('.jp-OutputArea-output .widget-toggle-buttons').forEach(t => {
+    if (!t.querySelector('button.mod-active')) out.push(`${where(t)}: no button pressed`);
+  });
+  document.querySelectorAll('.jp-OutputArea-output .widget-hslider .widget-readout').forEach(r => {
+    if (!r.textContent.trim()) out.push(`${where(r)}: empty readout`);
+  });
+  return out;
+}"""
+
+# The deployment explorer's figure (the one with an overview under its axis): its axis range and the whole run's,
+# and, for each transfer drawn in the window, the page position of the point in the middle of its arrow (the gap
+# between the blocks) with the words plotly shows there
+HAND_OFF_JS = """() => {
+  const gd = [...document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot')].find(
+    p => p.querySelector('.rangeslider-container'));
+  if (!gd || !gd._fullLayout) return null;
+  gd.scrollIntoView({block: 'center'});
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+  const tr = gd._fullData.find(t => t.mode === 'lines+markers');
+  const pts = [];
+  for (let k = 2; tr && k < tr.x.length; k += 5) {
+    const x = tr.x[k], y = tr.y[k];
+    if (x >= xa.range[0] && x <= xa.range[1])
+      pts.push({x: box.left + xa._offset + xa.l2p(x), y: box.top + ya._offset + ya.l2p(y), text: tr.text[k]});
+  }
+  return {range: xa.range, whole: xa.rangeslider.range, points: pts};
+}"""
+
+
+def _check_the_hand_off(page, notebook: str, shot) -> None:
+    """Issue 52 item 2: the deployment explorer's axis opens on a window of the run (about 10 s of ~100), the
+    whole run as an overview under it; the arrows drawn there stand apart; hovering one names its request."""
+    h = _wait(lambda: page.evaluate(HAND_OFF_JS), 30, "the deployment figure with its overview", page, shot)
+    shown, whole = h["range"][1] - h["range"][0], h["whole"][1] - h["whole"][0]
+    if not (shown <= 12 and whole >= 5 * shown and len(h["points"]) >= 3):
+        pytest.fail(f"{notebook}: the deployment figure opens on {shown:.1f} s of {whole:.1f} s with "
+                    f"{len(h['points'])} transfers in view (screenshot: {shot(page, 'FAILED')})")
+    xs = sorted(p["x"] for p in h["points"])
+    gaps = [b - a for a, b in zip(xs, xs[1:])]
+    assert sorted(gaps)[len(gaps) // 2] >= 10, gaps  # the arrows apart on screen: a median 10 px or more
+    p = h["points"][len(h["points"]) // 2]
+    page.mouse.move(p["x"], p["y"])
+    page.wait_for_timeout(300)
+    shown_text = page.locator(".hoverlayer .hovertext").first.text_content(timeout=10_000)
+    request = re.match(r"r\d+", p["text"] or "")
+    if not request or not shown_text.startswith(request.group(0)) or "(" in shown_text.split(request.group(0))[0]:
+        pytest.fail(f"{notebook}: hovering a K/V arrow shows {shown_text!r}, not its request {request!r} "
+                    f"(screenshot: {shot(page, 'FAILED')})")
+    page.mouse.move(0, 0)

@@ -61,8 +61,17 @@ def test_one_row_block_per_instance_labelled_and_placed_in_time(split):
     assert len(hms) == 3
     assert tuple(view.fig.layout.yaxis.ticktext) == ("prefill 0", "prefill 1", "decode 0")
     spans = [(V.values(h.y).min(), V.values(h.y).max()) for h in hms]
-    assert all(b - a == 32 for a, b in spans)  # 32 slots each (batch_size's default)
+    # each block's rows: its slots up to the last one a step used (of batch_size's default 32; the rest stayed
+    # idle the whole run), found here from the step records
+    used = [1 + max(w.slot for s in inst.steps for w in s.works)
+            for inst in split.instances]
+    assert [len(V.values(h.y)) - 1 for h in hms] == used and max(used) < 32 and all(u >= 1 for u in used)
+    assert [b.num_slots for b in view.blocks] == [32, 32, 32]
+    tall = max(b - a for a, b in spans)
+    assert all(b - a >= 0.5 * tall - 1e-9 for a, b in spans)  # a block of few rows is drawn taller
     assert all(spans[i][1] < spans[i + 1][0] for i in range(2))  # top to bottom, not overlapping
+    note = view.fig.layout.annotations[1].text
+    assert all(f"{b.label} slots {u}" in note for b, u in zip(view.blocks, used))  # the rows not drawn, said
     for h, inst in zip(hms, split.instances):  # each instance's steps where they ran, in seconds
         x = V.values(h.x)
         times = step_times(inst)
@@ -191,3 +200,62 @@ def test_each_roles_own_knobs_and_the_ttft_convention_reach_the_run():
     assert all(ex.knobs[k].disabled for k in ("prefill_chunk_size", "decode_batch_size", "prefill_gpus",
                                               "decode_gpus", "ttft_at"))
     assert ex.set(deployment="disaggregated", prefill_gpus=8, decode_gpus=8) is not None  # 8 KV heads: allowed
+
+
+def test_a_batch_its_memory_caps_says_the_slots_that_ran(zh):
+    """Issue 49 item 2: a decode batch of 128 on h200-70b-fp8 runs the slots the decode GPU's KV memory holds (the
+    run reports them: DeploymentTrace.effective); the numbers line says so, in the reader's language, and says
+    nothing where the batch runs as asked."""
+    import tinyserve
+
+    tinyserve.set_language("en")
+    ex = tw.DeploymentExplorer(n=30, decode_batch_size=128)
+    ran = ex.trace.effective(1)
+    assert ran["knobs"]["batch_size"] == 128 and ran["num_slots"] < 128  # capped (38 slabs on this preset)
+    assert ex.slots()[1] == {"role": "decode", "asked": 128, "slots": ran["num_slots"]}
+    assert ex.trace.instances[1].num_slots == ran["num_slots"]  # the rows drawn are the slots that ran
+    slots = ran["num_slots"]
+    assert (f"The decode batch of 128 runs {slots} slots: its KV memory holds {slots} of the 128 asked."
+            in ex.numbers_line.value)
+    tinyserve.set_language("zh-TW")
+    assert f"decode 執行個體的批次 128 實際只跑 {slots} 個位子" in ex.numbers_line.value
+    ex.set(decode_batch_size=16)  # fits: the line says nothing of slots
+    assert ex.trace.effective(1)["num_slots"] == 16 and "位子" not in ex.numbers_line.value
+
+
+def test_the_axis_opens_on_a_window_where_each_prefill_step_and_transfer_stands_apart():
+    """Issue 52 item 2: 200 requests over ~107 s; the axis opens on WINDOW_S seconds around the cursor, the whole
+    run as an overview under it (plotly's rangeslider), and in that window each prefill step is wide enough on
+    screen to be drawn apart (a 1-px gap between columns), each transfer's arrow apart from the next."""
+    from tinyserve_widgets import deployment as DV
+
+    ex = tw.DeploymentExplorer("chapter-7.3-mixed", "chunked", deployment="disaggregated", ttft_ms=400,
+                               tpot_ms=25, rate=2.0, chunk_size=512)  # 7.3 section 6's opening settings
+    view, dt = ex.view, ex.trace
+    lo, hi = view.fig.layout.xaxis.range
+    t0, t1 = min(r.arrival_s for r in dt.requests), max(x.end_s for x in dt.transfers)
+    assert t1 - t0 > 5 * DV.WINDOW_S and hi - lo == pytest.approx(DV.WINDOW_S) and lo <= view.time <= hi
+    slider = view.fig.layout.xaxis.rangeslider
+    assert slider.visible and slider.range[0] <= t0 and slider.range[1] >= max(
+        inst.steps[-1].start_s + inst.steps[-1].duration_s for inst in dt.instances)
+    px_per_s = (view.fig.layout.width - DV.MARGIN_L - DV.MARGIN_R) / (hi - lo)
+    pre = [s for s in dt.instances[0].steps if lo <= s.start_s < hi]
+    assert len(pre) >= 10
+    assert np.median([s.duration_s for s in pre]) * px_per_s >= DV.STEP_GAP_PX
+    assert heatmaps(view)[0].xgap == 1  # the prefill block: one column a step, a gap between them
+    landed = sorted(x.end_s for x in dt.transfers if lo <= x.end_s < hi)
+    assert len(landed) >= 5 and np.median(np.diff(landed)) * px_per_s >= 10  # arrows apart, in pixels
+    # the cursor carries the window: moved inside it, the axis stays; moved out, the window goes around it
+    view.cursor.value = (lo + hi) / 2 + 1.0
+    assert tuple(view.fig.layout.xaxis.range) == (lo, hi)
+    view.cursor.value = 20.0
+    lo2, hi2 = view.fig.layout.xaxis.range
+    assert lo2 <= 20.0 <= hi2 and hi2 - lo2 == pytest.approx(DV.WINDOW_S)
+    # the overview dragged to the whole run (the browser's relayout lands in the layout): no gap hides a sliver
+    view.fig.layout.xaxis.range = list(DV.run_range(dt))
+    assert view.shown == tuple(DV.run_range(dt)) and heatmaps(view)[0].xgap == 0
+    # the static picture under the cell: the window shown now, over the overview of the whole run
+    view.fig.layout.xaxis.range = [lo2, hi2]
+    fig = view.static()
+    main, over = fig.axes
+    assert main.get_xlim() == pytest.approx((lo2, hi2)) and over.get_xlim() == pytest.approx(DV.run_range(dt))

@@ -17,6 +17,7 @@ from . import data as D
 
 MAX_CELLS = 40_000  # slot x column cells of one figure (2 instances x 32 slots x 600 columns; more: wider bins)
 MIN_COLUMNS = 100
+MIN_SHARE = 0.5  # a block is at least this share of the tallest one's height (its rows drawn taller)
 GAP_ROWS = 0.4  # space between two instances' row blocks, as a share of the tallest block (the transfers cross it)
 HOVER_FIELDS = D.BIN_FIELDS + ("slot",)  # each cell's numbers: steps a..b, phase counts (data.hover.bin), its slot
 _CODE = {"prefill": PREFILL, "padding": PADDING, "decode": DECODE, "wasted": WASTED, "idle": IDLE}
@@ -48,14 +49,21 @@ class Block:
     y0: float
     slots: int
     note: str
+    num_slots: int = 0  # the instance's slots; the block draws the first `slots` of them (the others stayed idle)
+    row: float = 1.0  # a slot's height on the y axis
+
+    @property
+    def y_edges(self) -> np.ndarray:
+        """Where each slot's row starts and the last one ends on the y axis."""
+        return self.y0 + self.row * np.arange(self.slots + 1, dtype=np.float64)
 
     @property
     def y1(self) -> float:
-        return self.y0 + self.slots
+        return self.y0 + self.slots * self.row
 
     @property
     def centre(self) -> float:
-        return self.y0 + self.slots / 2
+        return self.y0 + self.slots * self.row / 2
 
 
 def max_columns(dt: DeploymentTrace) -> int:
@@ -94,10 +102,12 @@ def _columns(tr: Trace, cols: int) -> tuple[np.ndarray, ...]:
 
 
 def blocks(dt: DeploymentTrace) -> list[Block]:
-    """Every instance's row block, the first at the top (y grows downwards), GAP_ROWS of the tallest between."""
+    """Every instance's row block, the first at the top (y grows downwards), GAP_ROWS of the tallest between.
+    A block draws the slots up to the last one its instance used (used_slots): a prefill instance that holds a
+    few prompts at a time would otherwise be 32 rows of idle with its steps as one-row slivers; and its rows are
+    drawn taller where the block would be under MIN_SHARE of the tallest one's height."""
     cols = max_columns(dt)
-    gap = GAP_ROWS * max((tr.num_slots for tr in dt.instances), default=1)
-    out, y = [], 0.0
+    out = []
     for label, role, tr in zip(instance_labels(dt), dt.roles, dt.instances):
         if tr.steps:
             z, edges, first, last, hover, note = _columns(tr, cols)
@@ -105,9 +115,22 @@ def blocks(dt: DeploymentTrace) -> list[Block]:
             z, edges = np.zeros((tr.num_slots, 0), np.float32), np.zeros(1)
             first = last = np.zeros(0, np.int64)
             hover, note = np.zeros((tr.num_slots, 0, len(HOVER_FIELDS)), np.int16), ""
-        out.append(Block(label, role, z, edges, first, last, hover, y, tr.num_slots, note))
-        y += tr.num_slots + gap
+        rows = used_slots(tr)
+        out.append(Block(label, role, z[:rows], edges, first, last, hover[:rows], 0.0, rows, note, tr.num_slots))
+    tallest = max((b.slots for b in out), default=1)
+    gap, y = GAP_ROWS * tallest, 0.0
+    for b in out:
+        b.y0, b.row = y, max(1.0, MIN_SHARE * tallest / b.slots)
+        y = b.y1 + gap
     return out
+
+
+def used_slots(tr: Trace) -> int:
+    """1 + the last slot some step of the instance used (every step, not the drawn columns: a bin of several
+    steps may draw a briefly used slot idle); at least 1."""
+    grid = tr.phase_grid().phase if tr.steps else np.zeros((0, 0))
+    busy = np.flatnonzero((grid != IDLE).any(axis=1)) if grid.size else np.zeros(0, np.int64)
+    return int(busy[-1]) + 1 if busy.size else 1
 
 
 def time_span(dt: DeploymentTrace) -> tuple[float, float]:
@@ -119,19 +142,24 @@ def time_span(dt: DeploymentTrace) -> tuple[float, float]:
     return t0, max(ends, default=t0)
 
 
+POINTS = 5  # points a transfer takes in transfer_paths (a NaN break last)
+LANDING = 3  # the index of its landing point among them (the arrowhead)
+
+
 def transfer_paths(dt: DeploymentTrace, bl: list[Block]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each transfer as 3 points and a break: along the prefill block's lower edge from ready (the first token)
-    to start (the link free), then to the decode block's upper edge at end (landed). x, y (NaN breaks) and the
-    index of the transfer at each point (-1 at a break)."""
+    """Each transfer as 4 points and a break: along the prefill block's lower edge from ready (the first token)
+    to start (the link free), through the middle of the gap between the blocks (a point to hover there: plotly
+    names a line's points, not its segments) to the decode block's upper edge at end (landed). x, y (NaN
+    breaks) and the index of the transfer at each point (-1 at a break)."""
     n = len(dt.transfers)
-    x = np.full((n, 4), np.nan)
-    y = np.full((n, 4), np.nan)
+    x = np.full((n, POINTS), np.nan)
+    y = np.full((n, POINTS), np.nan)
     for i, tr in enumerate(dt.transfers):
         ys, yd = bl[tr.src].y1, bl[tr.dst].y0
-        x[i, :3] = tr.ready_s, tr.start_s, tr.end_s
-        y[i, :3] = ys, ys, yd
-    which = np.repeat(np.arange(n), 4).reshape(n, 4)
-    which[:, 3] = -1
+        x[i, :4] = tr.ready_s, tr.start_s, (tr.start_s + tr.end_s) / 2, tr.end_s
+        y[i, :4] = ys, ys, (ys + yd) / 2, yd
+    which = np.repeat(np.arange(n), POINTS).reshape(n, POINTS)
+    which[:, -1] = -1
     return x.ravel(), y.ravel(), which.ravel()
 
 

@@ -1,6 +1,7 @@
 """Knobs of a deployment (colocated replicas, or P prefill + D decode instances over a link), its SLO targets and
 its traffic; each change re-runs the deployment as a dry run (tinyserve.deploy.run_deployment, modeled clock) and
-redraws the stacked timeline (DeploymentView) and a line of numbers: SLO attainment, TTFT and TPOT p50/p99, GPUs.
+redraws the stacked timeline (DeploymentView) and a line of numbers: SLO attainment, TTFT and TPOT p50/p99, GPUs,
+and, where KV memory caps a batch (a decode batch of 128 runs 38 slots on h200-70b-fp8), the slots that ran.
 Moving a target only recounts the attainment (the run does not depend on it). A bad setting shows a message and
 the previous figures stay.
 
@@ -54,6 +55,11 @@ NOT_BASE = ("policy", "policy_object", "chunk_size", "hardware", "gpus", "dry_ru
 OWN = {"ttft_ms": 1000, "tpot_ms": 50, "ttft_at": "prefill", "rate": None, "n": None}  # the explorer's own
 OWN_WORDS = ("deployment", "replicas", "prefill_instances", "decode_instances", "link", "gpus") + ROLES + TARGETS
 # the others: the single-run explorer's words (knob.rate, knob.chunk_size, ...)
+# a role's "as the run's" option (no knob of its own: None in the DeploymentConfig). A Dropdown whose value is None
+# has nothing selected (ipywidgets: label and index None) and the browser draws an empty box, so the option's
+# value is this word, turned back into None where the config is built (configs) and from a caller's None (set)
+SAME = "same"
+SAME_AS = ("prefill_chunk_size", "decode_batch_size")
 
 
 def _link_label(name: str) -> str:
@@ -102,6 +108,8 @@ class DeploymentExplorer:
         def choose(name: str, options: list) -> W.SelectionSlider:  # a slider of these options, at its start
             return W.SelectionSlider(options=_opts(options, start[name]), value=start[name], **slider())
 
+        for name in SAME_AS:
+            start[name] = SAME if start[name] is None else start[name]
         chunk = start["prefill_chunk_size"]
         k = self.knobs = {
             "deployment": W.ToggleButtons(options=[(t(f"widgets.deploy.kind.{x}"), x) for x in KINDS],
@@ -119,10 +127,11 @@ class DeploymentExplorer:
             "chunk_size": choose("chunk_size", CHUNKS),
             "gpus": choose("gpus", GPUS),
             "prefill_chunk_size": W.Dropdown(
-                options=[(t("widgets.deploy.same_chunk"), None), (t("widgets.deploy.whole"), WHOLE)]
+                options=[(t("widgets.deploy.same_chunk"), SAME), (t("widgets.deploy.whole"), WHOLE)]
                 + _opts(CHUNKS, chunk if isinstance(chunk, int) else CHUNKS[0]), value=chunk, style={"description_width": "initial"}, layout=W.Layout(width="300px")),
             "decode_batch_size": W.Dropdown(
-                options=[(t("widgets.deploy.same_batch"), None)] + [(str(b), b) for b in DECODE_BATCHES],
+                options=[(t("widgets.deploy.same_batch"), SAME)] + _opts(
+                    DECODE_BATCHES, start["decode_batch_size"] if start["decode_batch_size"] != SAME else None),
                 value=start["decode_batch_size"], style={"description_width": "initial"},
                 layout=W.Layout(width="260px")),
             "prefill_gpus": choose("prefill_gpus", GPUS),
@@ -172,9 +181,9 @@ class DeploymentExplorer:
                 w.description = t(f"widgets.deploy.knob.{name}" if name in OWN_WORDS else f"knob.{name}")
             named = {"deployment": lambda x: t(f"widgets.deploy.kind.{x}"), "link": _link_label,
                      "policy": policy_name, "ttft_at": lambda x: t(f"widgets.deploy.ttft_at.{x}"),
-                     "prefill_chunk_size": lambda x: (t("widgets.deploy.same_chunk") if x is None else
+                     "prefill_chunk_size": lambda x: (t("widgets.deploy.same_chunk") if x == SAME else
                                                       t("widgets.deploy.whole") if x == WHOLE else str(x)),
-                     "decode_batch_size": lambda x: t("widgets.deploy.same_batch") if x is None else str(x)}
+                     "decode_batch_size": lambda x: t("widgets.deploy.same_batch") if x == SAME else str(x)}
             for name, fn in named.items():
                 w = self.knobs[name]
                 value = w.value
@@ -216,14 +225,20 @@ class DeploymentExplorer:
         shape = {}
         for name in options:  # the kind's own (decode_kv_layout has no control: as given)
             v = k[name] if name in k else self.decode_kv_layout
-            shape[name] = None if name.endswith("_gpus") and v == 1 else v  # 1 GPU: the preset as it is
+            shape[name] = None if name.endswith("_gpus") and v == 1 or v == SAME else v  # 1 GPU: the preset
         return wl_knobs, rc, DeploymentConfig(k["deployment"], **shape)
 
     def set(self, **values) -> DeploymentTrace | None:
         """Set several knobs (names as in the knobs dict) and re-run once; the new trace (None: a message)."""
         def prepare(name, w, v):
-            if isinstance(w, W.SelectionSlider) and v not in [o[1] for o in w.options]:
+            v = SAME if name in SAME_AS and v is None else v
+            if not isinstance(w, (W.SelectionSlider, W.Dropdown)) or v in w._options_values:
+                return v
+            if isinstance(w, W.SelectionSlider):
                 w.options = _opts([o[1] for o in w.options], v)
+            elif name in SAME_AS and isinstance(v, int):  # a caller's own number among the named options
+                named = [o for o in w.options if isinstance(o[1], str)]
+                w.options = named + _opts([o[1] for o in w.options if not isinstance(o[1], str)], v)
             return v
 
         set_knobs(self, values, prepare)
@@ -290,7 +305,26 @@ class DeploymentExplorer:
         if dt.kind == "disaggregated":
             line = t("widgets.join.sentences", a=line, b=t("widgets.deploy.numbers.transfers", n=n["transfers"],
                                                            p50=_ms(n["transfer_p50"])))
+        for capped in self._capped():
+            line = t("widgets.join.sentences", a=line, b=capped)
         self.numbers_line.value = f"<b>{_esc(line)}</b>"
+
+    def slots(self) -> list[dict]:
+        """Per instance, what it ran with (DeploymentTrace.effective): its role, the batch size asked (None: its
+        policy takes none) and the slots it ran, the batch capped by the slabs its KV memory holds."""
+        dt = self.trace
+        return [{"role": role, "asked": e["knobs"].get("batch_size"), "slots": e["num_slots"]}
+                for role, e in zip(dt.roles, (dt.effective(i) for i in range(len(dt.instances))))]
+
+    def _capped(self) -> list[str]:
+        """A sentence per role whose batch memory capped: the slots that ran, of the batch asked (each once)."""
+        seen = []
+        for s in self.slots():
+            key = (s["role"], s["asked"], s["slots"])
+            if s["asked"] is not None and s["slots"] < s["asked"] and key not in seen:
+                seen.append(key)
+        return [t("widgets.deploy.capped", role=t(f"widgets.deploy.role.{role}"), asked=asked, slots=slots)
+                for role, asked, slots in seen]
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
