@@ -385,6 +385,8 @@ with p_split.after_prediction():
     glue("one_in", (mixed_ms - step_ms) / (PAIRS["tight"][1] - step_ms), "{:.0f}")
     for side in ("replicas", "split"):  # what each side's best at the paper's targets completes per second
         glue(f"{side}_sustains", fair.sustains(fair.best(two, side, "paper")[1]), "{:.3g}")
+        # and the target each side's best at the tight pair misses first (its goodput on that target alone)
+        glue(f"{side}_binds", fair.binds(two, side, fair.best(two, side, "tight")[0], "tight").upper())
     # 128-token chunks alone: how many requests miss the artifact's TTFT with nothing else running
     small = dry.run("chapter-7.3-mixed", "chunked", chunk_size=128, dry_run=True, progress=False,
                     workload_knobs={"rate": 0.01})
@@ -415,10 +417,10 @@ with p_split.after_prediction():
 
 
 # %% [markdown]
-# At the tight targets the replicas miss TPOT first (right): it is a mean, and a step carrying
+# At the tight targets the replicas miss {glue}`replicas_binds` first (right): TPOT is a mean, and a step carrying
 # {glue}`tight_co_chunk` takes {glue}`mixed_ms` ms, a plain one {glue}`plain_step` ms: once one step in
-# {glue}`one_in` carries a chunk the mean passes {glue}`tight_tpot` ms. The split misses TTFT first (middle): one
-# GPU prefills every prompt.
+# {glue}`one_in` carries a chunk the mean passes {glue}`tight_tpot` ms. The split misses {glue}`split_binds` first
+# (middle): one GPU prefills every prompt.
 #
 # * **Paper's**: {glue}`claim_fair2_paper`. Its decode GPU holds {glue}`memory_slots` requests: it completes
 #   {glue}`split_sustains` requests/s per GPU at most, the replicas {glue}`replicas_sustains`.

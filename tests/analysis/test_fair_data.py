@@ -80,6 +80,14 @@ def test_the_tight_pair_is_where_tpot_binds_on_both_sides():
         assert all(x["read"] == "crossing" for x in g["per_seed"].values()), (side, label, g)
 
 
+def test_at_the_tight_pair_the_replicas_miss_tpot_first_and_the_split_ttft():
+    """7.3 section 6 glues these names for its two GPUs and explains each (a mean over steps that carry chunks; one
+    prefill queue): the explanation holds only while the file says so."""
+    s = DATA["studies"]["fair-2"]
+    assert fair.binds(s, "replicas", fair.best(s, "replicas", "tight")[0], "tight") == "tpot"
+    assert fair.binds(s, "split", fair.best(s, "split", "tight")[0], "tight") == "ttft"
+
+
 def test_the_infeasible_requests_are_kept_per_seed_convention_and_link():
     for workload in ("plain", "short"):
         per = DATA["infeasible"][workload]

@@ -195,6 +195,13 @@ def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", ki
             "monotone": all(v["monotone"] for v in per.values())}
 
 
+def binds(s: dict, side: str, label: str, pair: str, conv: str = "prefill") -> str:
+    """Which target a deployment misses first as the rate grows: "ttft" or "tpot", the one whose goodput alone (the
+    median over the seeds, KINDS) is lower; a tie, or neither crossing, is "both"."""
+    alone = {kind: _key(goodput(s, side, label, pair, conv, kind)["median"]) for kind in ("ttft", "tpot")}
+    return "both" if alone["ttft"] == alone["tpot"] else min(alone, key=alone.get)
+
+
 def sustains(g: dict) -> float:
     """The median over the seeds of a deployment's saturation throughput per GPU (g: goodput()'s result): what it
     completes per second when overloaded, the ceiling of any goodput it reads."""
