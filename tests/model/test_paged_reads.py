@@ -1,6 +1,6 @@
-"""How the paged layout reads its blocks (issue 51): a few sequences at a time into one reused buffer, or in place
-where a table is one run of blocks. What is pinned is what does not depend on the machine: the bits each read gives
-(the same as one whole gather), the blocks each step reads, and that no warm step allocates a gather buffer.
+"""How the paged layout reads its blocks (issue 51): gathered a few sequences at a time into one reused buffer. What
+is pinned is what does not depend on the machine: the bits each read gives (the same as one whole gather), the blocks
+each step reads, and that no warm step allocates a gather buffer.
 The speed itself is a benchmark (benchmarks/paged.py), not a test.
 """
 from __future__ import annotations
@@ -52,43 +52,19 @@ def test_a_group_read_a_few_sequences_at_a_time_gives_the_bits_of_one_whole_read
     assert torch.equal(logits(model, some, works, tables, 8), want)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("device", DEVICES)
-def test_blocks_in_one_run_are_read_in_place_and_give_the_bits_of_a_gather(get_model, device, dtype):
-    """A table of consecutive blocks is read as a view of the pool; the same keys in scattered blocks are gathered:
-    the same numbers, with the same strides, to the bit."""
-    model = get_model("random", device, dtype)
-    works = decode_works([50, 50])  # 2 x 7 blocks of 8
-    run = {0: list(range(0, 7)), 1: list(range(7, 14))}  # one run, row after row
-    scattered = {0: [13, 1, 11, 3, 9, 5, 7], 1: [6, 8, 4, 10, 2, 12, 0]}
-    a, b = noisy_pool(model, 14, 8), noisy_pool(model, 14, 8)
-    for slot in run:  # b holds a's blocks where the scattered tables say
-        b.k[:, scattered[slot]], b.v[:, scattered[slot]] = a.k[:, run[slot]], a.v[:, run[slot]]
-    seen = []
-    real_gather = PagedKV.gather
-    b.gather = lambda *args: seen.append("gather") or real_gather(b, *args)
-    a.gather = lambda *args: seen.append("a gathered") or real_gather(a, *args)
-    assert torch.equal(logits(model, a, works, run, 8), logits(model, b, works, scattered, 8))
-    assert seen == ["gather"] * model.config.n_layer  # a read in place, b gathered once per layer
-
-
 def test_each_step_reads_exactly_its_tables_blocks_and_no_warm_step_allocates(checkpoint_model, monkeypatch):
-    """A real paged run under continuous batching: at every layer of every step, the blocks read (gathered or in
-    place) are the decode groups' tables, row after row, then the prefills' tables; the gather buffer is allocated
-    once, at the first read, and every later read is a view of it."""
+    """A real paged run under continuous batching: at every layer of every step, the blocks gathered are the decode
+    groups' tables, row after row, then the prefills' tables; the gather buffer is allocated once, at the first read,
+    and every later read is a view of it."""
     reads: list[list[int]] = []
     buffers: set[int] = set()
-    real_gather, real_in_place = PagedKV.gather, PagedKV.in_place
+    real_gather = PagedKV.gather
 
     def gather(self, kc, vc, tables, T):
         reads[-1].extend(tables.reshape(-1).tolist())
         k, v = real_gather(self, kc, vc, tables, T)
         buffers.update({k.untyped_storage().data_ptr(), v.untyped_storage().data_ptr()})
         return k, v
-
-    def in_place(self, kc, vc, first, shape, T):
-        reads[-1].extend(range(first, first + shape[0] * shape[1]))
-        return real_in_place(self, kc, vc, first, shape, T)
 
     def want_of(s) -> list[int]:
         return ([b for g in s.decode_groups for b in g.tables.reshape(-1).tolist()]
@@ -108,7 +84,6 @@ def test_each_step_reads_exactly_its_tables_blocks_and_no_warm_step_allocates(ch
 
     real_forward = ModelRunner.forward
     monkeypatch.setattr(PagedKV, "gather", gather)
-    monkeypatch.setattr(PagedKV, "in_place", in_place)
     monkeypatch.setattr(PagedKV, "build", build)
     monkeypatch.setattr(ModelRunner, "forward", forward)
     run = Engine(checkpoint_model).start("chapter-7.2-longtail", "continuous", clock="wall", kv_layout="paged",

@@ -33,7 +33,6 @@ class DecodeGroup:
     pick: torch.Tensor | None = None
     keep: torch.Tensor | None = None
     tables: torch.Tensor | None = None  # paged: (n, blocks) block ids its keys are gathered through
-    run: int | None = None  # paged: the first id, if the tables are consecutive blocks, row after row (read in place)
 
 
 @dataclass
@@ -56,7 +55,6 @@ class StepInput:
     prefills: list[tuple[int, int, int, int]]  # (row_start, n_tokens, slot, start_pos), in row order
     logits_rows: torch.Tensor  # rows whose next-token logits are wanted, in the segments' order
     prefill_tables: list | None = None  # paged: each prefill's block ids (a tensor; None for padding)
-    prefill_runs: list | None = None  # paged: each prefill's first block id if its blocks are consecutive, else None
 
 
 def _row_order(segments: list[tuple[int, int, list[int]]]) -> list[int]:
@@ -176,25 +174,15 @@ def build_paged_step(segments: list[tuple[int, int, list[int]]], sample: list[bo
     ids_t, pos_t, slots_t, wpos_t, logits_t, lens_t, tabs_t, *ptabs_t = _pack(
         device, ids, pos, wr_slots, wr_pos, logit_rows, [c for ctx in ctxs for c in ctx],
         [b for tab in tabs for b in tab], *ptabs)
-    groups, a, r = [], 0, 0
+    groups, a = [], 0
     masks = _masks(ctxs, lens_t, dtype, [nb * block_size for nb in nbs]) if grouped else []  # keys of whole blocks
     for g, nb, mask in zip(grouped, nbs, masks):
-        groups.append(DecodeGroup(0, len(g), g[0][0], len(g), mask, tables=tabs_t[a:a + len(g) * nb].view(len(g), nb),
-                                  run=_run([b for tab in tabs[r:r + len(g)] for b in tab])))
-        a, r = a + len(g) * nb, r + len(g)
-    it, runs = iter(zip(ptabs_t, ptabs)), []
-    ptabs_all = []
-    for _, _, slot, _ in prefills:
-        t, ids = next(it) if slot >= 0 else (None, None)
-        ptabs_all.append(t)
-        runs.append(None if ids is None else _run(ids))
-    return StepInput(ids_t, pos_t, len(wr_slots), slots_t, wpos_t, groups, prefills, logits_t, ptabs_all, runs)
-
-
-def _run(ids: list[int]) -> int | None:
-    """ids[0] if ids are consecutive block ids (ids[0], ids[0] + 1, ...), else None: such blocks are one run of the
-    pool, which attention can read in place (a prompt's blocks, taken at once from a pool not yet fragmented)."""
-    return ids[0] if ids and ids[-1] - ids[0] == len(ids) - 1 and ids == list(range(ids[0], ids[-1] + 1)) else None
+        groups.append(DecodeGroup(0, len(g), g[0][0], len(g), mask,
+                                  tables=tabs_t[a:a + len(g) * nb].view(len(g), nb)))
+        a += len(g) * nb
+    it = iter(ptabs_t)
+    ptabs_all = [None if slot < 0 else next(it) for _, _, slot, _ in prefills]
+    return StepInput(ids_t, pos_t, len(wr_slots), slots_t, wpos_t, groups, prefills, logits_t, ptabs_all)
 
 
 def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -287,7 +275,9 @@ class PagedKV:
 
     def __init__(self, cfg: GPTConfig, num_blocks: int, block_size: int, dtype: torch.dtype, device: torch.device):
         # blocks first, heads inside: a block of one layer (block_size x heads x head_dim: 8 KB here) is one run of
-        # memory, and the gathered buffer is (positions, heads, head_dim), which attention reads as it reads q
+        # memory, which the gather copies about twice as fast as the four 2 KB runs of a heads-first pool; attention
+        # reads the copy, still in cache, with the heads' strides at little cost. (Read in place from memory, those
+        # strides cost ~4x a slab's, so blocks that happen to be consecutive are gathered too.)
         shape = (cfg.n_layer, num_blocks, block_size, cfg.n_head, cfg.head_dim)
         self.k, self.v = _zeros(shape, dtype, device), _zeros(shape, dtype, device)  # zeros: see SlabKV
         self.num_blocks, self.block_size = num_blocks, block_size
@@ -317,9 +307,6 @@ class PagedKV:
         """A decode group's keys and values, a batch of its rows at a time: (rows, k, v) per batch, gathered through
         the rows' tables into the one buffer, so each batch must be attended before the next is asked for."""
         n = g.tables.shape[0]
-        if g.run is not None:  # consecutive blocks: read in place, as slabs are
-            yield (slice(None),) + self.in_place(kc, vc, g.run, g.tables.shape, T)
-            return
         per = max(1, self.gather_positions // T)
         for a in range(0, n, per):
             yield (slice(a, min(n, a + per)),) + self.gather(kc, vc, g.tables[a:a + per], T)
@@ -327,16 +314,7 @@ class PagedKV:
     def prefill_kv(self, s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Prefill segment i's keys and values, gathered through its block table (into the buffer)."""
         _, n, _, start = s.prefills[i]
-        table, run = s.prefill_tables[i][None], s.prefill_runs[i]
-        return self.gather(kc, vc, table, start + n) if run is None else self.in_place(kc, vc, run, table.shape, start + n)
-
-    def in_place(self, kc: torch.Tensor, vc: torch.Tensor, first: int, shape: tuple[int, int], T: int
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of B sequences whose blocks are the run [first, first + B x blocks), row after row
-        (shape: (B, blocks)): views of the pool, (B, H, T, hd) each, with the strides gather's copy would have."""
-        B, nb = shape
-        return tuple(c[first:first + B * nb].view(B, nb * self.block_size, *c.shape[2:]).transpose(1, 2)[:, :, :T]
-                     for c in (kc, vc))
+        return self.gather(kc, vc, s.prefill_tables[i][None], start + n)
 
     def gather(self, kc: torch.Tensor, vc: torch.Tensor, tables: torch.Tensor, T: int
                ) -> tuple[torch.Tensor, torch.Tensor]:
