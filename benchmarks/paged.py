@@ -28,12 +28,12 @@ from pathlib import Path
 
 import torch
 
+from tinyserve.analysis.paged_cost import TABLE_FILE as TABLE
 from tinyserve.core.request import decode_works
 from tinyserve.model.checkpoint import load_model
 from tinyserve.tools import validate
 from tinyserve.tools.calibrate import FULL_PLAN, SLABS, PagedPoint, _points, _time_steps
 
-TABLE = Path(__file__).resolve().parents[1] / "lib" / "tinyserve" / "data" / "paged-cost.json"
 BATCHES, CONTEXTS, BLOCK_SIZE = (1, 16, 64), (256, 1024, 2048), 16
 
 
