@@ -7,6 +7,7 @@ the class its runner gets. runner.py makes them for the engine's steps, TinyGPT.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -303,7 +304,8 @@ class PagedKV:
         kc[s.write_slots, s.write_pos] = k
         vc[s.write_slots, s.write_pos] = v
 
-    def decode_kv(self, g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int):
+    def decode_kv(self, g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int
+                  ) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
         """A decode group's keys and values, a batch of its rows at a time: (rows, k, v) per batch, gathered through
         the rows' tables into the one buffer, so each batch must be attended before the next is asked for."""
         n = g.tables.shape[0]
