@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One prepared run on a CUDA machine (made for one H200), from the repo root: the CUDA variants of the model,
-# parity and engine tests, then `tinyserve bench` on the GPU. Results go to $OUT (or a fresh /tmp/tinyserve-gpu.* folder).
+# parity and engine tests, then `tinyserve bench` and benchmarks/paged.py (paged against slab decode steps) on the
+# GPU. Results go to $OUT (or a fresh /tmp/tinyserve-gpu.* folder).
 #
 #   bash benchmarks/gpu.sh                        # a few minutes
 #   DEVICE=cpu REPEATS=1 bash benchmarks/gpu.sh   # the same steps on a CPU (to check the script itself)
@@ -36,8 +37,9 @@ if transformers.__version__ != "5.24.0":
 EOF
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv 2>/dev/null | tee -a "$OUT/env.txt"
 
-echo "== CUDA tests (tests/test_model.py tests/test_hf.py tests/test_engine.py)"
-timeout 300 "$PY" -m pytest -q -p no:cacheprovider tests/test_model.py tests/test_hf.py tests/test_engine.py 2>&1 \
+TESTS="tests/model/test_model.py tests/model/test_paged_reads.py tests/tools/test_hf.py tests/core/test_engine.py"
+echo "== CUDA tests ($TESTS)"
+timeout 300 "$PY" -m pytest -q -p no:cacheprovider $TESTS 2>&1 \
   | tee "$OUT/pytest.log" | tail -n 25
 tests_rc=${PIPESTATUS[0]}
 
@@ -50,5 +52,9 @@ if [ $bench_rc -eq 0 ]; then
   "$PY" -c 'import json, sys; from tinyserve.tools.bench import format_table
 print(format_table(json.load(open(sys.argv[1]))))' "$OUT/bench-$DEVICE.json" | tee "$OUT/bench-$DEVICE.txt"
 fi
-echo "== tests rc=$tests_rc, bench rc=$bench_rc; results in $OUT"
-exit $(( tests_rc != 0 || bench_rc != 0 ))
+echo "== benchmarks/paged.py --device $DEVICE (paged against slab decode steps, issue 51)"
+timeout 300 "$PY" benchmarks/paged.py --device "$DEVICE" --rounds "${REPEATS:-3}" --json "$OUT/paged-$DEVICE.json" \
+  2>"$OUT/paged-$DEVICE.log" | tee "$OUT/paged-$DEVICE.txt"
+paged_rc=${PIPESTATUS[0]}
+echo "== tests rc=$tests_rc, bench rc=$bench_rc, paged rc=$paged_rc; results in $OUT"
+exit $(( tests_rc != 0 || bench_rc != 0 || paged_rc != 0 ))

@@ -3,6 +3,7 @@
     python benchmarks/memory.py                      # real run and dry run, each in its own process
     python benchmarks/memory.py --mode real --json   # one mode in this process (what the parent calls)
     python benchmarks/memory.py --n 1000 --rate 40 --max-output 64   # cheaper: busier, shorter outputs
+    python benchmarks/memory.py --kv-layout paged    # the paged layout (its reused gather buffer: issue 51)
 
 Workload: chapter-7.2-longtail (n=1000 by default) from tinyserve.core.workloads.get_workload, on the shipped
 model, policy continuous, batch size 32, float32 on the CPU, modeled clock. Peak RSS is
@@ -31,7 +32,8 @@ def peak_rss_mib() -> float:
     return r / 2**20 if sys.platform == "darwin" else r / 1024
 
 
-def run_one(mode: str, n: int, rate: float, batch_size: int, threads: int | None, max_output: int | None) -> dict:
+def run_one(mode: str, n: int, rate: float, batch_size: int, threads: int | None, max_output: int | None,
+            kv_layout: str = "slab") -> dict:
     import torch
 
     from tinyserve.core.workloads import get_workload
@@ -48,10 +50,11 @@ def run_one(mode: str, n: int, rate: float, batch_size: int, threads: int | None
         engine.model  # load the weights before the clock starts
     base = peak_rss_mib()
     t0 = time.perf_counter()
-    tr = engine.run(reqs, "continuous", batch_size=batch_size, dry_run=(mode == "dry"), progress=False)
+    tr = engine.run(reqs, "continuous", batch_size=batch_size, dry_run=(mode == "dry"), progress=False,
+                    kv_layout=kv_layout)
     wall = time.perf_counter() - t0
     m = tr.metrics()
-    return {"mode": mode, "n": n, "rate": rate, "max_output": max_output, "batch_size": batch_size, "threads": torch.get_num_threads(),
+    return {"mode": mode, "kv_layout": kv_layout, "n": n, "rate": rate, "max_output": max_output, "batch_size": batch_size, "threads": torch.get_num_threads(),
             "wall_s": round(wall, 2), "peak_rss_mib": round(peak_rss_mib(), 1),
             "rss_after_import_mib": round(base, 1), "num_steps": m["num_steps"],
             "num_finished": m["num_finished"], "output_tokens": m["output_tokens"],
@@ -67,16 +70,18 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--max-output", type=int, default=None, help="cap every request's max_new_tokens (cheaper)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--kv-layout", choices=("slab", "paged"), default="slab",
+                   help="paged: its gather buffer must not raise the peak (issue 51)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     if a.mode != "both":
-        res = run_one(a.mode, a.n, a.rate, a.batch_size, a.threads, a.max_output)
+        res = run_one(a.mode, a.n, a.rate, a.batch_size, a.threads, a.max_output, a.kv_layout)
         print(json.dumps(res) if a.json else res)
         return
     rows = []
     for mode in ("dry", "real"):  # a fresh process each, so ru_maxrss is that mode's own peak
         cmd = [sys.executable, __file__, "--mode", mode, "--n", str(a.n), "--rate", str(a.rate),
-               "--batch-size", str(a.batch_size), "--json"] + (["--threads", str(a.threads)] if a.threads else []) \
+               "--batch-size", str(a.batch_size), "--kv-layout", a.kv_layout, "--json"] + (["--threads", str(a.threads)] if a.threads else []) \
             + (["--max-output", str(a.max_output)] if a.max_output else [])
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
@@ -84,7 +89,7 @@ def main() -> None:
         print(json.dumps(rows))
         return
     cap = f", outputs capped at {a.max_output}" if a.max_output else ""
-    print(f"chapter-7.2-longtail n={a.n} rate={a.rate}/s{cap}, continuous B={a.batch_size}, float32 cpu")
+    print(f"chapter-7.2-longtail n={a.n} rate={a.rate}/s{cap}, continuous B={a.batch_size}, {a.kv_layout}, float32 cpu")
     for r in rows:
         print(f"  {r['mode']:4s}  wall {r['wall_s']:8.1f} s  peak RSS {r['peak_rss_mib']:7.1f} MiB "
               f"(after import {r['rss_after_import_mib']:.1f})  steps {r['num_steps']}  "

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import tinyserve
 import tinyserve_widgets as tw
 from tinyserve.analysis import batching as ab
+from tinyserve.analysis.paged_cost import decode_ratios, load_paged_cost
 from tinyserve.core.workloads import get_workload
 from tinyserve.cost.kvfit import sequences_that_fit
 from tinyserve.cost.presets import get_preset
@@ -330,6 +331,12 @@ b16 = by_size[16]  # what the text below says of vLLM's block size: its waste, i
 glue("waste_16", ab.block_waste_share(b16), "{:.1%}")
 glue("entries_16", ab.table_entries_per_sequence(b16), "{:.0f}")
 glue("block_kb", b16.block_size * b16.kv_bytes_per_token / hw.n_layer / 1024, "{:.0f}")
+# what a paged decode step costs the real engine on this CPU against a slab one (benchmarks/paged.py's table)
+paged_steps = decode_ratios(load_paged_cost())
+glue("paged_step_median", paged_steps["median"], "{:.2f}")
+glue("paged_step_max", paged_steps["max"], "{:.2f}")
+glue("paged_step_max_batch", paged_steps["max_batch"])
+glue("paged_step_max_context", paged_steps["max_context"], "{:,}")
 say("7.4.bsize.head")
 for b, tr in by_size.items():
     used_b, _, waste_b = ab.block_columns(tr)
@@ -343,6 +350,13 @@ for b, tr in by_size.items():
 # too. The modeled clock charges the table nothing (one 4-byte block id per {glue}`block_kb` KB of K and V read,
 # per layer). The vLLM paper's block-size experiments found that too small a block leaves the GPU's parallelism
 # unused while reading K/V (Kwon et al. 2023, sec. 7.2); this clock does not model that cost.
+#
+# Reading through a table is not free everywhere. vLLM's paged kernel reads each block where it lies; the paper
+# measured it 20–26% slower than a kernel reading one contiguous slab (Kwon et al. 2023, sec. 7.1). The tiny engine
+# in this course has no such kernel: on this CPU it copies a call's blocks into one reused buffer, a few sequences at
+# a time, and attends over the copy while it is still in cache. Measured side by side (`benchmarks/paged.py`), a
+# paged decode step takes {glue}`paged_step_median` times the slab step typically and up to {glue}`paged_step_max`
+# times (at {glue}`paged_step_max_batch` sequences of {glue}`paged_step_max_context` positions).
 #
 # **Question.** When the blocks ran out, the engine preempted the most recently admitted sequence. Why that one
 # rather than the longest?

@@ -16,6 +16,7 @@ from IPython.display import Markdown
 
 import tinyserve
 from tinyserve.analysis.figures import policy_name
+from tinyserve.analysis.paged_cost import decode_ratios, load_paged_cost
 from tinyserve.analysis.prefill import compute_s_per_token, ridge_tokens, weight_stream_s, worst_gap_ms
 from tinyserve.analysis.sweeps import stall_bound_s
 from tinyserve.core.workloads import get_workload
@@ -111,6 +112,10 @@ glue("padding_prompt", max(r.prompt_len for r in get_workload("chapter-7.1-paddi
 slab = {(r["workload"], r["policy"]): r["measured_s"] for r in saved["rows"] if r.get("kv_layout", "slab") == "slab"}
 glue("paged_slowdown", max(r["measured_s"] / slab[r["workload"], r["policy"]] for r in saved["rows"]
                            if r.get("kv_layout") == "paged"), "{:.1f}")
+# a decode step alone, paged against slabs at the grid of benchmarks/paged.py (its committed table)
+paged_steps = decode_ratios(load_paged_cost())
+glue("paged_step_max", paged_steps["max"], "{:.1f}")
+glue("paged_step_before", decode_ratios(load_paged_cost()["before"])["max"], "{:.0f}")
 # the table with its policies in the reader's language (the file keeps the policy objects' English names)
 Markdown(format_table([dict(r, policy=policy_label(r), kv_layout="slab") for r in saved["rows"]]))
 
@@ -123,8 +128,10 @@ Markdown(format_table([dict(r, policy=policy_label(r), kv_layout="slab") for r i
 # find the CPU's caches flushed and run slower than their settled time; no price of a single step can know what ran
 # before it, and an earlier fit on a noisier hour missed those steps by 17-23%. The rows marked (paged) ran with
 # 7.4's paged KV layout. On this CPU the engine first copies each decode group's keys and values out of the block
-# pool, which makes a paged run take up to {glue}`paged_slowdown` times the slab run here, and the model prices
-# that copy by the bytes it moves (fitted on paged steps). A run's KV memory is written once before its first step,
+# pool, a few sequences at a time into one buffer that stays in the CPU's cache, which makes a paged run take up to
+# {glue}`paged_slowdown` times the slab run here (a decode step alone up to {glue}`paged_step_max` times, where a
+# fresh copy per call cost up to {glue}`paged_step_before` times: `benchmarks/paged.py`), and the model prices that
+# copy by the bytes it moves (fitted on paged steps). A run's KV memory is written once before its first step,
 # so the operating system's one-time zeroing of it counts in no step. This CPU's speed also drifts by several
 # percent over minutes. That is plenty for this chapter, whose effects are factors (static against continuous
 # batching: several times), not percents. Exact milliseconds for real hardware would need a calibration on it

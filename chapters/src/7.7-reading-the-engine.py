@@ -21,6 +21,7 @@ from IPython.display import Markdown, display
 
 import tinyserve
 tinyserve.set_language("en")
+from tinyserve.analysis.paged_cost import decode_ratios, load_paged_cost
 from tinyserve.core.blocks import PagedPool
 from tinyserve.core.scheduling import ChunkedPrefill, ContinuousBatching, Scheduler
 from tinyserve.engine import Engine
@@ -28,6 +29,7 @@ from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
 from tinyserve.loop import Run
 from tinyserve.model.runner import ModelRunner
+from tinyserve.model.step import PagedKV
 
 
 def show(*functions) -> None:
@@ -72,6 +74,20 @@ show(Scheduler.update)
 
 # %%
 show(PagedPool.allocate, PagedPool.free)
+
+# %% [markdown]
+# Attention wants each sequence's keys side by side, and a sequence's blocks lie anywhere in the pool. So the
+# paged layout copies a call's blocks into one buffer, kept for the whole run, a few sequences at a time, so that
+# the copy is still in the CPU's cache when attention reads it (`PagedKV.gather`). Measured side by side
+# (`benchmarks/paged.py`), that makes a paged decode step cost up to {glue}`paged_step_max` times a slab step; a
+# fresh tensor for every copy cost up to {glue}`paged_step_before` times.
+
+# %%
+# what the paragraph above says: the committed benchmark table's paged over slab decode steps, now and before
+paged_steps = load_paged_cost()
+glue("paged_step_max", decode_ratios(paged_steps)["max"], "{:.1f}")
+glue("paged_step_before", decode_ratios(paged_steps["before"])["max"], "{:.0f}")
+show(PagedKV.gather)
 
 # %% [markdown]
 # ## 4. Execute: one forward over every token of the step

@@ -146,7 +146,7 @@ def test_the_wall_clock_pool_holds_the_slabs_bytes_by_default(model):
     run = Engine(model).start(same(2, out=12), batch_size=3, clock="wall", kv_layout="paged", block_size=4)
     # slabs of the run's longest (16 positions) for 3 slots = 48 positions = 12 blocks; the tensors need at most
     # every slot's longest: 3 x 4 blocks, the same 48 positions
-    assert (run.pool.num_blocks, run.kv_tensor_positions, tuple(run.runner.kv.k.shape[2:4])) == (12, 48, (12, 4))
+    assert (run.pool.num_blocks, run.kv_tensor_positions, tuple(run.runner.kv.k.shape[1:3])) == (12, 48, (12, 4))
 
 
 @pytest.mark.parametrize("kwargs,match", [

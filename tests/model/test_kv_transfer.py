@@ -68,7 +68,7 @@ def test_decoding_on_the_receiver_gives_the_tokens_of_running_alone(get_model, d
     # attention cannot tell keys apart by where they sit (positions are in their values), so the tokens would not
     # catch a copy that permutes positions: a few are read back by hand, as B's layout holds them
     for pos, (block, offset) in ((0, (15, 0)), (8, (12, 0)), (36, (8, 4))):
-        got = b.kv.k[:, r.slot, :, pos] if dst == "slab" else b.kv.k[:, :, block, offset]
+        got = b.kv.k[:, r.slot, :, pos] if dst == "slab" else b.kv.k[:, block, offset]  # (layers, heads, hd)
         assert torch.equal(got, blob.k[:, :, pos])
     for i in range(K):
         r.output.append(b.execute([Work(r.slot, r, "decode", P + i, 1)])[0])

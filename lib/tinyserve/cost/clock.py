@@ -60,13 +60,17 @@ indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% sl
 contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
 What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
 one. Under a tinyserve-* preset (cpu-tiny) the clock prices a paged step as the tiny engine runs it
-(model/step.build_step, model/gpt.gather), which is not a slab step: each decode group is a call with one row per
+(model/step.build_paged_step, PagedKV.gather), which is not a slab step: each decode group is a call with one row per
 decode (no holes), whose keys and values are first copied out of the block pool through the tables, every row up to
-the group's longest context rounded up to whole blocks; each prefill segment copies its prefix and its own K/V the
-same way. The terms count those calls (`gathers`) and the positions copied (`gathered`), priced at gather_call_s
-per call and the copied bytes at gather_Bps, both fitted by calibration on paged steps (benchmarks/costmodel.py
-measured real paged steps at 1.4-2.8x the slab price before this term existed). The paged pool hands its run a
-PagedClock (PagedPool.priced: ModeledClock.for_layout), whose terms gather; a slab run's ModeledClock gathers nothing.
+the group's longest context rounded up to whole blocks, a few sequences at a time into one reused buffer small
+enough for the CPU's caches (step.GATHER_BYTES), so attention reads the copy from cache; each prefill segment copies
+its prefix and its own K/V the same way. The terms count the groups and prefills that gather (`gathers`: one each,
+however many batches their copy takes) and the positions copied (`gathered`), priced at gather_call_s per gather
+and the copied bytes at gather_Bps, both fitted by calibration on paged steps: what a copy costs that lands in cache
+and is read from there, not from memory (benchmarks/costmodel.py measured real paged steps at 1.4-2.8x the slab price
+before this term existed, and up to 9x before the reused buffer: each copy was a fresh tensor, faulted in; issue 51,
+benchmarks/paged.py). The paged pool hands its run a PagedClock (PagedPool.priced: ModeledClock.for_layout), whose
+terms gather; a slab run's ModeledClock gathers nothing.
 
 A padded prompt is computed (and priced) as the prompt plus a separate padding segment attending to itself:
 (n(n+1) + p(p+1))/2 query-key pairs, where a left-padded rectangle computes (n+p)(n+p+1)/2, n x p pairs more
@@ -178,7 +182,7 @@ class ModeledClock:
         Returns tokens (through the linear layers), kv_written (tokens whose K/V are stored), calls (attention
         calls), rows (sequences over all calls), attn: one (kind, keys read, query-key pairs, rows) per call, and
         under the paged layout of a tinyserve-* preset (PagedClock) gathers (calls whose K/V are copied out of the
-        block pool first) and gathered (positions copied: whole blocks, as model/gpt.gather copies them).
+        block pool first) and gathered (positions copied: whole blocks, as model/step.PagedKV.gather copies them).
         """
         mode = self.hardware.attention
         if mode == "exact":  # (an exact preset's paged kernel reads through the table in place: no gathers either)

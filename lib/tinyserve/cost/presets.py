@@ -50,9 +50,10 @@ class HardwarePreset:
     # n x (start + n) mask is read and added for every pair; a causal call from position 0 has none); 0 = none
     masked_pair_s: float = 0.0
     # the paged KV layout under a tinyserve-* preset: before attending, the tiny engine copies each call's keys and
-    # values out of the block pool through the block tables (model/gpt.gather, every layer), a cost the slabs do
-    # not have: gather_call_s per call that gathers, and the gathered bytes at gather_Bps; 0 = none (exact presets:
-    # a paged kernel reads through the table in place, cost/clock.py)
+    # values out of the block pool through the block tables into a reused buffer the caches hold, a few sequences at
+    # a time (model/step.PagedKV.gather, every layer), a cost the slabs do not have: gather_call_s per call that
+    # gathers, and the gathered bytes at gather_Bps; 0 = none (exact presets: a paged kernel reads through the table
+    # in place, cost/clock.py)
     gather_call_s: float = 0.0
     gather_Bps: float = 0.0
     attention: str = "exact"  # how attention calls are made: see ATTENTION

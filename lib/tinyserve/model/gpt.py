@@ -83,8 +83,10 @@ def ragged(s: StepInput, kv: KV, kc: torch.Tensor, vc: torch.Tensor) -> Attend:
         parts = []
         for g in s.decode_groups:
             qd = (q[g.row:g.row + g.n] if g.pick is None else q.index_select(0, g.pick)).unsqueeze(2)
-            kd, vd = kv.decode_kv(g, kc, vc, g.mask.shape[-1])
-            yd = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=g.mask).squeeze(2)
+            # one call over the group's rows, or (paged) a batch of rows at a time, each attended as it is gathered
+            ys = [F.scaled_dot_product_attention(qd[rows], kd, vd, attn_mask=g.mask[rows])
+                  for rows, kd, vd in kv.decode_kv(g, kc, vc, g.mask.shape[-1])]
+            yd = (ys[0] if len(ys) == 1 else torch.cat(ys)).squeeze(2)
             parts.append(yd if g.keep is None else yd.index_select(0, g.keep))
         for i, (row, n, slot, start) in enumerate(s.prefills):
             qs = q[row:row + n].transpose(0, 1).unsqueeze(0)  # (1, H, n, hd)

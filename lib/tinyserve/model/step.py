@@ -6,6 +6,8 @@ the class its runner gets. runner.py makes them for the engine's steps, TinyGPT.
 """
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -224,9 +226,11 @@ class SlabKV:
         vc[s.write_slots, :, s.write_pos] = v
 
     @staticmethod
-    def decode_kv(g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """A decode group's keys and values: a view of its slots' slabs, no copy (the cache is read in place)."""
-        return kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T]
+    def decode_kv(g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int) -> list[tuple[slice, torch.Tensor,
+                                                                                         torch.Tensor]]:
+        """A decode group's keys and values, all its rows at once (rows, k, v): a view of its slots' slabs, no copy
+        (the cache is read in place)."""
+        return [(slice(None), kc[g.lo:g.hi, :, :T], vc[g.lo:g.hi, :, :T])]
 
     @staticmethod
     def prefill_kv(s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -257,15 +261,34 @@ class SlabKV:
         return request.slot
 
 
+# Keys and values (bytes, both) one paged attention call gathers at most: a decode group of more sequences is
+# attended a few sequences at a time, each batch gathered into the same buffer. On a CPU about what this box's
+# caches keep (1 MiB of L2 a core, 32 MiB of L3), so attention reads the copy from cache, not memory: gathered
+# whole, 64 sequences of 2,048 keys were a fresh 134 MB a layer, faulted in, and the step cost 9x a slab step.
+# On a GPU a call is a kernel launch and reading memory is cheap: a group is one call or a few.
+GATHER_BYTES, GATHER_BYTES_CUDA = 2 * 2**20, 64 * 2**20
+
+
 class PagedKV:
-    """The paged layout's K/V: a pool of num_blocks blocks of block_size positions, heads first (layers, heads,
-    blocks, block_size, head_dim), read and written through the sequences' block tables (core/blocks.py)."""
+    """The paged layout's K/V: a pool of num_blocks blocks of block_size positions (layers, blocks, block_size,
+    heads, head_dim), written through the sequences' block tables (core/blocks.py) and read by gathering a call's
+    blocks into one reused buffer (gathered), a few sequences at a time."""
 
     def __init__(self, cfg: GPTConfig, num_blocks: int, block_size: int, dtype: torch.dtype, device: torch.device):
-        # heads first, so a gather through block tables reads each head's blocks as one run (gpt.gather)
-        shape = (cfg.n_layer, cfg.n_head, num_blocks, block_size, cfg.head_dim)
+        # blocks first, heads inside: a block of one layer (block_size x heads x head_dim: 8 KB here) is one run of
+        # memory, which the gather copies about twice as fast as the four 2 KB runs of a heads-first pool; attention
+        # reads the copy, still in cache, with the heads' strides at little cost. (Read in place from memory, those
+        # strides cost ~4x a slab's, so blocks that happen to be consecutive are gathered too.)
+        shape = (cfg.n_layer, num_blocks, block_size, cfg.n_head, cfg.head_dim)
         self.k, self.v = _zeros(shape, dtype, device), _zeros(shape, dtype, device)  # zeros: see SlabKV
         self.num_blocks, self.block_size = num_blocks, block_size
+        row = 2 * cfg.n_head * cfg.head_dim * self.k.element_size()  # K and V bytes of one position, one layer
+        budget = GATHER_BYTES_CUDA if self.k.device.type == "cuda" else GATHER_BYTES
+        # the buffer's positions: the budget's, or one sequence of the pool's longest context if that is more
+        longest = blocks_for(min(cfg.n_positions, num_blocks * block_size), block_size) * block_size
+        self.gather_positions = max(budget // row, longest)
+        self._gathered: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.gather_allocations = 0  # buffers allocated: 1 once a run has read through its tables (tests pin it)
 
     def tables(self, works: list) -> dict[int, list[int]]:
         """Block tables of a step's works: slot -> its request's block ids."""
@@ -277,32 +300,53 @@ class PagedKV:
 
     @staticmethod
     def store(s: StepInput, kc: torch.Tensor, vc: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Write the step's new K/V (n_write, H, hd) into one layer's pool (H, blocks, block_size, hd)."""
-        kc[:, s.write_slots, s.write_pos] = k.transpose(0, 1)
-        vc[:, s.write_slots, s.write_pos] = v.transpose(0, 1)
+        """Write the step's new K/V (n_write, H, hd) into one layer's pool (blocks, block_size, H, hd)."""
+        kc[s.write_slots, s.write_pos] = k
+        vc[s.write_slots, s.write_pos] = v
 
-    @staticmethod
-    def decode_kv(g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """A decode group's keys and values, gathered from the block pool through its tables."""
-        return gather(kc, g.tables, T), gather(vc, g.tables, T)
+    def decode_kv(self, g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int
+                  ) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
+        """A decode group's keys and values, a batch of its rows at a time: (rows, k, v) per batch, gathered through
+        the rows' tables into the one buffer, so each batch must be attended before the next is asked for."""
+        n = g.tables.shape[0]
+        per = max(1, self.gather_positions // T)
+        for a in range(0, n, per):
+            yield (slice(a, min(n, a + per)),) + self.gather(kc, vc, g.tables[a:a + per], T)
 
-    @staticmethod
-    def prefill_kv(s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Prefill segment i's keys and values, gathered through its block table."""
+    def prefill_kv(self, s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prefill segment i's keys and values, gathered through its block table (into the buffer)."""
         _, n, _, start = s.prefills[i]
-        table = s.prefill_tables[i][None]
-        return gather(kc, table, start + n), gather(vc, table, start + n)
+        return self.gather(kc, vc, s.prefill_tables[i][None], start + n)
+
+    def gather(self, kc: torch.Tensor, vc: torch.Tensor, tables: torch.Tensor, T: int
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of sequences read through their block tables ((B, blocks) ids) into the reused buffer:
+        (B, H, T, hd) each, one copy of whole blocks, no allocation once the buffer exists (a view of it, valid
+        until the next gather)."""
+        B, nb = tables.shape
+        if self._gathered is None:  # once: the buffer every later call reuses (gather_positions, sized above)
+            size = self.gather_positions * kc[0, 0].numel()
+            self._gathered = (torch.empty(size, dtype=kc.dtype, device=kc.device),
+                              torch.empty(size, dtype=kc.dtype, device=kc.device))
+            self.gather_allocations += 1
+        ids, shape = tables.reshape(-1), (B * nb,) + tuple(kc.shape[1:])
+        out = []
+        for c, buf in zip((kc, vc), self._gathered):  # index_select copies each block as one run, into buf
+            g = torch.index_select(c, 0, ids, out=buf[:math.prod(shape)].view(shape))
+            out.append(g.view(B, nb * self.block_size, *shape[2:]).transpose(1, 2)[:, :, :T])
+        return out[0], out[1]
 
     def export(self, request, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A copy of request's positions [0, n), gathered through its block table: (n_layer, heads, n, hd) each."""
         blocks, offsets = self._where(request, n)  # the index gathers a new tensor
-        return self.k[:, :, blocks, offsets], self.v[:, :, blocks, offsets]
+        return (self.k[:, blocks, offsets].transpose(1, 2).contiguous(),
+                self.v[:, blocks, offsets].transpose(1, 2).contiguous())
 
     def write(self, request, k: torch.Tensor, v: torch.Tensor) -> None:
         """Write k, v (n_layer, heads, n, head_dim) into positions [0, n) of request's table's blocks."""
         blocks, offsets = self._where(request, k.shape[2])
-        self.k[:, :, blocks, offsets] = k
-        self.v[:, :, blocks, offsets] = v
+        self.k[:, blocks, offsets] = k.transpose(1, 2)
+        self.v[:, blocks, offsets] = v.transpose(1, 2)
 
     def _where(self, request, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Block ids and offsets of request's positions [0, n), each (n,)."""
@@ -316,12 +360,3 @@ class PagedKV:
         pos = torch.arange(n, device=self.k.device)
         blocks = torch.tensor(table, dtype=torch.long, device=self.k.device)[pos // self.block_size]
         return blocks, pos % self.block_size
-
-
-def gather(c: torch.Tensor, tables: torch.Tensor, T: int) -> torch.Tensor:
-    """Keys (or values) of sequences read through their block tables: (B, blocks) ids -> (B, H, T, hd), one copy.
-    The pool is (H, blocks, block_size, hd), so the gathered (H, B, blocks, block_size, hd) is viewed as (B, H, T,
-    hd) without a second copy (a (blocks, H, ...) pool would need one to bring each head's blocks together)."""
-    g = c[:, tables]
-    H, B, nb, bs, hd = g.shape
-    return g.permute(1, 0, 2, 3, 4).reshape(B, H, nb * bs, hd)[:, :, :T]
