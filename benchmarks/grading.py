@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/grading.py [--students 40] [--workers 2] [--keep DIR]
 
 Every student hands in all four exercise notebooks. The class: correct (the solutions), blank (as handed out),
-partly wrong (one plausible wrong answer per notebook), and hostile, one kind each: an endless loop that
+partly wrong (a plausible wrong answer or two per notebook), and hostile, one kind each: an endless loop that
 swallows the per-cell stop, a memory hog in every answer, a fork bomb, deleting the checker's files,
 monkeypatching the checker, rebinding AssertionError (each in one notebook; its answers are otherwise right).
 Reported: the wall time of the whole run and the load average it started at; then every student's total is
@@ -25,20 +25,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOL, EX = ROOT / "chapters" / "solutions", ROOT / "chapters" / "exercises"
 NAMES = ["7.1-exercises.ipynb", "7.2-exercises.ipynb", "7.3-exercises.ipynb", "7.4-exercises.ipynb"]
-POINTS = {"7.1-exercises.ipynb": 5, "7.2-exercises.ipynb": 8, "7.3-exercises.ipynb": 6, "7.4-exercises.ipynb": 5}
-# one plausible wrong answer per notebook: (cell id, source, points it loses)
+POINTS = {"7.1-exercises.ipynb": 5, "7.2-exercises.ipynb": 8, "7.3-exercises.ipynb": 8, "7.4-exercises.ipynb": 5}
+# plausible wrong answers per notebook: [(cell id, source, points it loses)]; 7.3 (o)'s is right in form (the
+# learner's copy passes it) and fails only the grader's hidden tests
 WRONG = {
-    "7.1-exercises.ipynb": ("a-answer", "def padding_tokens(prompt_lens):\n"
-                            "    return sum(max(prompt_lens) - n + 1 for n in prompt_lens)", 1),
-    "7.2-exercises.ipynb": ("f-answer", "def first_step(trace, request_id):\n    for s in trace.steps:\n"
+    "7.1-exercises.ipynb": [("a-answer", "def padding_tokens(prompt_lens):\n"
+                             "    return sum(max(prompt_lens) - n + 1 for n in prompt_lens)", 1)],
+    "7.2-exercises.ipynb": [("f-answer", "def first_step(trace, request_id):\n    for s in trace.steps:\n"
                             "        if any(w.request_id == request_id for w in s.works):\n            return s.index\n\n\n"
                             "def slot_waste(trace, slot):\n    return sum(w.tokens for s in trace.steps for w in s.works\n"
-                            "               if w.slot == slot and w.phase == 'wasted')", 1),
-    "7.3-exercises.ipynb": ("j-answer", "def pick_chunk(measure, candidates, itl_target_ms, ttft_target_ms):\n"
-                            "    ok = [c for c in candidates if measure(c)[0] <= itl_target_ms]\n"
-                            "    return max(ok) if ok else None", 1),
-    "7.4-exercises.ipynb": ("m-answer", "def kv_bytes_used(prompt_len, generated, bytes_per_token):\n"
-                            "    return (prompt_len + generated) * bytes_per_token", 1),
+                            "               if w.slot == slot and w.phase == 'wasted')", 1)],
+    "7.3-exercises.ipynb": [("j-answer", "def pick_chunk(measure, candidates, itl_target_ms, ttft_target_ms):\n"
+                             "    ok = [c for c in candidates if measure(c)[0] <= itl_target_ms]\n"
+                             "    return max(ok) if ok else None", 1),
+                            ("o-answer", "def my_deployment():\n    return 'colocated:2', 0.94", 2)],
+    "7.4-exercises.ipynb": [("m-answer", "def kv_bytes_used(prompt_len, generated, bytes_per_token):\n"
+                             "    return (prompt_len + generated) * bytes_per_token", 1)],
 }
 # hostile code, in a cell of its own before the answers (the answers themselves are right)
 HOSTILE = {
@@ -76,9 +78,10 @@ def make_class(out: Path, n: int) -> dict[str, int]:
             nb = nbformat.read((EX if kind == "blank" else SOL) / name, as_version=4)
             hostile_here = (kind in HOSTILE or kind == "hog") and j == i % 4
             if kind == "wrong":
-                cid, src, lost = WRONG[name]
-                next(c for c in nb.cells if c.get("id") == cid).source = src
-                total += POINTS[name] - lost
+                total += POINTS[name]
+                for cid, src, lost in WRONG[name]:
+                    next(c for c in nb.cells if c.get("id") == cid).source = src
+                    total -= lost
             elif kind == "correct" or (kind not in ("blank",) and not hostile_here):
                 total += POINTS[name]
             if hostile_here and kind in HOSTILE:

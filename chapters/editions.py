@@ -12,6 +12,10 @@ no entry and the build and the tests stop until its translation is reviewed. Rea
 Babel's parser accepts some broken lines (a string that lost its closing quote vanishes), so every line is
 checked first and an error names the file and the line.
 
+The docstrings of the code cells are entries too (msgctxt "docstring", msgid = the docstring's text as written
+between its quotes, its lines joined by a space): the edition swaps the text between the quotes for the translation
+(one line, wrapped to COMMENT_COLUMNS at the docstring's indentation), the quotes and the code around them kept.
+
 The comments of the code cells are entries too (msgctxt "comment", msgid = the English comment's text: a trailing
 `# ...`, or a run of whole-line `# ...` lines at one indentation joined into one text), so every comment of the
 edition is in its language while the code stays one source: the edition swaps only the comment text, every other
@@ -42,6 +46,7 @@ FENCE = re.compile(r"\s*(```|~~~)")
 # a line that starts a line of its own in an unwrapped block: a heading, a list item, a table row, a fence
 OWN_LINE = re.compile(r"\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||```|~~~)")
 COMMENT = "comment"  # the msgctxt of a code comment's entry
+DOCSTRING = "docstring"  # the msgctxt of a docstring's entry
 # comments read by machines, never translated (the text after the #s, whole)
 MARKERS = re.compile(r"(NBVAL_[A-Z_]+|(BEGIN|END) (SOLUTION|HIDDEN TESTS)|noqa\b.*|type: ?ignore.*|pragma\b.*"
                      r"|fmt: ?(on|off|skip)|words: ok|-\*-.*-\*-|%%.*)")
@@ -165,6 +170,69 @@ def comments(source: str) -> list[tuple[int, int, int, str, bool]]:
         else:
             out.append((line, line, col, body, trailing))
     return [c for c in out if c[3]]
+
+
+def _python(source: str) -> str:
+    """A code cell as Python: magics and shell lines blanked (their lines keep their numbers)."""
+    return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.split("\n"))
+
+
+def docstrings(source: str) -> list[tuple[int, int, int, int, str, str]]:
+    """The docstrings of a code cell to translate: (first line, last line, start column, end column, quote, text),
+    lines counted from 0, columns in characters; the text as written between the quotes, its lines joined by a
+    space. A docstring is the first statement of a module, class or function when it is a plain string literal
+    (no prefix such as r or f); a cell that does not parse has none."""
+    import ast
+
+    lines = source.split("\n")
+    try:
+        tree = ast.parse(_python(source))
+    except SyntaxError:
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not node.body:
+            continue
+        first = node.body[0]
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)):
+            continue
+        v = first.value
+        a, b = v.lineno - 1, v.end_lineno - 1
+        col = len(lines[a].encode("utf-8")[:v.col_offset].decode("utf-8"))  # ast counts bytes
+        end = len(lines[b].encode("utf-8")[:v.end_col_offset].decode("utf-8"))
+        literal = "\n".join(lines[a:b + 1])[col:len("\n".join(lines[a:b])) + (1 if b > a else 0) + end]
+        quote = next((q for q in ('"""', "'''", '"', "'") if literal.startswith(q) and literal.endswith(q)
+                      and len(literal) >= 2 * len(q)), None)
+        if quote is None:  # a prefix (r"...") or implicit concatenation: left as it is
+            continue
+        text = " ".join(literal[len(quote):len(literal) - len(quote)].split())
+        if text:
+            out.append((a, b, col, end, quote, text))
+    return sorted(out)
+
+
+def docstring_ids(sources: list[str]) -> list[str]:
+    """The msgids of every docstring of these code cells, in order, each once."""
+    return list(dict.fromkeys(d[5] for src in sources for d in docstrings(src)))
+
+
+def swap_docstrings(source: str, translate) -> str:
+    """A code cell with every docstring's text replaced by translate(text) (a one-line string), wrapped to
+    COMMENT_COLUMNS at the docstring's column; its quotes and every other character of the cell kept."""
+    lines = source.split("\n")
+    for first, last, col, end, quote, text in reversed(docstrings(source)):
+        new = " ".join(translate(text).split())
+        lead, tail = lines[first][:col], lines[last][end:]
+        room = max(20, COMMENT_COLUMNS - col - 2 * len(quote))
+        held = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\ue000"), new)
+        parts = [part.replace("\ue000", " ") for part in wrap_comment(held, room)]
+        if len(parts) > 1 and len(quote) == 1:  # a one-quote string cannot span lines: one long line then
+            parts = [" ".join(parts)]
+        body = [lead + quote + parts[0]] + [" " * col + part for part in parts[1:]]
+        body[-1] += quote + tail
+        lines[first:last + 1] = body
+    return "\n".join(lines)
 
 
 def comment_ids(sources: list[str]) -> list[str]:
@@ -307,6 +375,8 @@ def template(stem: str, root: Path = HERE):
                 _set_flags(catalog.add(msgid))
     for msgid in comment_ids(english_code(stem, root)):
         _set_flags(catalog.add(msgid, context=COMMENT))
+    for msgid in docstring_ids(english_code(stem, root)):
+        _set_flags(catalog.add(msgid, context=DOCSTRING))
     return catalog
 
 
@@ -317,7 +387,7 @@ def update(stem: str, lang: str, root: Path = HERE) -> str:
     catalog = read(path) if path.exists() else new_catalog(stem, lang)
     before = {(m.id, m.context): (m.string, m.fuzzy) for m in catalog if m.id}
     # a repeat's own translation (msgctxt "n") is kept while the notebook still repeats the block that often
-    own = [m for m in catalog if m.id and m.context and m.context != COMMENT]
+    own = [m for m in catalog if m.id and m.context and m.context not in (COMMENT, DOCSTRING)]
     for m in own:
         catalog.delete(m.id, context=m.context)
     catalog.update(template(stem, root), update_creation_date=False)
@@ -330,6 +400,8 @@ def update(stem: str, lang: str, root: Path = HERE) -> str:
     for m in catalog:
         if m.id and m.context == COMMENT and not m.auto_comments:
             m.auto_comments = ["a comment in a code cell: one line, no Markdown"]
+        if m.id and m.context == DOCSTRING and not m.auto_comments:
+            m.auto_comments = ["a docstring in a code cell: one line, no Markdown, no quotes or backslashes"]
         _set_flags(m)
     after = {(m.id, m.context): (m.string, m.fuzzy) for m in catalog if m.id}
     new = sum(1 for k, (s, f) in after.items() if k not in before and not s)
@@ -362,6 +434,8 @@ def render(cells: list, stem: str, lang: str, root: Path = HERE) -> None:
         cell.source = "\n\n".join(out)
     for cell in cells:
         if cell.cell_type == "code":
+            cell.source = swap_docstrings(cell.source, lambda text: _translation(
+                catalog.get(text, DOCSTRING), text, "the docstring ", stem, where, lang))
             cell.source = swap_comments(cell.source, lambda text: _translation(
                 catalog.get(text, COMMENT), text, "the comment ", stem, where, lang))
 
@@ -399,6 +473,10 @@ def problems(stem: str, lang: str, root: Path = HERE) -> list[str]:
     said = comment_ids(english_code(stem, root))
     wanted |= {(c, COMMENT) for c in said}
     out += [f"{where}: no entry for the comment {first_words(c)!r}" for c in said if catalog.get(c, COMMENT) is None]
+    documented = docstring_ids(english_code(stem, root))
+    wanted |= {(d, DOCSTRING) for d in documented}
+    out += [f"{where}: no entry for the docstring {first_words(d)!r}" for d in documented
+            if catalog.get(d, DOCSTRING) is None]
     for m in catalog:
         if not m.id:
             continue
@@ -409,8 +487,11 @@ def problems(stem: str, lang: str, root: Path = HERE) -> list[str]:
             out.append(f"{at}: untranslated: {first_words(m.id)!r}")
         elif m.fuzzy:
             out.append(f"{at}: fuzzy (review it, then remove the fuzzy mark): {first_words(m.id)!r}")
-        elif m.context == COMMENT and "\n" in m.string:
-            out.append(f"{at}: a comment's translation is one line (the build wraps it): {first_words(m.id)!r}")
+        elif m.context in (COMMENT, DOCSTRING) and "\n" in m.string:
+            out.append(f"{at}: a {m.context}'s translation is one line (the build wraps it): {first_words(m.id)!r}")
+        elif m.context == DOCSTRING and ("\\" in m.string or '"' in m.string or "'" in m.string):
+            out.append(f"{at}: a docstring's translation holds no quote or backslash (it goes between the "
+                       f"English quotes): {first_words(m.id)!r}")
         elif m.context == COMMENT and MARKERS.fullmatch(m.string.lstrip("#").strip()):
             out.append(f"{at}: a comment's translation is only a marker: {first_words(m.id)!r}")
         elif m.context == COMMENT and m.id.startswith(WORDS_OK) and not m.string.startswith(WORDS_OK):

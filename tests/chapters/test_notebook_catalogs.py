@@ -268,18 +268,66 @@ def code_tokens(src: str) -> list[tuple[int, str, tuple[int, int]]]:
             if t.type not in (tokenize.COMMENT, tokenize.NL)]
 
 
+def test_the_docstrings_of_a_code_cell_are_found_and_swapped_by_the_rules():
+    """A docstring is the first statement of a module, class or function when it is a plain string literal: its
+    text (lines joined) is the entry; the edition swaps the text between the quotes, wrapped at its column."""
+    cell = ('"""The cell."""\nimport math\n\n\ndef f(batch):\n    """Wall time of a step with `batch` sequences in\n'
+            '    flight, the fastest."""\n    x = "not a docstring"\n    return x  # a comment\n\n\n'
+            'class A:\n    r"""Raw: left as it is."""\n\n    def g(self): "One quote."; return 1')
+    assert [(a, b, col, q, text) for a, b, col, _, q, text in editions.docstrings(cell)] == [
+        (0, 0, 0, '"""', "The cell."),
+        (5, 6, 4, '"""', "Wall time of a step with `batch` sequences in flight, the fastest."),
+        (14, 14, 17, '"', "One quote.")]
+    zh = {"The cell.": "這個儲存格。", "Wall time of a step with `batch` sequences in flight, the fastest.": "很長的說明" * 25,
+          "One quote.": "一個引號。"}
+    out = editions.swap_docstrings(cell, zh.__getitem__).split("\n")
+    assert out[0] == '"""這個儲存格。"""' and out[-1] == '    def g(self): "一個引號。"; return 1'
+    body = out[5:out.index('    x = "not a docstring"')]
+    assert len(body) > 1 and body[0].startswith('    """') and body[-1].endswith('"""')
+    assert all(ln.startswith("    ") for ln in body[1:])  # continued at the docstring's column
+    assert "".join(ln.strip().strip('"') for ln in body) == "很長的說明" * 25  # wrapped, nothing lost
+    assert 'r"""Raw: left as it is."""' in "\n".join(out)  # a prefixed string is not swapped
+    assert editions.docstrings('def f(:\n    "x"') == []  # a cell that does not parse has none
+
+
+def without_docstrings(src: str) -> str:
+    """A code cell with every docstring's text emptied (the one thing besides comments an edition changes)."""
+    return editions.swap_docstrings(src, lambda text: "")
+
+
 @pytest.mark.parametrize("lang", LANGS)
-def test_the_edition_changes_only_the_comments_of_the_code(lang):
-    """Every code cell of an edition is its English one but for the comments' text (nbval checks the same
-    numbers), with the English markers; checked on every notebook whose catalog is complete."""
+def test_the_edition_changes_only_the_comments_and_docstrings_of_the_code(lang):
+    """Every code cell of an edition is its English one but for the comments' and docstrings' text (nbval checks
+    the same numbers), with the English markers; checked on every notebook whose catalog is complete."""
     for stem in [s for s in NOTEBOOKS if not editions.problems(s, lang)]:  # the others fail the test above
         en = editions.english_code(stem)
         cells = [build.nbformat.v4.new_code_cell(src) for src in en]
         editions.render(cells, stem, lang)
         for src, cell in zip(en, cells):
-            assert code_tokens(cell.source) == code_tokens(src), stem
+            assert code_tokens(without_docstrings(cell.source)) == code_tokens(without_docstrings(src)), stem
+            assert len(editions.docstrings(cell.source)) == len(editions.docstrings(src)), stem
+            assert not set(editions.docstring_ids([cell.source])) & set(editions.docstring_ids([src])), stem
             markers = [ln for ln in src.split("\n") if editions.MARKERS.fullmatch(ln.strip().lstrip("#").strip())]
             assert [ln for ln in cell.source.split("\n") if ln in markers] == markers, stem
+
+
+def test_a_changed_docstring_fails_until_its_translation_is_reviewed(tmp_path):
+    root = copy_of(tmp_path)
+    src = root / "src" / f"{STEM}.py"
+    text = src.read_text(encoding="utf-8")
+    old = "A source line wrapped for reading at 92 columns"
+    assert old in text and editions.problems(STEM, "zh-TW", root) == []
+    src.write_text(text.replace(old, "A source line wrapped for reading at 92 columns or fewer"), encoding="utf-8")
+    found = editions.problems(STEM, "zh-TW", root)
+    assert any("no entry for the docstring 'A source line wrapped for reading at 92" in f for f in found), found
+    with pytest.raises(editions.CatalogError, match=r"no entry for the docstring 'A source line wrapped"):
+        render(root)
+    assert "1 fuzzy" in editions.update(STEM, "zh-TW", root)
+    po = editions.catalog_path(STEM, "zh-TW", root)
+    assert 'msgctxt "docstring"\nmsgid "A source line wrapped for reading at 92 columns or fewer' in po.read_text(
+        encoding="utf-8")
+    with pytest.raises(editions.CatalogError, match=r"fuzzy: the docstring 'A source line wrapped"):
+        render(root)
 
 
 def test_a_changed_comment_fails_until_its_translation_is_reviewed(tmp_path):

@@ -137,10 +137,24 @@ def markdown_prose(md: str) -> str:
     return re.sub(r"`[^`\n]*`", " ", md)
 
 
+def docstrings(text: str) -> list[str]:
+    """The docstrings of a code cell (its magics blanked): the first statement of a module, class or function when
+    it is a string; none in a cell that does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    return [d for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                                                ast.AsyncFunctionDef))
+            and (d := ast.get_docstring(node, clean=True))]
+
+
 def comments(source: str) -> tuple[list[str], set[str]]:
-    """(the comments of a code cell as a reader reads them, the names its code uses)."""
+    """(the comments and docstrings of a code cell as a reader reads them, the names its code uses)."""
     text = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.split("\n"))
-    out, names = [], set()
+    out, names = docstrings(text), set()
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -311,6 +325,8 @@ def test_a_comment_counts_but_the_code_around_it_does_not():
            "# 用 CHAPTER_SCALE 切換\nCHAPTER_SCALE = False")
     texts, names = comments(src)
     assert [w for c in texts for w, _ in latin(c, names)] == ["the", "policy"]
+    texts, names = comments('def run(x):\n    """Returns the same value."""\n    return x  # 傳回')
+    assert [w for c in texts for w, _ in latin(c, names)] == ["Returns", "the", "same", "value"]  # a docstring too
 
 
 # ----------------------------------------------------------------------------------------- the terms

@@ -15,7 +15,7 @@ import pytest
 
 from tinyserve.classroom import checks, harness
 from tinyserve.classroom.check import EXERCISES
-from tinyserve.classroom.generate import GenerateError, exercise_text, make_exercise, stub_source
+from tinyserve.classroom.generate import GenerateError, exercise_text, make_exercise, strip_hidden, stub_source
 from tinyserve.core.scheduling import ContinuousBatching, Plan, Policy, decode_work
 from tinyserve.core.request import Work
 
@@ -57,15 +57,20 @@ def graded_cells():
         yield sol.name[:3], nb, [c for c in nb.cells if {"check", "open"} & set(c.metadata.get("tags", []))]
 
 
-def test_letters_run_in_order_across_the_notebooks():
-    letters = []
+def test_letters_run_in_order_in_each_notebook_and_name_one_exercise_each():
+    """Each notebook's letters run in order and no letter is used twice; an exercise added later takes the next
+    free letter (7.3's (o), after 7.4's (l)-(n)), so the labels and cell ids a gradebook already holds stay."""
+    seen = []
     for _, _, cells in graded_cells():
+        mine = []
         for c in cells:
             letter = re.search(r"\(([a-z])\)", c.metadata["tinyserve"]["exercise"]).group(1)
-            if not letters or letters[-1] != letter:
-                letters.append(letter)
-    assert letters == [chr(ord("a") + i) for i in range(len(letters))], letters
-    assert len(letters) >= 14  # three new schedulers and two open questions beside the first nine letters
+            if not mine or mine[-1] != letter:
+                mine.append(letter)
+        assert mine == sorted(mine), mine
+        seen += mine
+    assert sorted(seen) == [chr(ord("a") + i) for i in range(len(seen))], seen
+    assert len(seen) >= 15  # three new schedulers, two open questions and a deployment beside the first nine
 
 
 def test_every_graded_cell_carries_nbgrader_metadata_and_matches_the_self_check_table():
@@ -92,7 +97,7 @@ def test_every_graded_cell_carries_nbgrader_metadata_and_matches_the_self_check_
 
 
 # the cells a learner writes in without being graded: a prediction or a sweep (editable, no nbgrader metadata)
-LEARNER_CELLS = {"7.1": ["a-predict", "b-predict"], "7.2": ["g-sweep"], "7.3": ["k-sweep"], "7.4": []}
+LEARNER_CELLS = {"7.1": ["a-predict", "b-predict"], "7.2": ["g-sweep"], "7.3": ["k-sweep", "o-sweep"], "7.4": []}
 RELEASED = [ROOT / "chapters" / d / "exercises" for d in (".", "zh-TW")]
 
 
@@ -178,6 +183,8 @@ def test_exercises_hold_no_answer_text():
                     answer = [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
                     given = stub_source(s.source)  # a line of given code the answer repeats is fine
                     assert not any(a in e.source for a in answer if len(a) > 12 and a not in given), e.get("id")
+            elif "check" in s.metadata.get("tags", []):  # a check's hidden tests are the grader's only
+                assert e.source == strip_hidden(s.source)[0] and "HIDDEN" not in e.source
             else:
                 assert s.source == e.source
 
@@ -414,6 +421,90 @@ def test_pick_chunk_ignoring_the_ttft_target():
     fails(checks.pick_chunk, wrong, "The largest chunk meeting both is")
 
 
+# ------------------------------------------------------------------------------------ 7.3 (o) a deployment
+def measured(spec: str) -> float:
+    """The share of requests meeting both targets when spec serves the exercise's traffic."""
+    return checks.deployment_trace(spec).slo(*checks.DEPLOY_TARGETS)["attainment"]
+
+
+def test_the_exercise_serves_the_traffic_the_checker_reruns():
+    """The given cell's traffic, targets and serve() are the checker's (one case, said twice: held together here)."""
+    nb = nbformat.read(ROOT / "chapters" / "solutions" / "7.3-exercises.ipynb", as_version=4)
+    ns: dict = {}
+    exec("from tinyserve.lang import say", ns)
+    exec(next(c.source for c in nb.cells if c.get("id") == "o-setup"), ns)
+    assert ns["TRAFFIC"] == checks.DEPLOY_TRAFFIC and (ns["TTFT_MS"], ns["TPOT_MS"]) == checks.DEPLOY_TARGETS
+    assert "h200-70b-fp8" in nb.cells[[c.get("id") for c in nb.cells].index("o-setup")].source
+    slo = ns["serve"]("disaggregated:1:1").slo(ns["TTFT_MS"], ns["TPOT_MS"])
+    assert slo["attainment"] == measured("disaggregated:1:1")
+    assert slo["requests"] == checks.DEPLOY_TRAFFIC["n"]
+
+
+def test_a_choice_is_graded_on_its_own_run():
+    """The exercise has an answer on each side of the goal: the split meets it, the replicas' defaults do not (the
+    case is chosen so; a change of the engine that moves it fails here first)."""
+    from tinyserve.analysis.goodput import GOAL
+
+    split, replicas = measured("disaggregated:1:1"), measured("colocated:2")
+    assert split >= GOAL > replicas
+    checks.deployment_choice(lambda: ("disaggregated:1:1", split))
+    checks.deployment_measured(lambda: ("disaggregated:1:1", round(split, 2)))  # two decimals are the same share
+    checks.deployment_measured(lambda: ("disaggregated:1:1:nvlink-h200,prefill_chunk_size=512", split))
+
+
+@pytest.mark.parametrize("answer, fragment", [
+    (lambda: "disaggregated:1:1", "must return a pair"),
+    (lambda: ["disaggregated:1:1", 0.94], "must return a pair"),
+    (lambda: ("disaggregated:1:1", 94), "a number from 0 to 1"),
+    (lambda: ("disaggregated:1:1", True), "a number from 0 to 1"),
+    (lambda: ("disaggregated:1:1", "0.94"), "a number from 0 to 1"),
+    (lambda: ("replicas", 0.94), "is not a deployment serve takes"),
+    (lambda: ("colocated:3", 0.94), "is not two GPUs, one per instance"),
+    (lambda: ("colocated:2,gpus=2", 0.94), "is not two GPUs, one per instance"),
+    (lambda: ("disaggregated:1:1,decode_gpus=2", 0.94), "is not two GPUs, one per instance"),
+    (lambda: ("colocated:2", 0.82), "below the goal"),
+])
+def test_a_choice_of_the_wrong_form_fails_before_anything_runs(answer, fragment):
+    fails(checks.deployment_choice, answer, fragment)
+    fails(checks.deployment_measured, answer, fragment)
+
+
+def test_a_share_nobody_measured_passes_the_form_and_fails_the_grader():
+    lie = lambda: ("colocated:2", 0.94)  # noqa: E731  (the replicas' defaults, with the split's share)
+    checks.deployment_choice(lie)
+    fails(checks.deployment_measured, lie, "its run on this traffic measures", f"{measured('colocated:2'):.3f}")
+
+
+def test_a_deployment_not_written_is_not_attempted():
+    def stub():
+        raise NotImplementedError("write your answer here")
+    with pytest.raises(checks.NotWritten):
+        checks.deployment_choice(stub)
+
+
+def test_hidden_tests_leave_the_handed_out_check_and_come_back_at_grading():
+    from tinyserve.classroom import grade
+
+    src = "x = 1\n### BEGIN HIDDEN TESTS\nsecret(x)\n### END HIDDEN TESTS\ny = 2"
+    assert strip_hidden(src) == ("x = 1\ny = 2", True)
+    assert strip_hidden("x = 1") == ("x = 1", False)
+    for bad in ("### BEGIN HIDDEN TESTS\nx", "x\n### END HIDDEN TESTS",
+                "### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS"):
+        with pytest.raises(GenerateError):
+            strip_hidden(bad)
+    sol = nbformat.read(ROOT / "chapters" / "solutions" / "7.3-exercises.ipynb", as_version=4)
+    by_id = lambda nb: {c.get("id"): c.source for c in nb.cells}  # noqa: E731
+    assert "deployment_measured" in by_id(sol)["o-check"]
+    handed = nbformat.read(ROOT / "chapters" / "exercises" / "7.3-exercises.ipynb", as_version=4)
+    assert "deployment_measured" not in by_id(handed)["o-check"]
+    restored = grade.restore_checks(handed, grade.load_references(ROOT / "chapters")["7.3-exercises.ipynb"])
+    assert by_id(restored)["o-check"] == by_id(sol)["o-check"]
+    demo = next(c for c in sol.cells if c.get("id") == "o-setup")  # hidden tests only in a graded cell
+    demo.source += "\n### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS"
+    with pytest.raises(GenerateError, match="hidden tests outside a graded cell"):
+        make_exercise(sol)
+
+
 def test_slabs_rounding_up():
     fails(checks.slabs_that_fit, lambda m, n, b: -(-m // (n * b)), "the engine made")
 
@@ -596,6 +687,16 @@ def test_check_here_says_correct_wrong_and_not_attempted(capsys):
     assert out[1] == "· 7.1 (b) wasted fraction: not attempted"
     assert out[2] == "· 7.1 (c) dynamic batching policy: not attempted"  # not even defined
     assert out[3] == "0 of 3 answers correct (0 of 5 points); 2 not attempted"
+
+
+def test_check_here_says_a_choice_the_grader_reruns_has_its_form_only(capsys):
+    from tinyserve.classroom.check import check_here
+
+    check_here({"my_deployment": lambda: ("disaggregated:1:1", measured("disaggregated:1:1"))}, "7.3")
+    out = capsys.readouterr().out.splitlines()
+    assert "? 7.3 (o) choose a deployment: right so far (its form): the grader runs it again to grade it" in out
+    assert "? 7.3 (o) why that deployment: open question: graded by your teacher (see the rubric they give you)" in out
+    assert out[-1] == "0 of 3 answers correct (0 of 6 points); 3 not attempted"  # the form is not a grade
 
 
 def test_reflect_shows_prediction_answer_and_engine(capsys):

@@ -101,6 +101,13 @@ def graded(tmp_path_factory):
     edit(SOL / "7.4-exercises.ipynb", subs / "ivan" / "7.4-exercises.ipynb", {}, add=[
         (3, "import pathlib, tinyserve\nfor p in pathlib.Path(tinyserve.__path__[0]).rglob('*.py'):\n"
             "    try:\n        p.write_text('raise SystemExit')\n    except OSError as e:\n        print(e)")])
+    # judy: 7.3 (o) only, the replicas' defaults with the split's share (right form, never measured), its check as
+    # handed out (no hidden tests); kim: 7.3 (o) only, the reference answer
+    handed = {c.get("id"): c.source for c in nbformat.read(EX / "7.3-exercises.ipynb", as_version=4).cells}
+    reference = {c.get("id"): c.source for c in nbformat.read(SOL / "7.3-exercises.ipynb", as_version=4).cells}
+    edit(EX / "7.3-exercises.ipynb", subs / "judy" / "7.3-exercises.ipynb", {
+        "o-answer": "def my_deployment():\n    return 'colocated:2', 0.94", "o-check": handed["o-check"]})
+    edit(EX / "7.3-exercises.ipynb", subs / "kim" / "7.3-exercises.ipynb", {"o-answer": reference["o-answer"]})
     lines = []
     rows = grade.grade(subs, CHAPTERS, SETTINGS, workers=2, log=lambda m, file=None: lines.append(m))
     return rows, lines, subs
@@ -118,6 +125,17 @@ def test_reference_answers_pass_with_their_points(graded):
     assert [r.points for r in auto] == [3, 3, 1, 1]
     manual = [r for r in got if r.result == "manual"]
     assert len(manual) == 1 and manual[0].points is None and manual[0].max_points == 3
+
+
+def test_a_deployment_is_graded_on_its_own_run_by_the_hidden_tests(graded):
+    judy, kim = results(graded[0], "judy"), results(graded[0], "kim")
+    res, msg = judy["7.3 (o) choose a deployment"]
+    assert res == "failed" and "you wrote 0.940 for 'colocated:2'; its run on this traffic measures" in msg, msg
+    assert kim["7.3 (o) choose a deployment"] == ("passed", "")
+    assert kim["7.3 (o) why that deployment"][0] == judy["7.3 (o) why that deployment"][0] == "manual"
+    assert all(res == "blank" for k, (res, _) in judy.items() if "(o)" not in k and res != "manual")  # as handed out
+    points = {r.student: r.points for r in graded[0] if r.exercise == "7.3 (o) choose a deployment"}
+    assert points == {"judy": 0, "kim": 2}
 
 
 def test_blank_exercise_is_not_attempted_and_scores_zero(graded):
@@ -183,6 +201,7 @@ def test_lms_table_and_summaries(graded):
     table = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert list(table[0])[0] == "student" and list(table[0])[-2:] == ["total", "flags"]
     assert "7.1 (a) padding tokens [1]" in table[0] and "7.4 (n) slab allocator [3]" in table[0]
+    assert "7.3 (o) choose a deployment [2]" in table[0] and "7.3 (o) why that deployment [3]" in table[0]
     by = {r["student"]: r for r in table}
     assert by["alice"]["total"] == "8" and by["alice"]["7.2 (g) where continuous batching pays [3]"] == ""
     assert by["bob"]["total"] == "0" and by["bob"]["7.4 (l) slabs that fit [1]"] == "0"
@@ -194,7 +213,7 @@ def test_lms_table_and_summaries(graded):
     assert details.getvalue().splitlines()[0] == ",".join(grade.DETAIL_FIELDS)
     summaries = [ln for ln in lines if ": " in ln and "graded in" not in ln and not ln.startswith("grade:")]
     assert [s.split(":")[0] for s in summaries] == ["alice", "bob", "carol", "dave", "erin", "frank", "gus", "hana",
-                                                    "ivan"]
+                                                    "ivan", "judy", "kim"]
     assert summaries[0].startswith("alice: 8/"), summaries[0]
     assert "4 file(s) not gradable" in summaries[3]
 
@@ -253,7 +272,8 @@ def test_scan_ignores_edited_given_lines_and_flags_what_the_student_added(refs, 
     assert grade.scan(nb, ref) == {}
     # a student's own line reaching for importlib disarms every check of the notebook
     flags = grade.scan(exercise("7.3-exercises.ipynb", {"j-demo": demo + "\nimport importlib"}, tmp_path), ref)
-    assert set(flags) == {"h-check", "i-check", "j-check"} and all("manipulates imports" in f for f in flags.values())
+    assert set(flags) == {"h-check", "i-check", "j-check", "o-check"} and all("manipulates imports" in f
+                                                                           for f in flags.values())
     # an answer that builds the library's policy is flagged for its own check only
     answer = ref.handed_out["i-answer"].replace('raise NotImplementedError("write your answer here")',
                                                 'return make_policy("chunked").plan(now, more_coming)')

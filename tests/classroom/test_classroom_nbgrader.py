@@ -27,6 +27,9 @@ SOL, EX = ROOT / "chapters" / "solutions", ROOT / "chapters" / "exercises"
 NAMES = sorted(p.name for p in SOL.glob("*.ipynb"))
 WRONG = ("7.4-exercises.ipynb", "m-answer", "def kv_bytes_used(prompt_len, generated, bytes_per_token):\n"
          "    return (prompt_len + generated) * bytes_per_token\n")
+# 7.3 (o) as released (its check without the hidden tests), answered with a share nobody measured: passes the form
+LIE = ("7.3-exercises.ipynb", "o-answer", "def my_deployment():\n    return 'colocated:2', 0.94\n")
+HANDED_IN = {"sol": NAMES, "blank": NAMES, "onewrong": [WRONG[0]], "lie": [LIE[0]]}
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
@@ -56,14 +59,15 @@ c.ExecutePreprocessor.timeout = 600
 c.Execute.timeout = 600
 """)
     nbgrader(root, "generate_assignment", "ch7")
-    for student in ("sol", "blank", "onewrong"):
+    for student, names in HANDED_IN.items():
         dest = root / "submitted" / student / "ch7"
         dest.mkdir(parents=True)
-        for name in NAMES if student != "onewrong" else [WRONG[0]]:
-            src = root / ("source" if student != "blank" else "release") / "ch7" / name
+        for name in names:
+            src = root / ("source" if student in ("sol", "onewrong") else "release") / "ch7" / name
             nb = nbformat.read(src, as_version=4)
-            if student == "onewrong" and name == WRONG[0]:
-                next(c for c in nb.cells if c.get("id") == WRONG[1]).source = WRONG[2]
+            for wrong in (WRONG if student == "onewrong" else LIE if student == "lie" else None,):
+                if wrong and name == wrong[0]:
+                    next(c for c in nb.cells if c.get("id") == wrong[1]).source = wrong[2]
             nbformat.write(nb, dest / name)
         (dest / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
     nbgrader(root, "autograde", "ch7")
@@ -114,8 +118,8 @@ def scores(course: Path) -> dict[str, dict[str, tuple]]:
 
     out: dict[str, dict[str, tuple]] = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in ("sol", "blank", "onewrong"):
-            for name in NAMES:
+        for student, names in HANDED_IN.items():
+            for name in names:
                 nb = gb.find_submission_notebook(name.removesuffix(".ipynb"), "ch7", student)
                 for g in nb.grades:
                     out.setdefault(student, {})[g.name] = (g.auto_score, g.max_score, g.needs_manual_grade)
@@ -126,7 +130,7 @@ def test_autograde_gives_full_zero_and_partial_points(course):
     got = scores(course)
     checks = {cid: pts for name in NAMES for c in nbformat.read(SOL / name, as_version=4).cells
               if "check" in c.metadata.get("tags", []) for cid, pts in [(c.get("id"), c.metadata["nbgrader"]["points"])]}
-    assert len(checks) == 13
+    assert len(checks) == 14
     handed_in = {c.get("id") for c in nbformat.read(SOL / WRONG[0], as_version=4).cells}
     assert "m-check" in handed_in and len(handed_in & set(checks)) > 1  # the premise: other checks beside it
     for cid, pts in checks.items():
@@ -135,9 +139,13 @@ def test_autograde_gives_full_zero_and_partial_points(course):
         if cid in handed_in:  # one wrong answer costs its own points, not its neighbours'
             assert got["onewrong"][cid][0] == (0 if cid == "m-check" else pts), cid
     # the open questions are left for the instructor, by their rubric; left blank, nbgrader scores them zero
-    for cid in ("g-answer", "k-answer"):
+    for cid in ("g-answer", "k-answer", "o-explain"):
         assert got["sol"][cid] == (None, 3, True)
         assert got["blank"][cid] == (0, 3, False)
+    # autograde puts the hidden tests back into a released check cell: a share nobody measured scores zero
+    released = next(c for c in nbformat.read(course / "release" / "ch7" / LIE[0], as_version=4).cells
+                    if c.get("id") == "o-check")
+    assert "HIDDEN" not in released.source and got["lie"]["o-check"][0] == 0 and got["sol"]["o-check"][0] == 2
 
 
 def test_browser_tests_start_jupyterlab_without_nbgraders_extensions(tmp_path):

@@ -78,16 +78,29 @@ def test_the_zh_tw_text_uses_the_books_terms_not_invented_ones():
 
 
 def test_each_zh_tw_notebook_is_its_english_one_with_only_the_setup_line_changed():
-    """Same code cells but for their comments, which are translated (so nbval checks the same numbers), the
-    language picked by one line, prose translated."""
+    """Same code cells but for their comments and docstrings, which are translated (so nbval checks the same
+    numbers), the language picked by one line, prose translated."""
+    import ast
     import io
     import json
     import tokenize
     from pathlib import Path
 
-    def _code(src: str) -> list:  # its tokens but the comments and blank lines (a translated comment may wrap)
+    def _docstrings(text: str) -> set:  # where each docstring starts (line, column)
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return set()
+        return {(n.body[0].lineno, n.body[0].col_offset) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+                and isinstance(n.body[0].value.value, str)}
+
+    def _code(src: str) -> list:  # its tokens but the comments, docstrings' text and blank lines (they may wrap)
         text = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in src.split("\n"))
-        return [(t.type, t.string, t.start[1] if t.type not in (tokenize.NEWLINE, tokenize.ENDMARKER) else None)
+        docs = _docstrings(text)
+        return [(t.type, "(a docstring)" if t.start in docs else t.string,
+                 t.start[1] if t.type not in (tokenize.NEWLINE, tokenize.ENDMARKER) else None)
                 for t in tokenize.generate_tokens(io.StringIO(text).readline)
                 if t.type not in (tokenize.COMMENT, tokenize.NL)]
     root = Path(__file__).resolve().parents[2] / "chapters"
@@ -98,7 +111,7 @@ def test_each_zh_tw_notebook_is_its_english_one_with_only_the_setup_line_changed
         assert [c["cell_type"] for c in en] == [c["cell_type"] for c in zh], zh_path.name
         code = [("".join(a["source"]), "".join(b["source"])) for a, b in zip(en, zh) if a["cell_type"] == "code"]
         differ = [(a, b) for a, b in code if _code(a) != _code(b)]
-        assert len(differ) == 1, f"{zh_path.name}: {len(differ)} code cells differ (comments aside)"
+        assert len(differ) == 1, f"{zh_path.name}: {len(differ)} code cells differ (comments and docstrings aside)"
         a, b = differ[0]
         assert _code(b) == _code(a.replace('tinyserve.set_language("en")', 'tinyserve.set_language("zh-TW")')), \
             zh_path.name

@@ -33,7 +33,9 @@ if "CHECKERS" in globals():  # a reload: this module ran before
 # fresh_seed is not re-exported: a test that fixes the seeds patches harness.fresh_seed, which the checkers call
 from .checks_7_1 import REFLECT, dynamic_policy, padding_tokens, reflect, wasted_fraction  # noqa: E402,F401
 from .checks_7_2 import continuous_policy, decode_first_policy, first_step, slot_waste  # noqa: E402,F401
-from .checks_7_3 import CHUNKS, chunked_policy, long_prompt_measure, pick_chunk, plan_chunks  # noqa: E402,F401
+from .checks_7_3 import (CHUNKS, DEPLOY_TARGETS, DEPLOY_TRAFFIC, DEPLOY_WORKLOAD, chunked_policy,  # noqa: E402,F401
+                         deployment_choice, deployment_measured, deployment_trace, long_prompt_measure, pick_chunk,
+                         plan_chunks)
 from .checks_7_4 import kv_bytes_used, slab_allocator, slabs_that_fit  # noqa: E402,F401
 from .harness import CHECK_RUNS, MAX_LEN, reference_policy, workload  # noqa: E402,F401
 from .integrity import _AE, REFERENCES, IntegrityError, NotWritten  # noqa: E402,F401  (runner.classify reads these)
@@ -41,4 +43,8 @@ from .integrity import _AE, REFERENCES, IntegrityError, NotWritten  # noqa: E402
 # the checker a check cell's metadata names (tinyserve.checker), for the self-check and the grader
 CHECKERS = {f.__name__: f for f in (padding_tokens, wasted_fraction, dynamic_policy, continuous_policy,
                                     decode_first_policy, first_step, slot_waste, plan_chunks, chunked_policy,
-                                    pick_chunk, slabs_that_fit, kv_bytes_used, slab_allocator)}
+                                    pick_chunk, deployment_choice, slabs_that_fit, kv_bytes_used, slab_allocator)}
+# a check cell may hold hidden tests (nbgrader's BEGIN/END HIDDEN TESTS): taken out of the handed-out notebook
+# (generate.py), run by the grader, which restores every check cell from the solutions. The checker a learner's
+# copy runs then checks the answer's form only; the self-check says so (check.py)
+HIDDEN = {"deployment_choice": deployment_measured}

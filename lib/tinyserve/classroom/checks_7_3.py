@@ -1,17 +1,21 @@
 """Checkers of the 7.3 exercises (chunked prefill): the token-budget chunker at every step of real runs, the
-chunked policy, and choosing a chunk length from measured runs."""
+chunked policy, choosing a chunk length from measured runs, and choosing a deployment (section 6's hand-off)."""
 from __future__ import annotations
 
 import random
 
+from ..analysis.goodput import GOAL, parse_spec, run_config
 from ..analysis.prefill import ttft_ms, worst_gap_ms
 from ..core.scheduling import Plan
 from ..core.request import Request
 from ..core.workloads import make_prompt
+from ..deploy import run_deployment
+from ..engine import Engine
+from ..errors import TinyserveError
 from ..loop import Run, StepHook
 from . import harness
 from .harness import CHECK_RUNS, MAX_LEN, _check_policy, _engine, _one_thread, _where, reference_policy, workload
-from .integrity import _call, _fail, _guard
+from .integrity import NotWritten, _call, _fail, _guard
 from .text import say
 
 
@@ -114,3 +118,68 @@ def pick_chunk(fn) -> None:
             rows = ", ".join(say("pick_chunk_row", c=c, g=g, t=t) for c, (g, t) in table.items())
             _fail(say("pick_chunk_wrong", itl=itl_t, ttft=ttft_t, rows=rows, truth=truth, got=repr(got)))
     print(say("pick_chunk_passed", n=len(cases), seed=seed))
+
+
+# ------------------------------------------------------------------------------------------------ a deployment
+# 7.3 (o): two H200s serve chapter-7.3-mixed at a fixed rate under section 6's tight targets. The notebook's given
+# cell holds the same numbers (tests/classroom/test_classroom.py holds them together); every run is a short dry run
+DEPLOY_WORKLOAD = "chapter-7.3-mixed"
+DEPLOY_TRAFFIC = {"n": 50, "rate": 3.0}  # requests, and requests/s for the whole deployment
+DEPLOY_TARGETS = (400.0, 25.0)  # TTFT and TPOT targets in ms: 7.3 section 6's tight pair (analysis/fair.PAIRS)
+DEPLOY_HARDWARE = "h200-70b-fp8"
+SHARE_TOLERANCE = 0.005  # a share written with two decimals is the same share
+
+
+def deployment_trace(spec: str):
+    """A deployment's DeploymentTrace on the exercise's traffic: one dry run on the modeled clock."""
+    dc, own = parse_spec(spec)
+    rc = run_config("chunked", {"dry_run": True, "hardware": DEPLOY_HARDWARE}, own, dict(DEPLOY_TRAFFIC))
+    return run_deployment(Engine(), DEPLOY_WORKLOAD, rc, dc)
+
+
+def _answer_of(fn) -> tuple[str, float]:
+    """The learner's (deployment, share) after checking its form: the function runs free (it runs the engine and
+    the built-in chunked policy, as the exercise asks); a tuple of exactly a str and a number from 0 to 1."""
+    __tracebackhide__ = True
+    _guard()
+    try:
+        got = fn()
+    except NotImplementedError as e:
+        raise NotWritten(say("fn_not_written", fn=getattr(fn, "__name__", say("your_function")), err=e)) from None
+    if type(got) is not tuple or len(got) != 2 or type(got[0]) is not str:
+        _fail(say("deploy_not_pair", got=f"{got!r:.200}"))
+    spec, share = got
+    if type(share) not in (int, float) or not 0 <= share <= 1:
+        _fail(say("deploy_not_share", got=f"{share!r:.60}"))
+    try:
+        dc, own = parse_spec(spec)
+    except TinyserveError as e:
+        _fail(say("deploy_bad_spec", spec=spec, err=e))
+    gpus = [n for n in (own.get("gpus"), dc.prefill_gpus, dc.decode_gpus) if n is not None]
+    if dc.num_instances != 2 or any(n != 1 for n in gpus):
+        _fail(say("deploy_shape", spec=spec))
+    if share < GOAL:
+        _fail(say("deploy_below_goal", spec=spec, share=share, goal=GOAL))
+    return spec, float(share)
+
+
+def deployment_choice(fn) -> None:
+    """7.3 (o), as the learner checks it: the answer's form (a deployment of two GPUs, one per instance, and the
+    share of requests it met both targets for, at least the goal). The grader's hidden check runs it again."""
+    __tracebackhide__ = True
+    spec, share = _answer_of(fn)
+    print(say("deploy_form_ok", spec=spec, share=share))
+
+
+def deployment_measured(fn) -> None:
+    """7.3 (o), the grader's hidden check: the chosen deployment run again on the exercise's traffic meets the goal,
+    and the share the learner gave is the one that run measures."""
+    __tracebackhide__ = True
+    spec, share = _answer_of(fn)
+    slo = deployment_trace(spec).slo(*DEPLOY_TARGETS)
+    truth = slo["attainment"]
+    if abs(share - truth) > SHARE_TOLERANCE:
+        _fail(say("deploy_share_wrong", spec=spec, share=share, truth=truth, met=slo["met"], n=slo["requests"]))
+    if truth < GOAL:  # (a share given right is at least the goal: the form check saw to it; kept for clarity)
+        _fail(say("deploy_misses_goal", spec=spec, truth=truth, goal=GOAL))
+    print(say("deploy_passed", spec=spec, truth=truth, met=slo["met"], n=slo["requests"]))

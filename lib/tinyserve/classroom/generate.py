@@ -6,7 +6,9 @@ Exactly what nbgrader's generate_assignment does to the cells (so both give the 
 cell (nbgrader metadata `solution: true`, tagged `solution` too) every region from a `### BEGIN SOLUTION` line
 to its `### END SOLUTION` becomes the stub `# YOUR CODE HERE` + `raise NotImplementedError("write your answer
 here")` at the marker's indentation (hints go above the marker, so they stay); a written answer (a markdown
-solution cell) becomes "YOUR ANSWER HERE". In a zh-TW edition's notebook both stubs are in its language
+solution cell) becomes "YOUR ANSWER HERE"; in a graded cell every region from `### BEGIN HIDDEN TESTS` to `### END
+HIDDEN TESTS` is taken out (the grader restores the check cells from the solutions, and nbgrader's autograde from
+its database, so the hidden tests run at grading only). In a zh-TW edition's notebook both stubs are in its language
 (classroom.code_stub and classroom.text_stub in the classroom catalog): set nbgrader's ClearSolutions.code_stub
 and text_stub to the same for that edition. Outputs are cleared.
 
@@ -25,6 +27,7 @@ import sys
 from pathlib import Path
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # words: ok (nbgrader's delimiters: a line containing one is a marker)
+HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"  # words: ok (nbgrader's ClearHiddenTests delimiters)
 # nbgrader's ClearSolutions.code_stub for python must be this text (chapters/README.md, tests/classroom/test_classroom_nbgrader.py)
 STUB = '# YOUR CODE HERE\nraise NotImplementedError("write your answer here")'  # words: ok (nbgrader's code_stub)
 TEXT_STUB = "YOUR ANSWER HERE"  # words: ok (nbgrader's text_stub: a written answer cell becomes this)
@@ -76,6 +79,26 @@ def stub_source(source: str, where: str = "cell", stub: str = STUB) -> str:
     return "\n".join(out)
 
 
+def strip_hidden(source: str, where: str = "cell") -> tuple[str, bool]:
+    """(the source without its hidden-test regions, whether it had one), as nbgrader's ClearHiddenTests removes
+    them: every line from a BEGIN HIDDEN TESTS line to its END line, both included."""
+    out, inside, found = [], False, False
+    for line in source.split("\n"):
+        if HIDDEN_BEGIN in line:
+            if inside:
+                raise GenerateError(f"{where}: {HIDDEN_BEGIN} inside another hidden region")  # words: ok
+            inside = found = True
+        elif HIDDEN_END in line:
+            if not inside:
+                raise GenerateError(f"{where}: {HIDDEN_END} without {HIDDEN_BEGIN}")  # words: ok
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise GenerateError(f"{where}: {HIDDEN_BEGIN} without {HIDDEN_END}")  # words: ok
+    return "\n".join(out), found
+
+
 def is_solution(cell) -> bool:
     """A cell the learner answers in: nbgrader's solution flag, or our `solution` tag."""
     md = cell.get("metadata", {})
@@ -105,6 +128,9 @@ def make_exercise(nb):
             if has_answer(cell.source):
                 raise GenerateError(f"{where}: has {BEGIN} but is not a solution cell (nbgrader would refuse it)")  # words: ok (for the author)
             check_given(cell, where)
+            cell.source, hidden = strip_hidden(cell.source, where)
+            if hidden and not cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+                raise GenerateError(f"{where}: hidden tests outside a graded cell (nbgrader would refuse it)")  # words: ok (for the author)
             continue
         answers += 1
         if has_answer(cell.source):
