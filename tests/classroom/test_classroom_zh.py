@@ -201,4 +201,5 @@ def test_grader_gives_a_zh_tw_notebook_the_points_of_the_english_one(graded_zh):
     m = ou["7.4 (m) KV bytes a sequence holds"]
     assert m.result == "failed" and m.points == 0 and "你的 kv_bytes_used" in m.message, m
     summaries = [ln for ln in lines if "：" in ln and "評分花了" not in ln and not ln.startswith("grade")]
-    assert summaries[0] == "mei：5/30 分，13 題通過 3 題（12 題未繳交）", summaries
+    # 7.3 (o) added one graded answer (2 points) and one written explanation (3 points, by hand): 14 answers, 35 points
+    assert summaries[0] == "mei：5/35 分，14 題通過 3 題（14 題未繳交）", summaries
