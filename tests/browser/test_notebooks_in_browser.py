@@ -435,7 +435,8 @@ def _press_real_run(page, notebook: str, shot) -> None:
 
 
 # Choice controls drawn with no value (issue 52): a dropdown with no option selected or an empty one shown, a row
-# of toggle buttons with none pressed, a selection slider with an empty readout
+# of toggle buttons with none pressed, a selection slider with an empty readout. A prediction's choices
+# (.tinyserve-predict) are left unpressed on purpose: nothing is chosen until the learner predicts
 BLANK_CHOICES_JS = """() => {
   const out = [];
   const where = e => { const o = e.closest('.jp-OutputArea-output'); const c = e.closest('.jp-Cell');
@@ -448,6 +449,7 @@ BLANK_CHOICES_JS = """() => {
     if (s.selectedIndex < 0 || !o || !o.textContent.trim()) out.push(`${where(s)}: empty dropdown`);
   });
   document.querySelectorAll('.jp-OutputArea-output .widget-toggle-buttons').forEach(t => {
+    if (t.closest('.tinyserve-predict')) return;
     if (!t.querySelector('button.mod-active')) out.push(`${where(t)}: no button pressed`);
   });
   document.querySelectorAll('.jp-OutputArea-output .widget-hslider .widget-readout').forEach(r => {
