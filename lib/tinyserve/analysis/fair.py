@@ -27,6 +27,7 @@ from ..trace.slo import attainment, reading
 from ..deploy.config import WHOLE
 from . import steady
 from .goodput import GOAL, deployment_label, parse_spec, run_config
+from .goodput import sustained as measure_saturation
 
 CHUNKS = (128, 256, 512, 1024, WHOLE)
 BATCHES = (32, 64, 128)  # a replica's and a decode instance's batch, each capped by what its KV memory holds
@@ -99,17 +100,13 @@ def run_one(spec: str, seed: int, rate: float, workload_knobs: dict | None = Non
 
 def sustained(spec: str, seed: int, workload_knobs: dict | None = None, run_knobs: dict | None = None,
               engine: Engine | None = None) -> dict:
-    """A deployment's saturation throughput on one seed (steady.saturation): {"offered", "requests", "rps"},
-    requests/s of the whole deployment, offered at least 1.5 times what it sustains (raised if it sustains more)."""
-    knobs = {**(workload_knobs or {}), "n": steady.SATURATION_REQUESTS}
-    gpus = run_one(spec, seed, 1.0, {**knobs, "n": 1}, run_knobs, engine)[0].num_gpus
-    offered = steady.SATURATION_RATE_PER_GPU * gpus
-    while True:
-        dt, _ = run_one(spec, seed, offered, knobs, run_knobs, engine)
-        rps = steady.saturation([r.finish_s for r in dt.requests if r.finish_s is not None])
-        if offered >= 1.5 * rps:
-            return {"offered": offered, "requests": len(dt.requests), "rps": rps}
-        offered = 2 * rps
+    """A deployment's saturation throughput on one seed, as `tinyserve goodput` measures it (goodput.sustained)."""
+    dc, own = parse_spec(spec)
+
+    def config(rate: float, n: int):
+        return run_config("chunked", {"dry_run": True, "seed": seed, **(run_knobs or {})}, own,
+                          {**(workload_knobs or {}), "rate": rate, "n": n})
+    return measure_saturation(engine or Engine(), WORKLOAD, dc, config)
 
 
 def _failing(met: list, requests: int) -> bool:
