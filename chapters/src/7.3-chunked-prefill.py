@@ -31,7 +31,7 @@ from tinyserve.deploy import DeploymentConfig, run_deployment
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, rjust, say, t
 from tinyserve.lang.glue import glue
-from tinyserve_widgets.predict import Choose, Predict
+from tinyserve_widgets.predict import Choose, Predict, prose
 from tinyserve_widgets.data import composition_sentence
 from tinyserve_widgets.static import plot_composition
 from tinyserve_widgets.views import COMP_SERIES
@@ -375,16 +375,18 @@ with p_split.after_prediction():
     print(p_split.reveal(winner, why=t("7.3.split.why", claim=fair.claim_words(STUDIES, "fair2_paper"))))
     say("7.3.split.head", n=len(two["seeds"]))
     print("\n".join(fair.table(STUDIES, "fair-2")))
-    for name in ("fair2_paper", "fair2_tight"):
-        glue(f"claim_{name}", fair.claim_words(STUDIES, name))
     tight_co = parse_spec(fair.best(two, "replicas", "tight")[0])[1].get("chunk_size")
     glue("tight_co_chunk", t("7.3.split.chunk_words", chunk=tight_co) if tight_co else t("figures.fair.whole"))
     # TPOT is a mean: a step carrying the best chunk beside the thirty of section 3, against a plain step
     mixed_ms = worst_gap_ms(sweep[tight_co if tight_co in sweep else max(sweep)], inflight)
     glue("mixed_ms", mixed_ms, "{:.0f}")
     glue("one_in", (mixed_ms - step_ms) / (PAIRS["tight"][1] - step_ms), "{:.0f}")
-    for side in ("replicas", "split"):  # what each side's best at the paper's targets completes per second
-        glue(f"{side}_sustains", fair.sustains(fair.best(two, side, "paper")[1]), "{:.3g}")
+    # the verdicts in words, hidden with the table until the learner has predicted
+    prose(t("7.3.split.verdicts", paper=fair.claim_words(STUDIES, "fair2_paper"), slots=fair.memory_slots(),
+            split=fair.sustains(fair.best(two, "split", "paper")[1]),
+            replicas=fair.sustains(fair.best(two, "replicas", "paper")[1]),
+            tight=fair.claim_words(STUDIES, "fair2_tight")))
+    for side in ("replicas", "split"):
         # and the target each side's best at the tight pair misses first (its goodput on that target alone)
         glue(f"{side}_binds", fair.binds(two, side, fair.best(two, side, "tight")[0], "tight").upper())
     # 128-token chunks alone: how many requests miss the artifact's TTFT with nothing else running
@@ -421,10 +423,6 @@ with p_split.after_prediction():
 # {glue}`tight_co_chunk` takes {glue}`mixed_ms` ms, a plain one {glue}`plain_step` ms: once one step in
 # {glue}`one_in` carries a chunk the mean passes {glue}`tight_tpot` ms. The split misses {glue}`split_binds` first
 # (middle): one GPU prefills every prompt.
-#
-# * **Paper's**: {glue}`claim_fair2_paper`. Its decode GPU holds {glue}`memory_slots` requests: it completes
-#   {glue}`split_sustains` requests/s per GPU at most, the replicas {glue}`replicas_sustains`.
-# * **Tight**: {glue}`claim_fair2_tight`.
 
 # %%
 # ▶ Try it: colocated or split, P and D, each role's chunk, batch and GPUs, the link, the targets, the rate. The

@@ -30,7 +30,7 @@ from tinyserve.cost.presets import get_preset
 from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
-from tinyserve_widgets.predict import Choose, Predict
+from tinyserve_widgets.predict import Choose, Predict, prose
 
 dry = Engine()
 tw.set_static_fallback(False)  # each section draws its own static picture below the widgets (for GitHub)
@@ -487,10 +487,6 @@ with p_ds.after_prediction():
             print("  " + ljust(t(f"7.5.ds.label.{key}"), 46) + fair.number_words(ds_goodput[pair][key]))
     glue("ds_ttft", DS_TTFT_MS, "{:,.0f}")
     glue("ds_tpot", DS_TPOT_MS, "{:.0f}")
-    glue("ds_goal", 100 * GOAL, "{:.0f}")
-    glue("ds_chunk", fair.describe(ds_labels["paper"]["chunked"][1]))
-    for name in ("fair2_paper", "fair2_paper_whole", "fair2_tight", "fair2_tight_whole"):
-        glue(f"claim_{name}", fair.claim_words(STUDIES, name))
 
 
 # %% [hide-code]
@@ -525,12 +521,18 @@ with p_ds.after_prediction():
             ds_scale[key, seed] = [fixed.slo(DS_TTFT_MS * s, DS_TPOT_MS * s)["attainment"] for s in SCALES]
     tightest = {k: min((s for s, a in zip(SCALES, att) if a >= GOAL), default=None) for k, att in ds_scale.items()}
     say("7.5.ds.scale_head", rate=SCALE_RATE / 2)
+    scale_words = {}
     for key in order:
         held = sorted(tightest[key, seed] for seed in two["seeds"])
         words = t("7.5.ds.scale_range", low=held[0], high=held[-1]) if held[0] != held[-1] else f"{held[0]:g}×"
         print("  " + ljust(t(f"7.5.ds.label.{key}"), 46) + words)
-        glue(f"ds_scale_{key}", words)
-    glue("ds_scale_rate", SCALE_RATE / 2, "{:g}")
+        scale_words[key] = words
+    # the verdicts in words, hidden with the tables until the learner has predicted
+    prose(t("7.5.ds.verdicts", goal=100 * GOAL, chunk=fair.describe(ds_labels["paper"]["chunked"][1]),
+            paper=fair.claim_words(STUDIES, "fair2_paper"), paper_whole=fair.claim_words(STUDIES, "fair2_paper_whole"),
+            rate=SCALE_RATE / 2, continuous=scale_words["continuous"], chunked=scale_words["chunked"],
+            split=scale_words["split"], tight=fair.claim_words(STUDIES, "fair2_tight"),
+            tight_whole=fair.claim_words(STUDIES, "fair2_tight_whole")))
 
 
 # %% [reveal, hide-code]
@@ -565,17 +567,6 @@ with p_ds.after_prediction():
 
 
 # %% [markdown]
-# The shape comes back: curves that hold near the top and then fall, a goodput where each crosses
-# {glue}`ds_goal`%, a tightest target (the right panel: the draws' middle and their spread). The order does not,
-# at the paper's targets: against the best chunks ({glue}`ds_chunk`), {glue}`claim_fair2_paper`; against whole
-# prompts, {glue}`claim_fair2_paper_whole`. At {glue}`ds_scale_rate` requests/s per GPU, whole prompts hold the
-# targets down to {glue}`ds_scale_continuous` of their size, chunks to {glue}`ds_scale_chunked`, the split to
-# {glue}`ds_scale_split`.
-#
-# It comes back where both targets are tight, 7.3's *tight* pair: there {glue}`claim_fair2_tight`; against whole
-# prompts, {glue}`claim_fair2_tight_whole`. The best chunks still meet both targets there, but only at a lower
-# rate than the split, whose decode GPU never carries a chunk.
-#
 # **Where our setting differs.** Our model is a 70B with grouped-query attention: its K/V take
 # {glue}`kv_per_token` bytes a token, {glue}`kv_ratio`× less than OPT-66B's {glue}`opt_kv_per_token`, and with FP8
 # weights one request's decode step alone takes {glue}`plain_step_ms` ms. A decode batch is cheap here, so the paper's

@@ -8,6 +8,7 @@ answer beside theirs. A number goes in a box (Predict); a pick among options is 
     with p.after_prediction():          # a cell that settles the question (`# %% [reveal]` in chapters/src)
         print(p.reveal(trace.metrics()["wasted_decode_tokens"]))   # both numbers side by side, in words
         say(...)                        # anything else the answer is made of: text, tables, figures
+        prose(t("7.3.split.verdicts", ...))  # a paragraph that gives the answer away: markdown, hidden with the rest
 
 Everything a reveal cell shows goes through `after_prediction()`. Run without a prediction (Run All, or a fresh
 notebook), the block's outputs are not shown: the cell shows the hint (enter a prediction above, then run this
@@ -339,7 +340,11 @@ def _display_hidden(key: str, hint: str, text: str, displays: list[dict], pngs: 
     parts = [f"<pre>{_escape(text.rstrip())}</pre>"] if text.strip() else []
     plain = [text.rstrip()] if text.strip() else []
     for data in displays:
-        if "text/html" in data:
+        if "text/markdown" in data:  # prose(): the page's own markdown, rendered as JupyterLab would
+            import mistune
+
+            parts.append(mistune.html(data["text/markdown"]))
+        elif "text/html" in data:
             parts.append(data["text/html"])
         elif "image/png" in data:
             parts.append(_img(data["image/png"]))
@@ -352,6 +357,14 @@ def _display_hidden(key: str, hint: str, text: str, displays: list[dict], pngs: 
     html = (head + f"{_escape(hint)}</p><details><summary>{_escape(summary)}</summary>"
             + "".join(parts) + "</details></div>")
     display({"text/html": html, "text/plain": "\n".join([hint, summary + ":", *plain])}, metadata=metadata, raw=True)
+
+
+def prose(text: str) -> None:
+    """Show a paragraph of markdown; inside after_prediction() it is hidden with the answer it gives away (a
+    markdown cell after a reveal would be on screen before the learner predicts)."""
+    from IPython.display import display
+
+    display({"text/markdown": text, "text/plain": text}, raw=True)
 
 
 def _img(png: str) -> str:
