@@ -3,8 +3,11 @@ time of the run (time.process_time), OMP_NUM_THREADS=1, median of N runs each. D
 under every policy (and the paged layout), and, with --real, real-engine runs under the wall clock.
 
     git worktree add /tmp/old <old commit>
-    OMP_NUM_THREADS=1 python benchmarks/old_vs_new.py --old /tmp/old --repeats 9 [--real]
+    OMP_NUM_THREADS=1 python benchmarks/old_vs_new.py --old /tmp/old --repeats 9 [--real] [--warm 10]
 
+--warm N runs each case N times in both workers before timing it: a run of a millisecond or two (7.1's padding
+example) takes a few runs to reach its steady time in a fresh interpreter (CPython's specializing interpreter,
+first-use caches), and one warm-up leaves that in the first timed runs of whichever tree warms slower.
 Check `uptime` first: other processes on a 2-core machine move these numbers far more than any change does."""
 from __future__ import annotations
 
@@ -63,13 +66,15 @@ def main() -> None:
     ap.add_argument("--new", default=str(Path(__file__).resolve().parents[1]))
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--real", action="store_true", help="real-engine runs under the wall clock")
+    ap.add_argument("--warm", type=int, default=1, help="untimed runs of each case in each worker first")
     a = ap.parse_args()
     old, new = worker(Path(a.old)), worker(Path(a.new))
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     print(f"{'case':<52} {'old ms':>8} {'new ms':>8} {'median':>7} {'fastest':>7}  (new/old)")
     ratios, fastest = [], []
     for c in cases(a.real):
-        ask(old, c), ask(new, c)  # warm both
+        for _ in range(a.warm):  # warm both
+            ask(old, c), ask(new, c)
         to, tn = [], []
         for i in range(a.repeats):
             pair = [(old, to), (new, tn)] if i % 2 == 0 else [(new, tn), (old, to)]
