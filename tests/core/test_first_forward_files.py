@@ -1,6 +1,6 @@
 """The way to the first forward pass: how many of lib/tinyserve's files a real run's code runs through from
 `Engine().run(...)` to its first `TinyGPT.forward_step` (sys.setprofile in a fresh interpreter), and that it loads
-no catalog on the way (words are looked up when shown: lang.LazyText).
+no catalog on the way (words a run may never show are kept as data and looked up when shown: core.kv.words).
 
 What counts: a file whose functions (methods, comprehensions) run during the call. Imports do not: the probe
 first imports every module of the layers a run uses (core, cost, trace, model, the loop and the engine), as a
