@@ -72,7 +72,7 @@ def test_the_classroom_commands_describe_themselves_as_their_docstrings_do():
 
 def test_knob_and_workload_errors_word_for_word():
     from tinyserve.core.config import GPTConfig, RunConfig, check_dtype
-    from tinyserve.core.knobs import waiting_steps
+    from tinyserve.core.scheduling.continuous import waiting_steps
     from tinyserve.core.workloads import get_workload, list_workloads, make_prompt
 
     assert message(waiting_steps, True, 5) == ("max_waiting_steps: 5 contradicts prefill_first=True (prefill-first is "

@@ -1,4 +1,6 @@
-"""TinyGPT: the GPT-2 architecture, small enough for a laptop CPU, with a forward over a ragged step.
+"""TinyGPT: the GPT-2 architecture, small enough for a laptop CPU, with a forward over a ragged step, and its
+weights (load_model, save_model: safetensors + config.json, nothing is ever unpickled; nanoGPT's model.py keeps
+from_pretrained beside the model the same way).
 
 A *ragged step* is what a batching engine hands the model each iteration: several sequences at once, each
 contributing a range of new tokens (a whole prompt, a prefill chunk or one decode token) at its own positions,
@@ -7,16 +9,21 @@ attention is done per sequence against that sequence's own cache (decodes are ba
 """
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import asdict
+from pathlib import Path
 from typing import Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core.config import GPTConfig  # in core/, torch-free: a dry run reads the shape without torch
+from ..core.config import GPTConfig, check_device, check_load_dtype  # in core/, torch-free: a dry run needs no torch
 from ..core.request import check_length
 from ..core.tokenizer import EOS
+from ..errors import TinyserveError
+from ..lang import t
 from .step import PagedKV, SlabKV, StepInput
 
 KV = SlabKV | PagedKV  # a step's K/V, of either layout (model/step.py)
@@ -175,3 +182,60 @@ class TinyGPT(nn.Module):
                 break
             seg = (0, seg[1] + len(seg[2]), [tok])
         return out
+
+
+# ---- the weights: loading and saving (safetensors + config.json), device and dtype ----------------------------
+CHECKPOINT_DIR = Path(__file__).parents[1] / "checkpoints"
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' -> cuda when present, else cpu; 'cuda' without a GPU is an error."""
+    check_device(device)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise TinyserveError(t("engine.device.no_cuda"))
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """float32 | float64 | bfloat16 (bfloat16 on CUDA only)."""
+    check_load_dtype(dtype)
+    if dtype == "bfloat16" and device.type != "cuda":
+        raise TinyserveError(t("engine.dtype.bfloat16"))
+    return DTYPES[dtype]
+
+
+def load_model(path: str | Path | None = None, device: str = "auto", dtype: str = "float32") -> TinyGPT:
+    """Load a checkpoint directory (config.json + model.safetensors); the shipped one by default."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path) if path is not None else CHECKPOINT_DIR
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    cfg_file, weights = path / "config.json", path / "model.safetensors"
+    for f in (cfg_file, weights):
+        if not f.is_file():
+            raise TinyserveError(t("engine.checkpoint.missing", file=f))
+    try:
+        cfg = GPTConfig(**json.loads(cfg_file.read_text()))
+        state = load_file(str(weights))
+        model = TinyGPT(cfg)
+        model.load_state_dict(state)
+    except (ValueError, TypeError, RuntimeError, OSError, SafetensorError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise TinyserveError(t("engine.checkpoint.corrupt", path=path, first=first))
+    return model.to(device=dev, dtype=dt).eval()
+
+
+def save_model(model: TinyGPT, path: str | Path) -> None:
+    """Write config.json + model.safetensors in float32 (the shipped format; the tied head is stored once, as wte)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(asdict(model.config), indent=2) + "\n")
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(path / "model.safetensors"))

@@ -42,7 +42,7 @@ from typing import Callable
 import torch
 
 from ..engine import Engine
-from ..model.checkpoint import load_model
+from ..model.gpt import load_model
 from ..model.runner import ModelRunner
 from ..core.request import Request
 from ..threads import configured_threads
@@ -315,7 +315,7 @@ def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed:
               log: Callable[[str], None] | None = None) -> dict:
     """Run every system `repeats` times (interleaved), each time in a fresh process (--quick: one process per kind,
     ours and transformers', each with its threads: a smoke run, not a measurement); return the JSON-able result."""
-    from ..model.checkpoint import resolve_device
+    from ..model.gpt import resolve_device
 
     log = log or (lambda msg: None)
     dev = resolve_device(device)

@@ -399,7 +399,7 @@ def works_of(runs: list[list]) -> list[Work]:
 
 def run_calibration(quick: bool = False, out: str | Path | None = None, device: str = "cpu") -> HardwarePreset:
     """Calibrate the shipped checkpoint (float32) on this machine; write the preset JSON to `out` if given."""
-    from ..model.checkpoint import load_model
+    from ..model.gpt import load_model
 
     model = load_model(device=device, dtype="float32")
     with threads.fixed():  # the thread governor would change the setting the points are timed at
