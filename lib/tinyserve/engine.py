@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import threads
-from .core.config import FROM_CONFIG, GPTConfig, RunConfig, check_device, check_dtype
+from .core.config import FROM_CONFIG, GPTConfig, RunConfig, check_device, check_dtype, threads_setting
 from .core.scheduling import Policy
 from .core.workloads import Workload, resolve_workload
 from .cost.clock import make_clock
@@ -30,7 +29,7 @@ class Engine:
         self._model = model
         self.device, self.dtype = device, dtype
         self._warm = False  # the wall clock's warm-up step has run
-        threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
+        threads_setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
         check_dtype(dtype)
         check_device(device)  # a bad --device is an error for dry runs too, and without torch
         if model is None and device == "cuda":  # whether there is one only torch can say

@@ -172,11 +172,11 @@ def test_trace_and_analysis_errors_word_for_word(tmp_path):
 
 
 def test_threads_and_replay_errors_word_for_word(monkeypatch):
-    from tinyserve import threads
+    from tinyserve.core.config import threads_setting
     from tinyserve.tools.replay import check_url, replay
 
     monkeypatch.setenv("TINYSERVE_THREADS", "many")
-    assert message(threads.setting) == (
+    assert message(threads_setting) == (
         "TINYSERVE_THREADS: must be auto, off (or 0, no, false) or a positive integer, got 'many'")
     assert message(check_url, "ftp://x") == "--url: 'ftp://x' is not an http(s) URL (e.g. http://127.0.0.1:8000)"
     assert message(replay, "http://x", [], token_unit="bit") == "--token-unit: unknown 'bit' (choose byte, event)"

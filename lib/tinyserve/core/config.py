@@ -4,6 +4,7 @@ kernel's first dry run: benchmarks/startup.py)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, fields
 
 from ..errors import TinyserveError
@@ -149,6 +150,20 @@ def check_load_dtype(dtype: str) -> str:
     if dtype not in DTYPE_BYTES:
         raise TinyserveError(t("engine.dtype.unknown", dtype=dtype))
     return dtype
+
+
+def threads_setting() -> int | str:
+    """TINYSERVE_THREADS: 'auto' (the default), 'off' (also 0, no, false) or a positive number of threads (an engine
+    setting read from the environment, checked before anything loads: tinyserve/threads.py applies it)."""
+    raw = os.environ.get("TINYSERVE_THREADS", "auto")
+    v = raw.strip().lower()
+    if v in ("", "auto"):
+        return "auto"
+    if v in ("off", "0", "no", "false"):
+        return "off"
+    if v.isdigit() and int(v) > 0:
+        return int(v)
+    raise TinyserveError(t("engine.threads", raw=raw))
 
 
 @dataclass(frozen=True)

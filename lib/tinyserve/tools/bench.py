@@ -45,7 +45,7 @@ from ..engine import Engine
 from ..model.gpt import load_model
 from ..model.runner import ModelRunner
 from ..core.request import Request
-from ..threads import configured_threads
+from ..model.runner import configured_threads
 from ..core.tokenizer import BOS, EOS
 from ..core.workloads import make_prompt
 

@@ -11,10 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from .. import threads
 from ..errors import TinyserveError
 from ..lang import language, set_language, t
-from ..core.config import policy_classes, users
+from ..core.config import policy_classes, threads_setting, users
 from ..core.scheduling.registry import DECODE_POLICIES
 from .speak import argparse_words, users_language
 
@@ -592,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     before = language()
     try:
         set_language(users_language(), figures=False)  # before parsing: argparse's errors and --help speak it too
-        threads.setting()  # a bad TINYSERVE_THREADS: one line, before anything runs
+        threads_setting()  # a bad TINYSERVE_THREADS: one line, before anything runs
         with argparse_words():
             a = build_parser().parse_args(argv)
         COMMANDS[a.cmd](a)

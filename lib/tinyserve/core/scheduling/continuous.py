@@ -32,7 +32,7 @@ class ContinuousBatching(Policy):
     """
 
     name = "continuous"
-    takes = ("prefill_first", "max_waiting_steps")  # its knobs beyond batch_size (RunConfig checks them: core/config.py)
+    takes = ("prefill_first", "max_waiting_steps")  # its knobs beyond batch_size (core/config.py checks them)
     admits_prefilled = True  # a deployment's decode instance can run it: prefilled requests decode at once
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, prefill_first: bool | None = None,
