@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
-# Issue 48 asks for 12 (nano-vllm reaches its model in 3 files); we were at 22 (21 counted this way) and stand at 18:
-# engine, loop, config and its knobs, workloads, request, the three scheduling files (scheduler, the shared base,
-# the policy), the slab pool, the clock and its presets, the thread governor, the runner, the step's tensors, the
-# model and its checkpoint, and lang's LazyText (the slab rule's words, looked up later). Each has one job; merging
-# six of them to reach 12 would undo that, so this is a guard against growing, not the issue's goal (issue notes)
-LIMIT = 18
+# Issue 48 asks for 12 (nano-vllm reaches its model in 3 files); we were at 22 (21 counted this way), then 18, and
+# stand at 14: engine, loop, config (RunConfig and every knob's rule), workloads, request, the three scheduling
+# files (scheduler, the shared base, the policy), the slab pool, the clock and its presets, the runner (with the
+# thread governor), the step's tensors and the model (with its checkpoint). The words stay data until shown (no
+# lang/). The two left would merge the presets into the clock (~490 lines) and the step's tensors into the model or
+# the runner (~600 lines; runner <-> gpt would import each other), undoing short files: a guard, not the goal yet
+LIMIT = 14
 PROBE = """
 import importlib, json, os, pkgutil, sys
 import tinyserve

@@ -5,8 +5,8 @@ The workload is one long-tailed batch: 64 requests (seeded), most prompts 16-64 
 Every system generates greedily with the shipped checkpoint in float32 (ours: TinyGPT; transformers: its
 lossless export to GPT2LMHeadModel) and reports output tokens / wall seconds of the whole run. Each system runs
 in its own process with its own default thread settings, as a user would run it: ours with tinyserve's
-(threads.py), transformers' with torch's own (TINYSERVE_THREADS=off, so loading our checkpoint to export it
-leaves torch's threads alone); the environment this command was started with applies to both. Each process
+(threads.py; the governor: model/runner.py), transformers' with torch's own (TINYSERVE_THREADS=off, so
+loading our checkpoint to export it leaves torch's threads alone); the environment this command was started with applies to both. Each process
 runs the workload once untimed (warm-up), then times one run. Repeats are interleaved (for each repeat, every
 system once) so drift in the machine hits every system alike.
 

@@ -15,7 +15,7 @@ class StaticBatching(Policy):
     """A fixed batch runs from its padded prefill to its last finisher; a finished member's slot keeps computing."""
 
     name = "static"
-    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
+    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/config.py)
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, timeout: float | None = None):
         super().__init__(batch_size)
