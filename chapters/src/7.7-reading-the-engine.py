@@ -93,7 +93,8 @@ show(PagedKV.gather)
 # ## 4. Execute: one forward over every token of the step
 #
 # The runner turns the plan into one batch (prefill chunks and decodes side by side), runs the tiny GPT once
-# and samples a token for each sequence that asked for one.
+# and samples a token for each sequence that asked for one. First it asks the thread governor, which lives in the
+# same file: all of the CPU's threads while the cores are free, one while another program competes for them.
 
 # %%
 show(ModelRunner.execute)
@@ -111,7 +112,7 @@ show(ModelRunner.execute)
 # | slabs; pages and preemption | `core/kv.py`; `core/blocks.py` |
 # | the step loop | `loop.py` |
 # | the roofline, modeled time | `cost/pricing.py`, `cost/clock.py` |
-# | the tiny GPT, one forward per step | `model/gpt.py`, `model/runner.py` |
+# | the tiny GPT and its weights, one forward per step | `model/gpt.py`, `model/runner.py` |
 # | where a step's K/V go and come from, per layout | `model/step.py` |
 # | a policy's name and knobs, declared once | its own file; `core/scheduling/registry.py` |
 # | prefill and decode on separate GPUs | `deploy/coordinator.py`; the hand-over: `deploy/handover.py`, `port.py` |
