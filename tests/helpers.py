@@ -11,7 +11,8 @@ import torch
 from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import EOS
-from tinyserve.model.gpt import CHECKPOINT_DIR, TinyGPT, load_model
+from tinyserve.model.gpt import TinyGPT
+from tinyserve.model.runner import CHECKPOINT_DIR, load_model
 
 CUDA = torch.cuda.is_available()
 DEVICES = [

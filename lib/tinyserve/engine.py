@@ -33,7 +33,7 @@ class Engine:
         check_dtype(dtype)
         check_device(device)  # a bad --device is an error for dry runs too, and without torch
         if model is None and device == "cuda":  # whether there is one only torch can say
-            from .model.gpt import resolve_device
+            from .model.runner import resolve_device
 
             resolve_device(device)
 
@@ -41,7 +41,7 @@ class Engine:
     def model(self) -> TinyGPT:
         """The model, loaded on first use (dry runs never load it)."""
         if self._model is None:
-            from .model.gpt import load_model
+            from .model.runner import load_model
 
             self._model = load_model(device=self.device, dtype=self.dtype)
         return self._model

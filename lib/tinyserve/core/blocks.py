@@ -4,7 +4,7 @@ Torch-free (nano-vllm's block manager, vLLM's names), so a dry run allocates the
 reads through. A sequence holds ceil(positions / block_size) blocks, taken as it grows and all given back when it
 finishes or is preempted. Slots stay as the batch's rows (vLLM's max_num_seqs): a paged run has batch_size of them,
 none reserving memory; admission is limited by free blocks. Which request is preempted, and how it is recomputed,
-is the policy's decision (core/scheduling/base.Policy._preempt).
+is the policy's decision (core/scheduling/scheduler.Policy._preempt).
 """
 from __future__ import annotations
 

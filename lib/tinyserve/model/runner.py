@@ -1,7 +1,9 @@
-"""The one place the engine's steps are executed: the KV tensors, the step's segments, one forward, greedy sampling.
+"""The one place the engine's steps are executed: the KV tensors, the step's segments, one forward, greedy sampling;
+and the model's weights, loaded here (load_model, save_model: safetensors + config.json, nothing is ever unpickled),
+as nano-vllm's model runner loads them.
 
 The engine, the calibration, the validation and the benchmark all run steps through a ModelRunner (nano-vllm's
-model_runner): works -> segments -> StepInput (index tensors, step.py) -> TinyGPT.forward_step -> argmax.
+model_runner): works -> segments -> StepInput (index tensors, gpt.py) -> TinyGPT.forward_step -> argmax.
 
 It also copies a request's KV out of one runner and into another (export_kv / import_kv, through a KVBlob that
 is neither slab nor paged): disaggregated serving (Chapter 12) runs a request's prefill on one instance and its
@@ -14,20 +16,22 @@ the cores are ours, one while another process competes for them (tinyserve/threa
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
 
 import torch
 
 from .. import threads
+from ..core.config import GPTConfig, check_device, check_load_dtype
 from ..core.request import Request, Work
 from ..core.tokenizer import EOS
-from .step import PagedKV, SlabKV, StepInput
-
-if TYPE_CHECKING:
-    from .gpt import KV, TinyGPT
+from ..errors import TinyserveError
+from ..lang import t
+from .gpt import KV, PagedKV, SlabKV, StepInput, TinyGPT
 
 
 Segments = list[tuple[int, int, list[int]]]  # (slot, start position, token ids); slot -1 is padding
@@ -84,7 +88,7 @@ class KVBlob:
 
 
 class ModelRunner:
-    """A model and its K/V (a step.SlabKV or step.PagedKV: the layout's own indexing); executes steps."""
+    """A model and its K/V (a gpt.SlabKV or gpt.PagedKV: the layout's own indexing); executes steps."""
 
     def __init__(self, model: TinyGPT, kv: KV):
         self.model, self.device, self.kv = model, model.device, kv
@@ -139,6 +143,63 @@ def generate(model: TinyGPT, prompt: list[int], max_new_tokens: int, stop_at_eos
              eos: int = EOS) -> list[int]:
     """Greedy continuation of one prompt running alone: TinyGPT.generate, under its old name here."""
     return model.generate(prompt, max_new_tokens, stop_at_eos, eos)
+
+
+# ---- the weights: loading and saving (safetensors + config.json), device and dtype ----------------------------
+CHECKPOINT_DIR = Path(__file__).parents[1] / "checkpoints"
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' -> cuda when present, else cpu; 'cuda' without a GPU is an error."""
+    check_device(device)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise TinyserveError(t("engine.device.no_cuda"))
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """float32 | float64 | bfloat16 (bfloat16 on CUDA only)."""
+    check_load_dtype(dtype)
+    if dtype == "bfloat16" and device.type != "cuda":
+        raise TinyserveError(t("engine.dtype.bfloat16"))
+    return DTYPES[dtype]
+
+
+def load_model(path: str | Path | None = None, device: str = "auto", dtype: str = "float32") -> TinyGPT:
+    """Load a checkpoint directory (config.json + model.safetensors); the shipped one by default."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path) if path is not None else CHECKPOINT_DIR
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    cfg_file, weights = path / "config.json", path / "model.safetensors"
+    for f in (cfg_file, weights):
+        if not f.is_file():
+            raise TinyserveError(t("engine.checkpoint.missing", file=f))
+    try:
+        cfg = GPTConfig(**json.loads(cfg_file.read_text()))
+        state = load_file(str(weights))
+        model = TinyGPT(cfg)
+        model.load_state_dict(state)
+    except (ValueError, TypeError, RuntimeError, OSError, SafetensorError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise TinyserveError(t("engine.checkpoint.corrupt", path=path, first=first))
+    return model.to(device=dev, dtype=dt).eval()
+
+
+def save_model(model: TinyGPT, path: str | Path) -> None:
+    """Write config.json + model.safetensors in float32 (the shipped format; the tied head is stored once, as wte)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(asdict(model.config), indent=2) + "\n")
+    state = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(path / "model.safetensors"))
 
 
 # ---- the thread governor (threads.py: why, and the threads the machine allows) ---------------------------------

@@ -42,10 +42,8 @@ from typing import Callable
 import torch
 
 from ..engine import Engine
-from ..model.gpt import load_model
-from ..model.runner import ModelRunner
+from ..model.runner import ModelRunner, configured_threads, load_model
 from ..core.request import Request
-from ..model.runner import configured_threads
 from ..core.tokenizer import BOS, EOS
 from ..core.workloads import make_prompt
 
@@ -315,7 +313,7 @@ def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed:
               log: Callable[[str], None] | None = None) -> dict:
     """Run every system `repeats` times (interleaved), each time in a fresh process (--quick: one process per kind,
     ours and transformers', each with its threads: a smoke run, not a measurement); return the JSON-able result."""
-    from ..model.gpt import resolve_device
+    from ..model.runner import resolve_device
 
     log = log or (lambda msg: None)
     dev = resolve_device(device)

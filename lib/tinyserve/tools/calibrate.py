@@ -398,8 +398,7 @@ def works_of(runs: list[list]) -> list[Work]:
 
 def run_calibration(quick: bool = False, out: str | Path | None = None, device: str = "cpu") -> HardwarePreset:
     """Calibrate the shipped checkpoint (float32) on this machine; write the preset JSON to `out` if given."""
-    from ..model.gpt import load_model
-    from ..model.runner import fixed
+    from ..model.runner import fixed, load_model
 
     model = load_model(device=device, dtype="float32")
     with fixed():  # the thread governor would change the setting the points are timed at

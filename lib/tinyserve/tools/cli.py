@@ -312,7 +312,7 @@ def cmd_generate(a) -> None:
     ids = encode(a.prompt)
     check_length(len(ids), a.max_new_tokens, GPTConfig().n_positions)  # the shipped model's context
 
-    from ..model.gpt import load_model
+    from ..model.runner import load_model
 
     model = load_model(device=a.device, dtype=a.dtype)
     out = model.generate(ids, a.max_new_tokens, eos=EOS)
@@ -528,7 +528,7 @@ def cmd_workloads(a) -> None:
 
 def cmd_export_hf(a) -> None:
     from .hf import export_hf
-    from ..model.gpt import load_model
+    from ..model.runner import load_model
 
     out = export_hf(load_model(device="cpu", dtype=a.dtype), a.dir)
     print(t("cli.export.wrote", out=out))

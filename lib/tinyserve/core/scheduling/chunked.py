@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..knobs import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK
 from ..request import Work
-from .base import Plan
+from .scheduler import Plan
 from .continuous import ContinuousBatching
 
 

@@ -7,7 +7,7 @@ from ...lang import t
 from ..knobs import DEFAULT_BATCH_SIZE, DEFAULT_MAX_WAITING_STEPS, UNBOUNDED
 from ..kv import SlotPool
 from ..request import Work
-from .base import Plan, Policy, decode_work
+from .scheduler import Plan, Policy, decode_work
 
 
 def waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:

@@ -6,7 +6,7 @@ import math
 
 from ..knobs import DEFAULT_BATCH_SIZE
 from ..request import ABORTED, FINISHED, REJECTED, Request, SlotWork, Work
-from .base import Plan, Policy, _position
+from .scheduler import Plan, Policy, _position
 
 DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses, read per row per step
 
