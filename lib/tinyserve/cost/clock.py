@@ -63,7 +63,7 @@ one. Under a tinyserve-* preset (cpu-tiny) the clock prices a paged step as the 
 (model/gpt.build_paged_step, PagedKV.gather), which is not a slab step: each decode group is a call with one row per
 decode (no holes), whose keys and values are first copied out of the block pool through the tables, every row up to
 the group's longest context rounded up to whole blocks, a few sequences at a time into one reused buffer small
-enough for the CPU's caches (step.GATHER_BYTES), so attention reads the copy from cache; each prefill segment copies
+enough for the CPU's caches (gpt.GATHER_BYTES), so attention reads the copy from cache; each prefill segment copies
 its prefix and its own K/V the same way. The terms count the groups and prefills that gather (`gathers`: one each,
 however many batches their copy takes) and the positions copied (`gathered`), priced at gather_call_s per gather
 and the copied bytes at gather_Bps, both fitted by calibration on paged steps: what a copy costs that lands in cache
