@@ -14,7 +14,7 @@ engine with the same settings: what two notebook kernels are); the ratio is besi
 Then two real Jupyter kernels running at once.
 
 Settings, set in the child's environment (whatever this shell exports is scrubbed first):
-  tinyserve      tinyserve's default (threads.py: usable CPUs, OpenMP spinning, the contention governor)
+  tinyserve      tinyserve's default (threads.py: usable CPUs, OpenMP spinning; model/runner.py: the governor)
   1 thread       OMP_NUM_THREADS=1
   all spinning   TINYSERVE_THREADS=off: torch as it starts (one thread per CPU, libgomp's default spin)
   passive        OMP_WAIT_POLICY=PASSIVE with the usable CPUs (tinyserve's previous default), for reference

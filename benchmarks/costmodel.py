@@ -26,7 +26,7 @@ import time
 import torch
 
 from tinyserve.cost.presets import PRESET_DIR, get_preset, save_preset
-from tinyserve.model.checkpoint import load_model
+from tinyserve.model.runner import load_model
 from tinyserve.tools import validate
 from tinyserve.tools.calibrate import FULL_PLAN, calibrate
 

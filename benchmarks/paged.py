@@ -30,7 +30,7 @@ import torch
 
 from tinyserve.analysis.paged_cost import TABLE_FILE as TABLE
 from tinyserve.core.request import decode_works
-from tinyserve.model.checkpoint import load_model
+from tinyserve.model.runner import load_model
 from tinyserve.tools import validate
 from tinyserve.tools.calibrate import FULL_PLAN, SLABS, PagedPoint, _points, _time_steps
 

@@ -31,7 +31,7 @@ import torch
 
 from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
-from tinyserve.model.checkpoint import load_model
+from tinyserve.model.runner import load_model
 from tinyserve.tools.hf import export_hf, serve_command
 from tinyserve.tools.replay import replay, wait_ready
 from tinyserve.trace.record import Trace

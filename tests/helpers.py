@@ -11,8 +11,8 @@ import torch
 from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request
 from tinyserve.core.tokenizer import EOS
-from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model
 from tinyserve.model.gpt import TinyGPT
+from tinyserve.model.runner import CHECKPOINT_DIR, load_model
 
 CUDA = torch.cuda.is_available()
 DEVICES = [

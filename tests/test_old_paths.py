@@ -30,6 +30,9 @@ MOVED = {  # old name under tinyserve -> where its module lives now (the only pa
     "cli": "tools.cli", "bench": "tools.bench", "replay": "tools.replay", "hf": "tools.hf", "train": "tools.train",
     "calibration": "tools.calibrate", "validation": "tools.validate",
     "core.run": "loop",  # the step loop left core/ (it needs the clock and the record, which sit above core)
+    # issue 48's way to the first forward: the step's tensors beside the model, the weights and the thread governor
+    # in the runner, what every policy shares beside the Scheduler
+    "model.step": "model.gpt", "model.checkpoint": "model.runner", "core.scheduling.base": "core.scheduling.scheduler",
 }
 
 OLD_NAMES = {  # what notebooks, exercises and the README imported from the old paths

@@ -28,8 +28,8 @@ from tinyserve.engine import Engine
 from tinyserve.lang import ljust, say, t
 from tinyserve.lang.glue import glue
 from tinyserve.loop import Run
+from tinyserve.model.gpt import PagedKV
 from tinyserve.model.runner import ModelRunner
-from tinyserve.model.step import PagedKV
 
 
 def show(*functions) -> None:
@@ -59,7 +59,7 @@ show(ChunkedPrefill.plan)
 # %% [markdown]
 # The scheduler applies what the step produced. It is the only place a request changes state: admitted, resumed,
 # preempted, finished by the stop rule, aborted or rejected, then freed from its slot and its KV. A test records
-# who calls each of those and fails if any other file does.
+# who calls each of those and fails if anything but the Scheduler does.
 
 # %%
 show(Scheduler.update)
@@ -68,9 +68,9 @@ show(Scheduler.update)
 # ## 3. KV: a pool, in slabs or in pages
 #
 # The scheduler asks the pool for room and gives it back; it never asks which layout it has, and neither does
-# the model: each layout also builds the indexes its K/V are written and read through (`model/step.py`: a slot
-# and a position for slabs; `slot_mapping` and `block_tables` for pages, as vLLM names them). The paged pool hands
-# out fixed-size blocks to each sequence's block table, lowest free block first.
+# the model: each layout also builds the indexes its K/V are written and read through (`model/gpt.py`, beside the
+# model: a slot and a position for slabs; `slot_mapping` and `block_tables` for pages, as vLLM names them). The
+# paged pool hands out fixed-size blocks to each sequence's block table, lowest free block first.
 
 # %%
 show(PagedPool.allocate, PagedPool.free)
@@ -93,7 +93,8 @@ show(PagedKV.gather)
 # ## 4. Execute: one forward over every token of the step
 #
 # The runner turns the plan into one batch (prefill chunks and decodes side by side), runs the tiny GPT once
-# and samples a token for each sequence that asked for one.
+# and samples a token for each sequence that asked for one. First it asks the thread governor, which lives in the
+# same file: all of the CPU's threads while the cores are free, one while another program competes for them.
 
 # %%
 show(ModelRunner.execute)
@@ -107,12 +108,12 @@ show(ModelRunner.execute)
 # | dynamic batching (a timeout) | `core/scheduling/dynamic.py` |
 # | continuous batching, prefill-first or decode-first | `core/scheduling/continuous.py` |
 # | chunked prefill, the token budget | `core/scheduling/chunked.py` |
-# | a request's lifecycle, the stop rule | `core/scheduling/scheduler.py`, `core/request.py` |
+# | what every policy shares; a request's lifecycle, the stop rule | `core/scheduling/scheduler.py`, `core/request.py` |
 # | slabs; pages and preemption | `core/kv.py`; `core/blocks.py` |
 # | the step loop | `loop.py` |
 # | the roofline, modeled time | `cost/pricing.py`, `cost/clock.py` |
-# | the tiny GPT, one forward per step | `model/gpt.py`, `model/runner.py` |
-# | where a step's K/V go and come from, per layout | `model/step.py` |
+# | the tiny GPT and its weights, one forward per step | `model/gpt.py`, `model/runner.py` |
+# | where a step's K/V go and come from, per layout | `model/gpt.py` |
 # | a policy's name and knobs, declared once | its own file; `core/scheduling/registry.py` |
 # | prefill and decode on separate GPUs | `deploy/coordinator.py`; the hand-over: `deploy/handover.py`, `port.py` |
 #

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import threads
-from .core.config import FROM_CONFIG, GPTConfig, RunConfig, check_device, check_dtype
+from .core.config import FROM_CONFIG, GPTConfig, RunConfig, check_device, check_dtype, threads_setting
 from .core.scheduling import Policy
 from .core.workloads import Workload, resolve_workload
 from .cost.clock import make_clock
@@ -30,11 +29,11 @@ class Engine:
         self._model = model
         self.device, self.dtype = device, dtype
         self._warm = False  # the wall clock's warm-up step has run
-        threads.setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
+        threads_setting()  # a bad TINYSERVE_THREADS is an error for dry runs too
         check_dtype(dtype)
         check_device(device)  # a bad --device is an error for dry runs too, and without torch
         if model is None and device == "cuda":  # whether there is one only torch can say
-            from .model.checkpoint import resolve_device
+            from .model.runner import resolve_device
 
             resolve_device(device)
 
@@ -42,7 +41,7 @@ class Engine:
     def model(self) -> TinyGPT:
         """The model, loaded on first use (dry runs never load it)."""
         if self._model is None:
-            from .model.checkpoint import load_model
+            from .model.runner import load_model
 
             self._model = load_model(device=self.device, dtype=self.dtype)
         return self._model

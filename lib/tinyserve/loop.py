@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from .core.config import POLICY_OBJECT, GPTConfig, RunConfig, check_policy_object, layout_kv
-from .core.kv import KVPool
+from .core.kv import KVPool, words
 from .core.request import REJECTED, Request, SlotWork, Work, check_requests
 from .core.scheduling import Plan, Scheduler
 from .core.scheduling.scheduler import reject
@@ -238,6 +238,6 @@ class Run:
         return Trace(self.policy.name, self.workload_name, self.clock.name, hw, self.pool.num_slots,
                      dict(self.policy.knobs()), self.dry_run, list(self.steps), snapshot_requests(self.requests),
                      kv_units=self.kv_units, kv_dtype=self.kv_dtype, kv_bytes_per_token=self.pool.bytes_per_token,
-                     kv_capacity_bytes=self.kv_capacity, slab_rule=self.slab_rule,
+                     kv_capacity_bytes=self.kv_capacity, slab_rule=words(self.slab_rule),
                      kv_tensor_positions=self.kv_tensor_positions, workload_knobs=dict(self.workload_knobs),
                      gpus=self.config.gpus, **self.pool.trace_fields(len(self.steps) - 1))

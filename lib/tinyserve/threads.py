@@ -2,7 +2,9 @@
 
 As many intra-op threads as the CPUs this process may really use (affinity mask, cgroup v1/v2 CPU quota; at most
 MAX_USEFUL_THREADS), spinning as OpenMP does by default, and a governor that drops to one thread while another
-process competes for the cores and tries all of them again a second later.
+process competes for the cores and tries all of them again a second later. This module sizes the threads when
+the model package loads (fit_torch_threads) and says what the machine allows; the governor itself runs before every
+step, so it lives where steps run: model/runner.py (Governor).
 
 Why: torch's CPU kernels run on GNU OpenMP. The tiny GPT's step is hundreds of parallel regions of a few
 microseconds each; between regions a thread spin-waits (libgomp spins ~300k iterations before it sleeps), and
@@ -27,163 +29,26 @@ thread its own waiting says nothing (the neighbour has the other core), so it co
 
 A user's OMP_NUM_THREADS / MKL_NUM_THREADS, or torch.set_num_threads (before or after tinyserve came in), always
 wins, and so do OMP_WAIT_POLICY and GOMP_SPINCOUNT (tinyserve sets neither). TINYSERVE_THREADS=off leaves torch
-exactly as it starts; TINYSERVE_THREADS=N uses N threads without the governor.
+exactly as it starts; TINYSERVE_THREADS=N uses N threads without the governor (the setting is read and checked
+by core.config.threads_setting, torch-free, so a dry run refuses a bad one too).
 Not loky.cpu_count (not installed): it reads only /sys/fs/cgroup's quota, not our group's parents, and rounds up.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
+
+from .core.config import threads_setting
 
 # The 128-wide, 4-layer GPT's matmuls are small: past a few threads each op's barrier costs more than its
 # share of the work. Measured here only up to 2 cores (2 threads beat 1 from ~16 tokens a step: 0.63-0.83x of the
 # time); the cap of 4 is a guess to re-take on a bigger machine with benchmarks/contention.py.
 MAX_USEFUL_THREADS = 4
-WINDOW_S = 0.025  # the governor looks at most this often
-CONTENDED = 0.10  # run-queue wait share of the main thread that means another process holds our cores
-RETRY_S = 1.0  # how long one thread is kept before all are tried again
 _USER_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
-_OFF = ("off", "0", "no", "false")
-_SCHEDSTAT = "/proc/thread-self/schedstat"
 _fitted = False
-
-
-def setting() -> int | str:
-    """TINYSERVE_THREADS: 'auto' (the default), 'off' (also 0, no, false) or a positive number of threads."""
-    raw = os.environ.get("TINYSERVE_THREADS", "auto")
-    v = raw.strip().lower()
-    if v in ("", "auto"):
-        return "auto"
-    if v in _OFF:
-        return "off"
-    if v.isdigit() and int(v) > 0:
-        return int(v)
-    from .errors import TinyserveError
-    from .lang import t
-
-    raise TinyserveError(t("engine.threads", raw=raw))
-
-
-def enabled() -> bool:
-    """False when the user asked tinyserve to leave torch's threads alone (TINYSERVE_THREADS=off)."""
-    return setting() != "off"
-
-
-def _run_queue_wait_ns() -> int | None:
-    """Nanoseconds the calling thread has spent runnable but waiting for a CPU; None where Linux does not say."""
-    try:
-        with open(_SCHEDSTAT) as f:
-            return int(f.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _others_running() -> int:
-    """Runnable threads on the machine besides the caller (/proc/loadavg's 4th field; 0 where unreadable)."""
-    try:
-        with open("/proc/loadavg") as f:
-            return max(0, int(f.read().split()[3].split("/")[0]) - 1)
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-class Governor:
-    """All threads while the cores are ours; one while another process competes for them (see the module doc).
-
-    With several threads it watches the main thread's run-queue wait; with one, it counts the other runnable
-    threads (its own workers sleep then) and takes as many threads as there are free CPUs, at most `threads`.
-    """
-
-    def __init__(self, threads: int, cpus: int, set_threads, get_threads, clock=time.perf_counter,
-                 wait_ns=None, others=None):
-        self.threads, self.cpus, self.current = threads, cpus, threads
-        self._set, self._get, self._clock = set_threads, get_threads, clock
-        self._wait_ns = wait_ns or (lambda: _run_queue_wait_ns())  # looked up when called: tests stub them
-        self._others = others or (lambda: _others_running())
-        self.active = threads > 1 and self._wait_ns() is not None
-        self.hold_until, self.strikes = 0.0, 0
-        self._mark()
-        if self.active and self._free() < threads:  # already busy when the model loads: start with one
-            self._use(1)
-
-    def _free(self) -> int:
-        return min(self.threads, max(1, self.cpus - self._others()))
-
-    def _mark(self) -> None:
-        self.t0, self.w0 = self._clock(), self._wait_ns()
-        self.next = self.t0 + WINDOW_S
-
-    def _use(self, n: int) -> None:
-        self._set(n)
-        self.current, self.strikes = n, 0
-        self._mark()
-
-    def before_step(self) -> None:
-        """Called before each step; does its work at most once per WINDOW_S."""
-        if not self.active or self._clock() < self.next:
-            return
-        if self._get() != self.current:  # the user called torch.set_num_threads: theirs from now on
-            self.active = False
-            return
-        now, w = self._clock(), self._wait_ns()
-        if w is None:
-            self.active = False
-            return
-        dt = now - self.t0
-        if self.current == 1:
-            n = self._free() if now >= self.hold_until else 1
-            if n > 1:
-                self._use(n)
-            else:
-                self._mark()
-        elif dt <= 10 * WINDOW_S and (w - self.w0) / 1e9 > CONTENDED * dt:  # a longer gap: the run was paused
-            self.strikes += 1
-            if self.strikes >= 2:  # two windows in a row: a neighbour, not a passing shell command
-                self._use(1)
-                self.hold_until = now + RETRY_S
-            else:
-                self._mark()
-        else:
-            self.strikes = 0
-            self._mark()
-
-
-_governor: Governor | None = None
-
-
-def configured_threads() -> int:
-    """The intra-op threads this process runs with: the governor's full count (it may use one for a while)."""
-    import torch
-
-    return _governor.threads if _governor is not None and _governor.active else torch.get_num_threads()
-
-
-@contextlib.contextmanager
-def fixed() -> Iterator[int]:
-    """Hold the thread count still (calibration times steps at one setting): yields the count in use."""
-    import torch
-
-    g = _governor if _governor is not None and _governor.active else None
-    if g is not None:
-        g.active = False
-        if g.current != g.threads:
-            torch.set_num_threads(g.threads)
-    try:
-        yield torch.get_num_threads()
-    finally:
-        if g is not None:
-            g.current, g.active = torch.get_num_threads(), True
-            g._mark()
-
-
-def before_step() -> None:
-    """Before every step ModelRunner.execute runs: let the governor adjust the thread count (a few ns unless a
-    window ended)."""
-    if _governor is not None:
-        _governor.before_step()
+# (threads, usable CPUs) the runner's governor moves between once fit_torch_threads chose them (model/runner.py,
+# where the governor lives: it runs before every step); None: no governor (one thread, a fixed count, the user's)
+governed: tuple[int, int] | None = None
 
 
 def _mounts(mountinfo: Path) -> list[tuple[str, str, str, set[str]]]:
@@ -258,8 +123,8 @@ def recommended_threads() -> int:
 
 def fit_torch_threads() -> int | None:
     """Once per process: size torch's intra-op threads unless the user already chose; returns what was set."""
-    global _fitted, _governor
-    want = setting()  # an invalid TINYSERVE_THREADS is an error here, the first time a model is loaded
+    global _fitted, governed
+    want = threads_setting()  # an invalid TINYSERVE_THREADS is an error here, the first time a model is loaded
     if _fitted or want == "off" or any(k in os.environ for k in _USER_ENV):
         _fitted = True
         return None
@@ -279,5 +144,5 @@ def fit_torch_threads() -> int | None:
     if n != now:
         torch.set_num_threads(n)
     if want == "auto" and n > 1:
-        _governor = Governor(n, usable_cpus(), torch.set_num_threads, torch.get_num_threads)
+        governed = (n, usable_cpus())
     return n

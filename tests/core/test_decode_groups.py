@@ -7,8 +7,7 @@ import torch
 from tinyserve.core import kv as M  # where the decode grouping and its call cost live
 from tinyserve.core.config import GPTConfig
 from tinyserve.core.kv import group_decodes
-from tinyserve.model.gpt import TinyGPT
-from tinyserve.model.step import SlabKV, build_step
+from tinyserve.model.gpt import SlabKV, TinyGPT, build_step
 
 
 def test_a_long_context_among_short_ones_gets_its_own_group():

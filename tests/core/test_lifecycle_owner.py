@@ -1,7 +1,8 @@
-"""One owner of a request's lifecycle: only core/scheduling/scheduler.py calls Request's state methods (admit,
-resume, preempt, finish, abort, reject), as 7.7 says. Checked at run time: each state method is wrapped to note the
-file that called it, and runs that use every transition (every policy, pages that preempt, an abort, rejections,
-both kinds of deployment, a real run, a trace read back) must show scheduler.py alone. Also checked in the source:
+"""One owner of a request's lifecycle: only the Scheduler (core/scheduling/scheduler.py: its methods, and reject
+beside it) calls Request's state methods (admit, resume, preempt, finish, abort, reject), as 7.7 says; the Policy
+base in the same file does not. Checked at run time: each state method is wrapped to note the file and the
+function (qualified name) that called it, and runs that use every transition (every policy, pages that preempt, an abort, rejections,
+both kinds of deployment, a real run, a trace read back) must show the Scheduler alone. Also checked in the source:
 nothing in lib/ assigns a request's `status` but core/request.py."""
 from __future__ import annotations
 
@@ -25,15 +26,21 @@ BPT = 327_680  # the H200 preset's KV bytes per token (tests/core/test_paged_kv.
 STATE_METHODS = ("admit", "resume", "preempt", "finish", "abort", "reject")
 
 
+def _owns(file: str, function: str) -> bool:
+    """A call from the Scheduler: a method of the class, or the module's reject (the refused, before a step)."""
+    return Path(file).resolve() == OWNER and (function.startswith("Scheduler.") or function == "reject")
+
+
 @pytest.fixture
 def callers(monkeypatch):
-    """(method, file) for every call of a Request state method while the test runs."""
-    seen: set[tuple[str, str]] = set()
+    """(method, file, caller's qualified name) for every call of a Request state method while the test runs."""
+    seen: set[tuple[str, str, str]] = set()
     for name in STATE_METHODS:
         original = getattr(Request, name)
 
         def watched(self, *args, _name=name, _original=original, **kwargs):
-            seen.add((_name, sys._getframe(1).f_code.co_filename))
+            code = sys._getframe(1).f_code
+            seen.add((_name, code.co_filename, code.co_qualname))
             return _original(self, *args, **kwargs)
 
         monkeypatch.setattr(Request, name, watched)
@@ -65,16 +72,17 @@ def test_only_the_scheduler_calls_the_state_methods(callers):
     for dc in (DeploymentConfig("colocated", replicas=2), DeploymentConfig("disaggregated", decode_kv_layout="paged")):
         run_deployment(eng, "chapter-7.3-mixed", rc, dc)
     Trace.from_dict(tr.to_dict())  # a record read back is built whole, not lived
-    names = {name for name, _ in callers}
+    names = {name for name, _, _ in callers}
     assert names == set(STATE_METHODS), names  # every transition was exercised
-    strays = sorted((name, f) for name, f in callers if Path(f).resolve() != OWNER)
+    strays = sorted((name, f, fn) for name, f, fn in callers if not _owns(f, fn))
     assert not strays, strays
 
 
 def test_the_check_can_fail(callers):
     """A state method called from anywhere else is caught (here: this test file)."""
     _requests(1)[0].reject("refused by a test")
-    assert any(Path(f).resolve() == Path(__file__).resolve() for _, f in callers)
+    assert any(Path(f).resolve() == Path(__file__).resolve() and not _owns(f, fn) for _, f, fn in callers)
+    assert not _owns(str(OWNER), "Policy._preempt") and _owns(str(OWNER), "Scheduler.update")
 
 
 def test_nothing_in_lib_assigns_a_requests_status_but_request_py():

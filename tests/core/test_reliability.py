@@ -4,7 +4,7 @@ keeps its memory bounded. (The CLI side is tests/tools/test_cli.py; engine knob 
 tests/core/test_engine.py are not repeated here.)
 
 The CLI has no option or environment variable to pick another checkpoint, so corrupt and missing checkpoints
-are tested through tinyserve.model.checkpoint.load_model(path).
+are tested through tinyserve.model.runner.load_model(path).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tinyserve.core.tokenizer import BOS
 from tinyserve.core.workloads import get_workload
 from tinyserve.engine import Engine
 from tinyserve.errors import TinyserveError
-from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model
+from tinyserve.model.runner import CHECKPOINT_DIR, load_model
 
 LIB = Path(tinyserve.__file__).parent
 CTX = 96
@@ -275,7 +275,7 @@ def test_no_unpickling_or_eval_anywhere_in_the_package():
     # the shipped weights are safetensors and nothing else
     weights = {p.name for p in CHECKPOINT_DIR.iterdir() if p.suffix not in (".json", ".md", ".txt")}
     assert weights == {"model.safetensors"}, weights
-    assert "load_file" in (LIB / "model" / "checkpoint.py").read_text()
+    assert "load_file" in (LIB / "model" / "runner.py").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -271,7 +271,7 @@ def test_a_step_past_big_step_tokens_pays_for_each_token_beyond():
 
 
 def test_tinyserve_decode_groups_are_the_ones_build_step_makes():
-    from tinyserve.model.step import build_step
+    from tinyserve.model.gpt import build_step
     from tinyserve.model.runner import step_segments
 
     rng = random.Random(1)
@@ -423,7 +423,7 @@ def test_paged_terms_count_the_gathers_and_keys_build_step_makes():
     """Under the paged layout a tinyserve-* clock prices what build_step builds: one call per decode group with a
     row per decode, reading (and first gathering) its longest context in whole blocks, and each prefill segment
     gathering its prefix and its own K/V."""
-    from tinyserve.model.step import build_paged_step
+    from tinyserve.model.gpt import build_paged_step
     from tinyserve.model.runner import step_segments
     from tinyserve.tools.calibrate import block_tables
 

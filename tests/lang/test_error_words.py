@@ -72,7 +72,7 @@ def test_the_classroom_commands_describe_themselves_as_their_docstrings_do():
 
 def test_knob_and_workload_errors_word_for_word():
     from tinyserve.core.config import GPTConfig, RunConfig, check_dtype
-    from tinyserve.core.knobs import waiting_steps
+    from tinyserve.core.scheduling.continuous import waiting_steps
     from tinyserve.core.workloads import get_workload, list_workloads, make_prompt
 
     assert message(waiting_steps, True, 5) == ("max_waiting_steps: 5 contradicts prefill_first=True (prefill-first is "
@@ -172,11 +172,11 @@ def test_trace_and_analysis_errors_word_for_word(tmp_path):
 
 
 def test_threads_and_replay_errors_word_for_word(monkeypatch):
-    from tinyserve import threads
+    from tinyserve.core.config import threads_setting
     from tinyserve.tools.replay import check_url, replay
 
     monkeypatch.setenv("TINYSERVE_THREADS", "many")
-    assert message(threads.setting) == (
+    assert message(threads_setting) == (
         "TINYSERVE_THREADS: must be auto, off (or 0, no, false) or a positive integer, got 'many'")
     assert message(check_url, "ftp://x") == "--url: 'ftp://x' is not an http(s) URL (e.g. http://127.0.0.1:8000)"
     assert message(replay, "http://x", [], token_unit="bit") == "--token-unit: unknown 'bit' (choose byte, event)"

@@ -17,9 +17,8 @@ import tinyserve
 from tinyserve.core.request import check_length
 from tinyserve.core.tokenizer import encode
 from tinyserve.errors import TinyserveError
-from tinyserve.model.checkpoint import CHECKPOINT_DIR, load_model, resolve_device, resolve_dtype, save_model
-from tinyserve.model.gpt import TinyGPT
-from tinyserve.model.step import PagedKV, SlabKV, build_paged_step, build_step
+from tinyserve.model.gpt import PagedKV, SlabKV, TinyGPT, build_paged_step, build_step
+from tinyserve.model.runner import CHECKPOINT_DIR, load_model, resolve_device, resolve_dtype, save_model
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -200,7 +199,7 @@ def test_resolve_device_and_dtype_errors() -> None:
         resolve_dtype("bfloat16", cpu)
     # the names the CLI and the engine check before torch loads are the ones torch is then asked for
     from tinyserve.core.config import DEVICES, DTYPE_BYTES
-    from tinyserve.model.checkpoint import DTYPES
+    from tinyserve.model.runner import DTYPES
 
     assert set(DTYPES) == set(DTYPE_BYTES) and set(DEVICES) == {"auto", "cpu", "cuda"}
 

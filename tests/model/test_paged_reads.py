@@ -11,8 +11,8 @@ from helpers import DEVICES, DTYPES
 
 from tinyserve.core.request import decode_works
 from tinyserve.engine import Engine
+from tinyserve.model.gpt import PagedKV, build_paged_step
 from tinyserve.model.runner import ModelRunner, step_segments
-from tinyserve.model.step import PagedKV, build_paged_step
 from tinyserve.tools.calibrate import block_tables
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

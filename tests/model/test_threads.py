@@ -1,4 +1,5 @@
-"""threads.py: the CPUs a process may use (affinity, cgroup v1/v2 quota) and when tinyserve sizes torch's threads.
+"""threads.py: the CPUs a process may use (affinity, cgroup v1/v2 quota) and when tinyserve sizes torch's threads;
+model/runner.py's Governor, which adapts them before every step.
 
 Fake /proc/self and cgroup trees under tmp_path; expected CPU counts are worked out by hand from the files.
 The environment rules run in fresh interpreters, since OpenMP reads its variables once, when torch loads.
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tinyserve import threads
+from tinyserve.model import runner
 
 LIB = str(Path(__file__).resolve().parents[2] / "lib")
 
@@ -100,10 +102,10 @@ def fresh(code: str, **env: str) -> dict:
 
 # A quota of one CPU, whatever this machine has: tinyserve must use 1 thread where torch alone starts with
 # one per CPU in the affinity mask.
-ONE_CPU = ("import json, os, tinyserve.threads as t; t.cgroup_cpu_limit = lambda: 1.0; t._others_running = lambda: 0\n"
+ONE_CPU = ("import json, os, tinyserve.threads as t; t.cgroup_cpu_limit = lambda: 1.0\n"
            "import tinyserve.model.gpt, torch\n"
            "print(json.dumps({'threads': torch.get_num_threads(), 'wait': os.environ.get('OMP_WAIT_POLICY'),"
-           " 'spin': os.environ.get('GOMP_SPINCOUNT'), 'governor': t._governor is not None,"
+           " 'spin': os.environ.get('GOMP_SPINCOUNT'), 'governor': t.governed is not None,"
            " 'cpus': len(os.sched_getaffinity(0))}))")
 # Three CPUs' quota: three threads and the governor (unless the user chose)
 THREE_CPUS = ONE_CPU.replace("lambda: 1.0", "lambda: 3.0").replace("t.cgroup_cpu_limit", "t.os.sched_getaffinity = "
@@ -159,7 +161,7 @@ class FakeMachine:
 
     def governor(self, threads=2, cpus=2):
         self.threads = threads
-        return threads_mod.Governor(threads, cpus, self.set, lambda: self.threads, clock=lambda: self.t,
+        return runner.Governor(threads, cpus, self.set, lambda: self.threads, clock=lambda: self.t,
                                     wait_ns=lambda: self.wait, others=lambda: self.others)
 
     def run(self, g, seconds, wait_share, step_s=0.005):
@@ -170,7 +172,7 @@ class FakeMachine:
             self.wait += int(wait_share * step_s * 1e9)
 
 
-threads_mod = threads
+threads_mod = runner  # the governor's home
 
 
 def test_governor_keeps_all_threads_alone():
@@ -245,7 +247,7 @@ def test_the_runner_asks_the_governor_before_every_step_and_the_model_never_does
     from tinyserve.engine import Engine
 
     g = CountingGovernor()
-    monkeypatch.setattr(threads, "_governor", g)
+    monkeypatch.setattr(runner, "_governor", g)
     model = make_random_model(n_positions=64)
     trace = Engine(model).run("chapter-7.2-longtail", "continuous", workload_knobs={"n": 3}, max_model_len=64,
                               progress=False)

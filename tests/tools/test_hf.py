@@ -18,8 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel
 
 from tinyserve.core.tokenizer import BOS, EOS, decode, encode
 from tinyserve.errors import TinyserveError
-from tinyserve.model.gpt import TinyGPT
-from tinyserve.model.step import SlabKV, build_step
+from tinyserve.model.gpt import SlabKV, TinyGPT, build_step
 from tinyserve.tools.hf import export_hf, load_hf, to_hf_model
 
 DTYPE_IDS = [str(d).removeprefix("torch.") for d in DTYPES]

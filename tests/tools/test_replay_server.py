@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tinyserve.engine import Engine
-from tinyserve.model.checkpoint import load_model
+from tinyserve.model.runner import load_model
 from tinyserve.tools.hf import export_hf, serve_command
 from tinyserve.tools.replay import replay, wait_ready
 

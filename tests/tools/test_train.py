@@ -6,7 +6,7 @@ import json
 import torch
 
 from tinyserve.core.tokenizer import BOS, EOS
-from tinyserve.model.checkpoint import load_model
+from tinyserve.model.runner import load_model
 from tinyserve.tools.train import corpus_documents, token_stream, train
 
 

@@ -4,7 +4,7 @@ Torch-free (nano-vllm's block manager, vLLM's names), so a dry run allocates the
 reads through. A sequence holds ceil(positions / block_size) blocks, taken as it grows and all given back when it
 finishes or is preempted. Slots stay as the batch's rows (vLLM's max_num_seqs): a paged run has batch_size of them,
 none reserving memory; admission is limited by free blocks. Which request is preempted, and how it is recomputed,
-is the policy's decision (core/scheduling/base.Policy._preempt).
+is the policy's decision (core/scheduling/scheduler.Policy._preempt).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TinyserveError
 from ..lang import t
-from .kv import KVPool, RunKV, SlabPlan, accepted_of
+from .kv import KVPool, RunKV, SlabPlan, accepted_of, words
 from .request import REJECTED, Request
 
 
@@ -254,22 +254,23 @@ def paged_pool(batch_size: int, capacity: int | None, slab_bytes: int, block_siz
     return PagedPool(batch_size, pool_bytes // (block_size * bytes_per_token), block_size, bytes_per_token)
 
 
-def refusals_paged(pool: PagedPool, requests: list[Request], capacity_name: str | None) -> list[tuple]:
+def refusals_paged(pool: PagedPool, requests: list[Request], capacity_name: str | tuple | None) -> list[tuple]:
     """(request, why) for each request not yet rejected that could never fit the pool even by itself: the
-    scheduler rejects it, alone. A pool too small for even the shortest prompt is an error: nothing could run."""
-    name = capacity_name or t("engine.kv.equal_memory")
+    scheduler rejects it, alone. A pool too small for even the shortest prompt is an error: nothing could run.
+    capacity_name: SlabPlan's (words() data, looked up only for a message)."""
+    name = capacity_name or ("engine.kv.equal_memory", {})
     live = [r for r in requests if r.status != REJECTED]
     shortest = min((r.prompt_len for r in live), default=0)
     if live and blocks_for(shortest, pool.block_size) > pool.num_blocks:
         raise TinyserveError(t("engine.kv.pool_small", knob="kv_budget" if capacity_name == "kv_budget" else
-                               "block_size", blocks=pool.num_blocks, size=pool.block_size, name=name,
+                               "block_size", blocks=pool.num_blocks, size=pool.block_size, name=words(name),
                                shortest=shortest))
     out = []
     for r in live:
         need = blocks_for(r.prompt_len + r.max_new_tokens, pool.block_size)
         if need > pool.num_blocks:
             out.append((r, t("engine.kv.too_many_blocks", need=need, size=pool.block_size,
-                             positions=r.prompt_len + r.max_new_tokens, blocks=pool.num_blocks, name=name)))
+                             positions=r.prompt_len + r.max_new_tokens, blocks=pool.num_blocks, name=words(name))))
     return out
 
 

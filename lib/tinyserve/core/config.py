@@ -4,13 +4,13 @@ kernel's first dry run: benchmarks/startup.py)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, fields
 
 from ..errors import TinyserveError
 from ..lang import t
 from .blocks import DEFAULT_BLOCK_SIZE, PagedPool
-from .knobs import (DEFAULT_BATCH_SIZE, POLICY_KNOBS, UNBOUNDED, check_int, check_knob, check_token_budget,
-                    waiting_steps, waiting_steps_error)
+from .knobs import DEFAULT_BATCH_SIZE, POLICY_KNOBS, UNBOUNDED
 from .kv import RunKV, SlotPool, plan_slabs
 
 # a layout test, the one kept: a run's kv_layout names its pool here, and every other module asks that pool
@@ -19,6 +19,67 @@ LAYOUTS = tuple(POOLS)
 LAYOUT_KNOBS = ("block_size",)  # knobs of a layout's own (its pool's `knobs`), RunConfig fields
 FROM_CONFIG = "<the config's policy>"  # Engine.start's policy when none is given: RunConfig.of keeps the config's
 POLICY_OBJECT = "<a Policy object>"  # RunConfig.policy when the run is given a policy object, not a name
+
+
+# ---- the one rule of each policy knob (their names and defaults: knobs.py) ----------------------------------
+def check_int(name: str, value, lo: int) -> int:
+    """An integer >= lo (a whole float such as 2.0 becomes 2), or the one message naming the knob."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise TinyserveError(t("engine.knob.integer", name=name, lo=lo, value=value))
+    if value < lo:
+        raise TinyserveError(t("engine.knob.at_least", name=name, lo=lo, value=value))
+    return value
+
+
+def _positive(name: str, value) -> int:
+    return check_int(name, value, 1)
+
+
+def _timeout(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise TinyserveError(t("engine.knob.timeout", value=value))
+    return float(value)
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TinyserveError(t("engine.knob.prefill_first", value=value))
+    return value
+
+
+def _waiting(name: str, value) -> int | float:
+    if value == UNBOUNDED:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            float(value).is_integer() and value >= 0):
+        raise waiting_steps_error(value)
+    return int(value)
+
+
+# every policy knob and its rule, batch_size first (every policy takes it); the others in POLICY_KNOBS' order
+RULES = {"batch_size": _positive, "timeout": _timeout, "chunk_size": _positive, "max_batch_tokens": _positive,
+         "prefill_first": _flag, "max_waiting_steps": _waiting}
+
+
+def check_knob(name: str, value):
+    """The one rule of each policy knob: the value as the policy stores it, or a TinyserveError naming the knob."""
+    if name not in RULES:
+        raise TinyserveError(f"{name}: not a policy knob")  # words: ok (a bug, not user input)
+    return RULES[name](name, value)
+
+
+def waiting_steps_error(value) -> TinyserveError:
+    """The one message for a bad max_waiting_steps."""
+    return TinyserveError(t("engine.knob.max_waiting_steps", value=value))
+
+
+def check_token_budget(batch_size: int, max_batch_tokens: int) -> None:
+    """Chunked prefill's budget must leave room for every slot's decode."""
+    if max_batch_tokens < batch_size:
+        raise TinyserveError(t("engine.knob.token_budget", batch_size=batch_size, max_batch_tokens=max_batch_tokens))
 
 
 def pool_class(layout: str) -> type:
@@ -78,17 +139,31 @@ def check_dtype(dtype: str) -> str:
 
 
 def check_device(device: str) -> str:
-    """A device by name, without torch (whether cuda is there only torch knows: model.checkpoint.resolve_device)."""
+    """A device by name, without torch (whether cuda is there only torch knows: model.gpt.resolve_device)."""
     if device not in DEVICES:
         raise TinyserveError(t("engine.device.unknown", device=device))
     return device
 
 
 def check_load_dtype(dtype: str) -> str:
-    """The dtype a checkpoint is loaded in, by name, without torch (model.checkpoint.resolve_dtype's own words)."""
+    """The dtype a checkpoint is loaded in, by name, without torch (model.gpt.resolve_dtype's own words)."""
     if dtype not in DTYPE_BYTES:
         raise TinyserveError(t("engine.dtype.unknown", dtype=dtype))
     return dtype
+
+
+def threads_setting() -> int | str:
+    """TINYSERVE_THREADS: 'auto' (the default), 'off' (also 0, no, false) or a positive number of threads (an engine
+    setting read from the environment, checked before anything loads: tinyserve/threads.py applies it)."""
+    raw = os.environ.get("TINYSERVE_THREADS", "auto")
+    v = raw.strip().lower()
+    if v in ("", "auto"):
+        return "auto"
+    if v in ("off", "0", "no", "false"):
+        return "off"
+    if v.isdigit() and int(v) > 0:
+        return int(v)
+    raise TinyserveError(t("engine.threads", raw=raw))
 
 
 @dataclass(frozen=True)
@@ -150,6 +225,8 @@ class RunConfig:
         if self.max_batch_tokens is not None:
             check_token_budget(self.batch_size, self.max_batch_tokens)
         if self.max_waiting_steps is not None:  # the two ways of saying it must agree
+            from .scheduling.continuous import waiting_steps  # the policy's own rule (its package imports RunConfig)
+
             waiting_steps(self.prefill_first, self.max_waiting_steps)
 
     def _check_run_knobs(self) -> None:

@@ -14,7 +14,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from ..errors import TinyserveError
-from ..lang import LazyText, t
+from ..lang import t
 from .request import REJECTED, Request
 
 # Cost, in slot-keys, of one more attention call: splitting decodes into groups pays off when it skips
@@ -37,13 +37,20 @@ def num_slots_for(batch_size: int, capacity: int | None, slab_bytes: int) -> int
     return min(batch_size, capacity // slab_bytes)
 
 
-def too_big_for(tokens: int, bytes_per_token: int, capacity: int | None, capacity_name: str) -> str | None:
+def words(w: str | tuple | None) -> str | None:
+    """Words kept as data, a catalog key and its fields (key, {field: value}), looked up now in the current
+    language; a str (or None) as it is. A run keeps what it may never show this way (its slab rule, a capacity's
+    name), so its way to the first step loads no catalog."""
+    return t(w[0], **w[1]) if isinstance(w, tuple) else w
+
+
+def too_big_for(tokens: int, bytes_per_token: int, capacity: int | None, capacity_name: str | tuple) -> str | None:
     """Why a sequence of `tokens` positions can never be held (None if it can): its slab exceeds the capacity."""
     need = tokens * bytes_per_token
     if capacity is None or need <= capacity:
         return None
     return t("engine.reject.kv", need=need, tokens=tokens, bytes_per_token=bytes_per_token,
-             capacity_name=capacity_name, capacity=capacity)
+             capacity_name=words(capacity_name), capacity=capacity)
 
 
 SLAB_RULES = ("max_model_len", "longest")
@@ -59,9 +66,9 @@ class SlabPlan:
     dtype: str
     bytes_per_token: int
     capacity: int | None  # the KV budget or modeled KV memory that caps the slots (None: no cap)
-    capacity_name: str | LazyText | None
+    capacity_name: str | tuple | None  # "kv_budget", or the words of the preset's KV memory (words())
     server_len: int | None  # positions a server admits per sequence (None: the slab is the run's longest, a what-if)
-    rule: str | LazyText = ""  # what sized the slab, in words the trace keeps (Trace.slab_rule, made str there)
+    rule: str | tuple = ""  # what sized the slab, as words() data: the trace keeps the text (Run.trace)
 
     def refusals(self, requests: list) -> list[tuple]:
         """(request, why) for each request not yet rejected whose slab can never fit: the scheduler rejects it,
@@ -91,24 +98,24 @@ def plan_slabs(hw, n_layer: int, n_embd: int, itemsize: int, dtype_name: str, co
     else:
         units, dtype, memory = "real", dtype_name, None
         bpt = kv_bytes_per_token(n_layer, n_embd, itemsize)
-    # words as LazyText: looked up when shown (a refusal, the trace), so a run's first step loads no catalog
-    memory_name = LazyText("engine.kv.memory_of", name=hw.name if hw else "")
+    # words as data (words()): looked up when shown (a refusal, the trace), so a run's first step loads no catalog
+    memory_name = ("engine.kv.memory_of", {"name": hw.name if hw else ""})
     caps = [(c, n) for c, n in ((kv_budget, "kv_budget"), (memory, memory_name)) if c is not None]
     if len(caps) == 2 and caps[0][0] == caps[1][0]:  # a tie goes to the name that sorts first, as it always has
-        caps = [(c, str(n)) for c, n in caps]
+        caps = [(c, words(n)) for c, n in caps]
     capacity, cap_name = min(caps) if caps else (None, None)
     # a server admits at most its model's context: the preset's maximum length is capped by the model run
     server_len = (None if slab == "longest" else
                   max_model_len or (min(hw.max_model_len or context, context) if hw else None))
     if slab == "longest":
-        rule = LazyText("engine.slab.longest")
+        rule = ("engine.slab.longest", {})
     elif max_model_len is not None:
-        rule = LazyText("engine.slab.given")
+        rule = ("engine.slab.given", {})
     elif hw is not None:
-        rule = (LazyText("engine.slab.preset", name=hw.name) if hw.max_model_len == server_len
-                else LazyText("engine.slab.context"))
+        rule = (("engine.slab.preset", {"name": hw.name}) if hw.max_model_len == server_len
+                else ("engine.slab.context", {}))
     else:
-        rule = LazyText("engine.slab.real")
+        rule = ("engine.slab.real", {})
     return SlabPlan(units, dtype, bpt, capacity, cap_name, server_len, rule)
 
 

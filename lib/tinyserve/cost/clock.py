@@ -60,10 +60,10 @@ indirection: the clock adds nothing. The vLLM paper's first kernel ran 20-26% sl
 contiguous one (Kwon et al. 2023, sec. 7.1, https://arxiv.org/abs/2309.06180); that upper bound is not modeled.
 What paging really costs shows in the works themselves: a preempted request's recompute is a prefill, priced as
 one. Under a tinyserve-* preset (cpu-tiny) the clock prices a paged step as the tiny engine runs it
-(model/step.build_paged_step, PagedKV.gather), which is not a slab step: each decode group is a call with one row per
+(model/gpt.build_paged_step, PagedKV.gather), which is not a slab step: each decode group is a call with one row per
 decode (no holes), whose keys and values are first copied out of the block pool through the tables, every row up to
 the group's longest context rounded up to whole blocks, a few sequences at a time into one reused buffer small
-enough for the CPU's caches (step.GATHER_BYTES), so attention reads the copy from cache; each prefill segment copies
+enough for the CPU's caches (gpt.GATHER_BYTES), so attention reads the copy from cache; each prefill segment copies
 its prefix and its own K/V the same way. The terms count the groups and prefills that gather (`gathers`: one each,
 however many batches their copy takes) and the positions copied (`gathered`), priced at gather_call_s per gather
 and the copied bytes at gather_Bps, both fitted by calibration on paged steps: what a copy costs that lands in cache
@@ -182,14 +182,14 @@ class ModeledClock:
         Returns tokens (through the linear layers), kv_written (tokens whose K/V are stored), calls (attention
         calls), rows (sequences over all calls), attn: one (kind, keys read, query-key pairs, rows) per call, and
         under the paged layout of a tinyserve-* preset (PagedClock) gathers (calls whose K/V are copied out of the
-        block pool first) and gathered (positions copied: whole blocks, as model/step.PagedKV.gather copies them).
+        block pool first) and gathered (positions copied: whole blocks, as model/gpt.PagedKV.gather copies them).
         """
         mode = self.hardware.attention
         if mode == "exact":  # (an exact preset's paged kernel reads through the table in place: no gathers either)
             return _exact_terms(works)
         tokens = written = masked = 0
         attn: list[tuple[str, int, int]] = []
-        decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.step.build_step lists them
+        decodes: list[tuple[int, int, int]] = []  # (row, slot, keys read), as model.gpt.build_step lists them
         for w in works:  # runs for every slot of every step of a dry run: keep it lean
             n, s, p = w.tokens, w.start, w.padding
             tokens += n + p  # padding and wasted decodes go through every matmul like useful tokens
@@ -259,7 +259,7 @@ class ModeledClock:
 
 class PagedClock(ModeledClock):
     """The modeled clock of a run whose K/V are paged in blocks of block_size positions (core/blocks.py): under a
-    tinyserve-* preset its steps read as model/step.build_paged_step builds them (module docstring)."""
+    tinyserve-* preset its steps read as model/gpt.build_paged_step builds them (module docstring)."""
 
     def __init__(self, hardware: HardwarePreset | str, block_size: int):
         super().__init__(hardware)

@@ -51,7 +51,7 @@ class HardwarePreset:
     masked_pair_s: float = 0.0
     # the paged KV layout under a tinyserve-* preset: before attending, the tiny engine copies each call's keys and
     # values out of the block pool through the block tables into a reused buffer the caches hold, a few sequences at
-    # a time (model/step.PagedKV.gather, every layer), a cost the slabs do not have: gather_call_s per call that
+    # a time (model/gpt.PagedKV.gather, every layer), a cost the slabs do not have: gather_call_s per call that
     # gathers, and the gathered bytes at gather_Bps; 0 = none (exact presets: a paged kernel reads through the table
     # in place, cost/clock.py)
     gather_call_s: float = 0.0

@@ -155,23 +155,6 @@ def fill_spaced(text: str, fields: dict) -> str:
     return out
 
 
-class LazyText:
-    """t(key, **fields) in the language current when it was made, looked up only when shown (str() or a format
-    field): words a run may never show (its slab rule, a capacity's name) load no catalog on the way to its first
-    step."""
-
-    __slots__ = ("key", "lang", "fields")
-
-    def __init__(self, key: str, **fields) -> None:
-        self.key, self.lang, self.fields = key, _state["lang"], fields
-
-    def __str__(self) -> str:
-        return t(self.key, self.lang, **self.fields)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
-
-
 def say(key: str, **fields) -> None:
     """print(t(key, **fields)): a notebook's printed result."""
     print(t(key, **fields))

@@ -5,8 +5,8 @@ The workload is one long-tailed batch: 64 requests (seeded), most prompts 16-64 
 Every system generates greedily with the shipped checkpoint in float32 (ours: TinyGPT; transformers: its
 lossless export to GPT2LMHeadModel) and reports output tokens / wall seconds of the whole run. Each system runs
 in its own process with its own default thread settings, as a user would run it: ours with tinyserve's
-(threads.py), transformers' with torch's own (TINYSERVE_THREADS=off, so loading our checkpoint to export it
-leaves torch's threads alone); the environment this command was started with applies to both. Each process
+(threads.py; the governor: model/runner.py), transformers' with torch's own (TINYSERVE_THREADS=off, so
+loading our checkpoint to export it leaves torch's threads alone); the environment this command was started with applies to both. Each process
 runs the workload once untimed (warm-up), then times one run. Repeats are interleaved (for each repeat, every
 system once) so drift in the machine hits every system alike.
 
@@ -42,10 +42,8 @@ from typing import Callable
 import torch
 
 from ..engine import Engine
-from ..model.checkpoint import load_model
-from ..model.runner import ModelRunner
+from ..model.runner import ModelRunner, configured_threads, load_model
 from ..core.request import Request
-from ..threads import configured_threads
 from ..core.tokenizer import BOS, EOS
 from ..core.workloads import make_prompt
 
@@ -315,7 +313,7 @@ def run_bench(repeats: int = 3, quick: bool = False, device: str = "auto", seed:
               log: Callable[[str], None] | None = None) -> dict:
     """Run every system `repeats` times (interleaved), each time in a fresh process (--quick: one process per kind,
     ours and transformers', each with its threads: a smoke run, not a measurement); return the JSON-able result."""
-    from ..model.checkpoint import resolve_device
+    from ..model.runner import resolve_device
 
     log = log or (lambda msg: None)
     dev = resolve_device(device)

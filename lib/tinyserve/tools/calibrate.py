@@ -19,7 +19,6 @@ from typing import Callable
 import numpy as np
 
 from ..core.kv import kv_bytes_per_token as _kv_bytes_per_token
-from .. import threads
 from ..cost.clock import ModeledClock
 from ..cost.presets import HardwarePreset, save_preset
 from ..cost.pricing import FIT, RATES, fit_row, price, sides, step_hit, total, with_fit
@@ -399,10 +398,10 @@ def works_of(runs: list[list]) -> list[Work]:
 
 def run_calibration(quick: bool = False, out: str | Path | None = None, device: str = "cpu") -> HardwarePreset:
     """Calibrate the shipped checkpoint (float32) on this machine; write the preset JSON to `out` if given."""
-    from ..model.checkpoint import load_model
+    from ..model.runner import fixed, load_model
 
     model = load_model(device=device, dtype="float32")
-    with threads.fixed():  # the thread governor would change the setting the points are timed at
+    with fixed():  # the thread governor would change the setting the points are timed at
         preset = calibrate(model, quick=quick, name="cpu-tiny" if model.device.type == "cpu" else f"{device}-tiny")
     if out is not None:
         save_preset(preset, out)

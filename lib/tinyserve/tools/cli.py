@@ -11,10 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from .. import threads
 from ..errors import TinyserveError
 from ..lang import language, set_language, t
-from ..core.config import policy_classes, users
+from ..core.config import policy_classes, threads_setting, users
 from ..core.scheduling.registry import DECODE_POLICIES
 from .speak import argparse_words, users_language
 
@@ -313,7 +312,7 @@ def cmd_generate(a) -> None:
     ids = encode(a.prompt)
     check_length(len(ids), a.max_new_tokens, GPTConfig().n_positions)  # the shipped model's context
 
-    from ..model.checkpoint import load_model
+    from ..model.runner import load_model
 
     model = load_model(device=a.device, dtype=a.dtype)
     out = model.generate(ids, a.max_new_tokens, eos=EOS)
@@ -529,7 +528,7 @@ def cmd_workloads(a) -> None:
 
 def cmd_export_hf(a) -> None:
     from .hf import export_hf
-    from ..model.checkpoint import load_model
+    from ..model.runner import load_model
 
     out = export_hf(load_model(device="cpu", dtype=a.dtype), a.dir)
     print(t("cli.export.wrote", out=out))
@@ -592,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     before = language()
     try:
         set_language(users_language(), figures=False)  # before parsing: argparse's errors and --help speak it too
-        threads.setting()  # a bad TINYSERVE_THREADS: one line, before anything runs
+        threads_setting()  # a bad TINYSERVE_THREADS: one line, before anything runs
         with argparse_words():
             a = build_parser().parse_args(argv)
         COMMANDS[a.cmd](a)

@@ -22,8 +22,8 @@ import torch
 from ..errors import TinyserveError
 from ..lang import t
 from ..core.config import GPTConfig
-from ..model.checkpoint import resolve_device, resolve_dtype
 from ..model.gpt import TinyGPT
+from ..model.runner import resolve_device, resolve_dtype
 from ..core.tokenizer import BOS, EOS, VOCAB_SIZE, encode
 
 if TYPE_CHECKING:  # only for type hints: importing tinyserve must not need transformers

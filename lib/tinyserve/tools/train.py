@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from ..core.config import GPTConfig
-from ..model.checkpoint import CHECKPOINT_DIR, save_model
 from ..model.gpt import TinyGPT
+from ..model.runner import CHECKPOINT_DIR, save_model
 from ..core.tokenizer import EOS, decode, encode
 
 SKIP_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "__pycache__", "turtledemo"}

@@ -135,7 +135,7 @@ def validate(model=None, preset: HardwarePreset | str = "cpu-tiny", repeats: int
              paged_policies: tuple[str, ...] = PAGED_POLICIES) -> list[dict]:
     """Run every policy on every workload `repeats` times under `preset` (and paged_policies with the paged KV
     layout) and compare (rows as compare() gives)."""
-    from ..model.checkpoint import load_model
+    from ..model.runner import load_model
 
     preset = get_preset(preset) if isinstance(preset, str) else preset
     model = model if model is not None else load_model(device="cpu", dtype="float32")

@@ -29,11 +29,6 @@ class Trace(TraceFields):
 
     _views: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        # the run hands its slab rule as lang.LazyText (words looked up when shown): the record keeps the text
-        if not isinstance(self.slab_rule, str):
-            self.slab_rule = str(self.slab_rule)
-
     # ---- views -------------------------------------------------------------------------------------------
     def workload_label(self) -> str:
         """The workload's name with the knobs it ran with, e.g. 'chapter-7.2-longtail (rate=2)'."""

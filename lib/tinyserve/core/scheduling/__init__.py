@@ -1,5 +1,5 @@
 """Batching policies, one file each, named as the chapter names them; each, asked every step, returns a plan:
-which slot computes what. base.py has what they share, scheduler.py the owner of a request's lifecycle.
+which slot computes what. scheduler.py has what they share (Plan, Policy) and the owner of a request's lifecycle.
 
 static      gather B requests, prefill them padded to the longest prompt, decode until the last one finishes
 dynamic     static, but the batch also launches when a timeout since its first waiting request expires
@@ -11,11 +11,10 @@ variants    other systems' rules, for the gallery: separate-prefill, whole-promp
 from __future__ import annotations
 
 from ..config import RunConfig
-from .base import Plan, Policy, decode_work
+from .scheduler import Plan, Policy, Scheduler, decode_work
 from .chunked import ChunkedPrefill
 from .continuous import ContinuousBatching
 from .dynamic import DynamicBatching
-from .scheduler import Scheduler
 from .static import StaticBatching
 
 __all__ = ["Plan", "Policy", "decode_work", "Scheduler", "StaticBatching", "DynamicBatching", "ContinuousBatching",

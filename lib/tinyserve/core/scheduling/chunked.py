@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..knobs import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK
 from ..request import Work
-from .base import Plan
+from .scheduler import Plan
 from .continuous import ContinuousBatching
 
 
@@ -12,7 +12,7 @@ class ChunkedPrefill(ContinuousBatching):
     """Continuous batching under a token budget per step: every decode first, then prefill chunks (FIFO)."""
 
     name = "chunked"
-    takes = ("chunk_size", "max_batch_tokens")  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
+    takes = ("chunk_size", "max_batch_tokens")  # its knobs beyond batch_size (RunConfig checks them: core/config.py)
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, chunk_size: int = DEFAULT_CHUNK,
                  max_batch_tokens: int | None = None):

@@ -2,10 +2,21 @@
 request leaves its slot at once and the next one in the queue enters."""
 from __future__ import annotations
 
-from ..knobs import DEFAULT_BATCH_SIZE, UNBOUNDED, waiting_steps
+from ...errors import TinyserveError
+from ...lang import t
+from ..knobs import DEFAULT_BATCH_SIZE, DEFAULT_MAX_WAITING_STEPS, UNBOUNDED
 from ..kv import SlotPool
 from ..request import Work
-from .base import Plan, Policy, decode_work
+from .scheduler import Plan, Policy, decode_work
+
+
+def waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:
+    """One bound from the two ways of saying it (prefill_first is the older, coarser knob)."""
+    if max_waiting_steps is None:
+        return DEFAULT_MAX_WAITING_STEPS if prefill_first is False else 0
+    if prefill_first is not None and prefill_first != (max_waiting_steps == 0):
+        raise TinyserveError(t("engine.knob.waiting_contradicts", value=max_waiting_steps, prefill_first=prefill_first))
+    return max_waiting_steps
 
 
 class ContinuousBatching(Policy):
@@ -21,7 +32,7 @@ class ContinuousBatching(Policy):
     """
 
     name = "continuous"
-    takes = ("prefill_first", "max_waiting_steps")  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
+    takes = ("prefill_first", "max_waiting_steps")  # its knobs beyond batch_size (core/config.py checks them)
     admits_prefilled = True  # a deployment's decode instance can run it: prefilled requests decode at once
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, prefill_first: bool | None = None,

@@ -9,7 +9,7 @@ class DynamicBatching(StaticBatching):
     """Static batching whose batch also launches when the first waiting request has waited `timeout`."""
 
     name = "dynamic"
-    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
+    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/config.py)
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, timeout: float = DEFAULT_TIMEOUT_S):
         super().__init__(batch_size, timeout)

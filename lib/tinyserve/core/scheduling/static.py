@@ -6,7 +6,7 @@ import math
 
 from ..knobs import DEFAULT_BATCH_SIZE
 from ..request import ABORTED, FINISHED, REJECTED, Request, SlotWork, Work
-from .base import Plan, Policy, _position
+from .scheduler import Plan, Policy, _position
 
 DONE = (FINISHED, REJECTED, ABORTED)  # Request.done's statuses, read per row per step
 
@@ -15,7 +15,7 @@ class StaticBatching(Policy):
     """A fixed batch runs from its padded prefill to its last finisher; a finished member's slot keeps computing."""
 
     name = "static"
-    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/knobs.py)
+    takes = ("timeout",)  # its knobs beyond batch_size (RunConfig checks them: core/config.py)
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, timeout: float | None = None):
         super().__init__(batch_size)

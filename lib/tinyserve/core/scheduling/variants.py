@@ -11,7 +11,7 @@ chunk-only        chunked prefill without mixing: a step carries either prefill 
 """
 from __future__ import annotations
 
-from .base import Plan
+from .scheduler import Plan
 from .chunked import ChunkedPrefill
 from .continuous import ContinuousBatching
 from ..request import Work
