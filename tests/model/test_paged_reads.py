@@ -60,9 +60,9 @@ def test_each_step_reads_exactly_its_tables_blocks_and_no_warm_step_allocates(ch
     buffers: set[int] = set()
     real_gather = PagedKV.gather
 
-    def gather(self, kc, vc, tables, T):
-        reads[-1].extend(tables.reshape(-1).tolist())
-        k, v = real_gather(self, kc, vc, tables, T)
+    def gather(kc, vc, r):
+        reads[-1].extend(r.ids.tolist())
+        k, v = real_gather(kc, vc, r)
         buffers.update({k.untyped_storage().data_ptr(), v.untyped_storage().data_ptr()})
         return k, v
 
@@ -83,7 +83,7 @@ def test_each_step_reads_exactly_its_tables_blocks_and_no_warm_step_allocates(ch
         return real_forward(self, step)
 
     real_forward = ModelRunner.forward
-    monkeypatch.setattr(PagedKV, "gather", gather)
+    monkeypatch.setattr(PagedKV, "gather", staticmethod(gather))
     monkeypatch.setattr(PagedKV, "build", build)
     monkeypatch.setattr(ModelRunner, "forward", forward)
     run = Engine(checkpoint_model).start("chapter-7.2-longtail", "continuous", clock="wall", kv_layout="paged",
