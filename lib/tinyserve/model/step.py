@@ -300,9 +300,9 @@ class PagedKV:
         self.num_blocks, self.block_size = num_blocks, block_size
         row = 2 * cfg.n_head * cfg.head_dim * self.k.element_size()  # K and V bytes of one position, one layer
         budget = GATHER_BYTES_CUDA if self.k.device.type == "cuda" else GATHER_BYTES
-        self.gather_positions = budget // row  # positions one read of a decode group gathers (one row at least)
-        # the buffer holds that, or one sequence of the pool's longest context if that is more (a prefill's read)
-        self.longest = blocks_for(min(cfg.n_positions, num_blocks * block_size), block_size) * block_size
+        # the buffer's positions: the budget's, or one sequence of the pool's longest context if that is more
+        longest = blocks_for(min(cfg.n_positions, num_blocks * block_size), block_size) * block_size
+        self.gather_positions = max(budget // row, longest)
         self._gathered: tuple[torch.Tensor, torch.Tensor] | None = None
         self.gather_allocations = 0  # buffers allocated: 1 once a run has read through its tables (tests pin it)
 
@@ -345,9 +345,9 @@ class PagedKV:
         """The read of sequences through their block tables ((B, blocks) ids), T keys each: views of the reused
         buffer (allocated at the first plan) that the copy fills, (B, H, T, hd) each as attention reads them."""
         B, nb = tables.shape
-        block = tuple(self.k.shape[2:])  # (block_size, H, hd)
+        block = tuple(self.k.shape[2:])  # (block_size, heads, head_dim)
         if self._gathered is None:  # once: the buffer every later read reuses (sized above)
-            size = max(self.gather_positions, self.longest) * math.prod(block) // self.block_size
+            size = self.gather_positions * math.prod(block) // self.block_size
             self._gathered = (torch.empty(size, dtype=self.k.dtype, device=self.k.device),
                               torch.empty(size, dtype=self.k.dtype, device=self.k.device))
             self.gather_allocations += 1
