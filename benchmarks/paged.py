@@ -40,10 +40,10 @@ from tinyserve.model.checkpoint import load_model
 from tinyserve.tools import validate
 from tinyserve.tools.calibrate import FULL_PLAN, SLABS, PagedPoint, _points, _time_steps
 
-try:  # the committed table's path; an older tree run under this script may predate analysis/paged_cost
+try:  # the committed table's path; an older tree run under this script (its --json) may predate it
     from tinyserve.analysis.paged_cost import TABLE_FILE as TABLE
 except ImportError:
-    TABLE = Path(__file__).resolve().parents[1] / "lib" / "tinyserve" / "data" / "paged-cost.json"
+    TABLE = None
 
 BATCHES, CONTEXTS, BLOCK_SIZE = (1, 16, 64), (256, 1024, 2048), 16
 
@@ -144,11 +144,13 @@ def main() -> None:
     ap.add_argument("--points", action="store_true", help="also the calibration's other paged points")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--json", help="write the table to this file")
-    ap.add_argument("--write", action="store_true", help=f"write the table to {TABLE.relative_to(TABLE.parents[3])}")
+    ap.add_argument("--write", action="store_true", help="write the table to lib/tinyserve/data/paged-cost.json")
     ap.add_argument("--before", help="a table this script wrote on an older tree, kept in the written one as before")
     ap.add_argument("--against", metavar="TREE", help="an older tree (its root or lib/): its paged steps too, timed "
                     "in the same process, alternating; rows gain to_before (today's paged / its paged)")
     a = ap.parse_args()
+    if a.write and TABLE is None:
+        ap.error("this tree has no committed table (analysis/paged_cost): write an older tree's with --json")
     torch.set_num_threads(1)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     model = load_model(device=a.device, dtype="float32")
