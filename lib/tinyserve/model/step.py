@@ -288,7 +288,9 @@ class Read:
 class PagedKV:
     """The paged layout's K/V: a pool of num_blocks blocks of block_size positions (layers, blocks, block_size,
     heads, head_dim), written through the sequences' block tables (core/blocks.py) and read by gathering a call's
-    blocks into one reused buffer (gathered), a few sequences at a time."""
+    blocks into one reused buffer (gathered), a few sequences at a time. A step's reads (ids, views) are planned at
+    its first layer and only made at the others: planned anew at every layer, they cost ~30 us a layer in Python,
+    as much as the copy of a short sequence."""
 
     def __init__(self, cfg: GPTConfig, num_blocks: int, block_size: int, dtype: torch.dtype, device: torch.device):
         # blocks first, heads inside: a block of one layer (block_size x heads x head_dim: 8 KB here) is one run of
