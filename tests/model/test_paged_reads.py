@@ -54,15 +54,22 @@ def test_a_group_read_a_few_sequences_at_a_time_gives_the_bits_of_one_whole_read
 
 def test_each_step_reads_exactly_its_tables_blocks_and_no_warm_step_allocates(checkpoint_model, monkeypatch):
     """A real paged run under continuous batching: at every layer of every step, the blocks gathered are the decode
-    groups' tables, row after row, then the prefills' tables; the gather buffer is allocated once, at the first read,
-    and every later read is a view of it."""
+    groups' tables, row after row, then the prefills' tables; each read is planned once a step (its ids and views),
+    not once a layer; the gather buffer is allocated once, at the first read, and every later read is a view of it."""
     reads: list[list[int]] = []
+    plans: list[int] = []  # reads planned in each step
+    made_reads: list[int] = []  # reads made (gathered) in each step
     buffers: set[int] = set()
-    real_gather = PagedKV.gather
+    real_gather, real_plan = PagedKV.gather, PagedKV.plan
 
-    def gather(self, kc, vc, tables, T):
-        reads[-1].extend(tables.reshape(-1).tolist())
-        k, v = real_gather(self, kc, vc, tables, T)
+    def plan(self, *args):
+        plans[-1] += 1
+        return real_plan(self, *args)
+
+    def gather(kc, vc, r):
+        reads[-1].extend(r.ids.tolist())
+        made_reads[-1] += 1
+        k, v = real_gather(kc, vc, r)
         buffers.update({k.untyped_storage().data_ptr(), v.untyped_storage().data_ptr()})
         return k, v
 
@@ -80,19 +87,23 @@ def test_each_step_reads_exactly_its_tables_blocks_and_no_warm_step_allocates(ch
 
     def forward(self, step):
         reads.append([])
+        plans.append(0), made_reads.append(0)
         return real_forward(self, step)
 
     real_forward = ModelRunner.forward
-    monkeypatch.setattr(PagedKV, "gather", gather)
+    monkeypatch.setattr(PagedKV, "gather", staticmethod(gather))
     monkeypatch.setattr(PagedKV, "build", build)
+    monkeypatch.setattr(PagedKV, "plan", plan)
     monkeypatch.setattr(ModelRunner, "forward", forward)
     run = Engine(checkpoint_model).start("chapter-7.2-longtail", "continuous", clock="wall", kv_layout="paged",
                                          workload_knobs={"n": 8})
-    reads.clear(), wanted.clear()  # the warm-up step runs on slabs of its own
+    reads.clear(), wanted.clear(), plans.clear(), made_reads.clear()  # the warm-up step runs on slabs of its own
     while not run.done:
         run.step()
-    assert len(reads) == len(wanted) > 10
+    assert len(reads) == len(wanted) == len(plans) > 10
     for got, want in zip(reads, wanted):  # every layer reads the same blocks, in the same order
         assert got == want * checkpoint_model.config.n_layer
+    for made, planned in zip(made_reads, plans):  # planned at the first layer, made at every layer
+        assert made == planned * checkpoint_model.config.n_layer > 0
     assert run.runner.kv.gather_allocations == 1
     assert len(buffers) == 2  # K's and V's: every gathered view lives in one of the two

@@ -203,6 +203,7 @@ class DecodeGroup:
     pick: torch.Tensor | None = None
     keep: torch.Tensor | None = None
     tables: torch.Tensor | None = None  # paged: (n, blocks) block ids its keys are gathered through
+    reads: list | None = None  # paged: its reads (PagedKV.Read), planned at the first layer, made at every layer
 
 
 @dataclass
@@ -225,6 +226,7 @@ class StepInput:
     prefills: list[tuple[int, int, int, int]]  # (row_start, n_tokens, slot, start_pos), in row order
     logits_rows: torch.Tensor  # rows whose next-token logits are wanted, in the segments' order
     prefill_tables: list | None = None  # paged: each prefill's block ids (a tensor; None for padding)
+    prefill_reads: dict | None = None  # paged: prefill i's read (PagedKV.Read), planned at the first layer
 
 
 def _row_order(segments: list[tuple[int, int, list[int]]]) -> list[int]:
@@ -438,10 +440,26 @@ class SlabKV:
 GATHER_BYTES, GATHER_BYTES_CUDA = 2 * 2**20, 64 * 2**20
 
 
+@dataclass
+class Read:
+    """One read through block tables, planned once per step and made at every layer: rows (of a decode group, or
+    all of a prefill's one), the block ids (flat) copied into the buffer's views out_k, out_v, and k, v: those views
+    as attention reads them, (rows, H, T, hd). The views stay valid: the buffer is never reallocated."""
+
+    rows: slice
+    ids: torch.Tensor
+    out_k: torch.Tensor
+    out_v: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+
+
 class PagedKV:
     """The paged layout's K/V: a pool of num_blocks blocks of block_size positions (layers, blocks, block_size,
     heads, head_dim), written through the sequences' block tables (core/blocks.py) and read by gathering a call's
-    blocks into one reused buffer (gathered), a few sequences at a time."""
+    blocks into one reused buffer (gathered), a few sequences at a time. A step's reads (ids, views) are planned at
+    its first layer and only made at the others: planned anew at every layer, they cost ~30 us a layer in Python,
+    as much as the copy of a short sequence."""
 
     def __init__(self, cfg: GPTConfig, num_blocks: int, block_size: int, dtype: torch.dtype, device: torch.device):
         # blocks first, heads inside: a block of one layer (block_size x heads x head_dim: 8 KB here) is one run of
@@ -476,34 +494,46 @@ class PagedKV:
     def decode_kv(self, g: DecodeGroup, kc: torch.Tensor, vc: torch.Tensor, T: int
                   ) -> Iterator[tuple[slice, torch.Tensor, torch.Tensor]]:
         """A decode group's keys and values, a batch of its rows at a time: (rows, k, v) per batch, gathered through
-        the rows' tables into the one buffer, so each batch must be attended before the next is asked for."""
-        n = g.tables.shape[0]
-        per = max(1, self.gather_positions // T)
-        for a in range(0, n, per):
-            yield (slice(a, min(n, a + per)),) + self.gather(kc, vc, g.tables[a:a + per], T)
+        the rows' tables into the one buffer, so each batch must be attended before the next is asked for. The
+        batches and their views are planned at the group's first layer; every layer then only copies."""
+        if g.reads is None:
+            n, per = g.tables.shape[0], max(1, self.gather_positions // T)
+            g.reads = [self.plan(g.tables[a:a + per], T, slice(a, min(n, a + per))) for a in range(0, n, per)]
+        for r in g.reads:
+            yield (r.rows,) + self.gather(kc, vc, r)
 
     def prefill_kv(self, s: StepInput, i: int, kc: torch.Tensor, vc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Prefill segment i's keys and values, gathered through its block table (into the buffer)."""
-        _, n, _, start = s.prefills[i]
-        return self.gather(kc, vc, s.prefill_tables[i][None], start + n)
+        if s.prefill_reads is None:
+            s.prefill_reads = {}
+        r = s.prefill_reads.get(i)
+        if r is None:
+            _, n, _, start = s.prefills[i]
+            r = s.prefill_reads[i] = self.plan(s.prefill_tables[i][None], start + n, slice(None))
+        return self.gather(kc, vc, r)
 
-    def gather(self, kc: torch.Tensor, vc: torch.Tensor, tables: torch.Tensor, T: int
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of sequences read through their block tables ((B, blocks) ids) into the reused buffer:
-        (B, H, T, hd) each, one copy of whole blocks, no allocation once the buffer exists (a view of it, valid
-        until the next gather)."""
+    def plan(self, tables: torch.Tensor, T: int, rows: slice) -> Read:
+        """The read of sequences through their block tables ((B, blocks) ids), T keys each: views of the reused
+        buffer (allocated at the first plan) that the copy fills, (B, H, T, hd) each as attention reads them."""
         B, nb = tables.shape
-        if self._gathered is None:  # once: the buffer every later call reuses (gather_positions, sized above)
-            size = self.gather_positions * kc[0, 0].numel()
-            self._gathered = (torch.empty(size, dtype=kc.dtype, device=kc.device),
-                              torch.empty(size, dtype=kc.dtype, device=kc.device))
+        block = tuple(self.k.shape[2:])  # (block_size, heads, head_dim)
+        if self._gathered is None:  # once: the buffer every later read reuses (sized above)
+            size = self.gather_positions * math.prod(block) // self.block_size
+            self._gathered = (torch.empty(size, dtype=self.k.dtype, device=self.k.device),
+                              torch.empty(size, dtype=self.k.dtype, device=self.k.device))
             self.gather_allocations += 1
-        ids, shape = tables.reshape(-1), (B * nb,) + tuple(kc.shape[1:])
-        out = []
-        for c, buf in zip((kc, vc), self._gathered):  # index_select copies each block as one run, into buf
-            g = torch.index_select(c, 0, ids, out=buf[:math.prod(shape)].view(shape))
-            out.append(g.view(B, nb * self.block_size, *shape[2:]).transpose(1, 2)[:, :, :T])
-        return out[0], out[1]
+        shape = (B * nb,) + block
+        outs = [buf[:math.prod(shape)].view(shape) for buf in self._gathered]
+        views = [o.view(B, nb * self.block_size, *block[1:]).transpose(1, 2)[:, :, :T] for o in outs]
+        return Read(rows, tables.reshape(-1), outs[0], outs[1], views[0], views[1])
+
+    @staticmethod
+    def gather(kc: torch.Tensor, vc: torch.Tensor, r: Read) -> tuple[torch.Tensor, torch.Tensor]:
+        """Make read r in one layer's pool (kc, vc): one copy of whole blocks each (index_select, each block one run)
+        into the buffer, no allocation; (B, H, T, hd) views of it, valid until the next gather."""
+        torch.index_select(kc, 0, r.ids, out=r.out_k)
+        torch.index_select(vc, 0, r.ids, out=r.out_v)
+        return r.k, r.v
 
     def export(self, request, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A copy of request's positions [0, n), gathered through its block table: (n_layer, heads, n, hd) each."""
