@@ -259,6 +259,10 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             return s if (s["errors"] or not s["pending"]) and not s["running"] and "| Idle" in s["status"] else None
 
         s = _wait(finished, RUN_TIMEOUT_S, "every cell to run", page, shot)
+        # an output whose model the page's widget manager had not met yet says "Loading widget..." (it counts as
+        # drawn below) until the manager has restored its models from the kernel: wait (at most 60 s) for that and
+        # for every widget's comm, so the checks below see the widgets drawn and the keys reach the kernel
+        _until(lambda: page.evaluate(_WIDGETS_READY_JS), 60)
         # widget views and plotly figures render asynchronously after their output arrives: wait (at most 10 s)
         # until every one is drawn, then check; one still missing then fails below with its cell
         deadline = time.monotonic() + 10
