@@ -29,7 +29,7 @@ os.environ["TINYSERVE_LANG"] = "en"
 SLOW = {
     "classroom/test_classroom_nbgrader.py": "77 s: nbgrader releases, then autogrades in 12 kernels",
     "tools/test_bench.py::quick_result": "75 s: the benchmark against transformers",
-    "tools/test_cli.py::bad_results": "53 s: every bad input through the CLI, a process each",
+    "tools/test_cli.py::bad_results": "every bad input through the CLI (one interpreter)",
     "classroom/test_classroom_grade.py::graded": "25 s: the boxed grader on a class folder",
     "tools/test_hf.py::test_export_hf_command": "17 s: the command in a process, transformers loads the export",
     "core/test_properties.py::test_every_policy_completes_every_request_with_the_alone_tokens": "14 s: hypothesis",

@@ -125,7 +125,8 @@ def browser():
 
 @pytest.fixture(scope="session")
 def screens_dir() -> Path:
-    """Where screenshots go: $BROWSER_SCREENSHOTS, else tests/browser/screens (git-ignored)."""
+    """Where screenshots go: $BROWSER_SCREENSHOTS, else tests/browser/screens (git-ignored). A failing page's
+    always; a passing page's only when $BROWSER_SCREENSHOTS is set (test_notebooks_in_browser.py)."""
     d = Path(os.environ.get("BROWSER_SCREENSHOTS", ROOT / "tests" / "browser" / "screens"))
     d.mkdir(parents=True, exist_ok=True)
     return d

@@ -2,17 +2,23 @@
 no error output, no "Error displaying widget", the cells' outputs pass nbval's --nbval-lax check against the
 committed ones (nbval_lax.py: the full run does not run these notebooks under nbval a second time), every
 explorer's real-run button works at the settings the explorer opens with (pressed before any knob moves: the run
-finishes, no refusal), and moving a slider changes a drawn figure.
+finishes, no refusal), and moving a slider changes a drawn figure. On a page with a deployment explorer (7.3, both
+editions: the chapter's own explorer, as a learner meets it) its time cursor moved by a key repaints within
+REPAINT_MS (issue 52, item 3; judged on a quiet machine only).
 
-A screenshot of every notebook goes to the screenshots folder (conftest.screens_dir); on failure the
-screenshot is taken first and its path is in the message. Each worker keeps one JupyterLab page and opens the
-notebooks in it one after another, each alone (lab_page): JupyterLab's own start is most of a page's CPU.
+On failure a screenshot of the whole notebook is taken first and its path is in the message (the screenshots
+folder: conftest.screens_dir). A page that passes is photographed only when $BROWSER_SCREENSHOTS names a folder:
+stretching the page to the notebook's full height and painting it cost seconds a page and checked nothing.
+Each worker keeps one JupyterLab page and opens the notebooks in it one after another, each alone (lab_page):
+JupyterLab's own start is most of a page's CPU.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+import warnings
 import urllib.request
 from pathlib import Path
 
@@ -61,6 +67,8 @@ def test_jupyterlab_offers_its_own_menus_in_traditional_chinese(lab):
 RUN_TIMEOUT_S = 600  # a notebook runs in <= 60 s on 2 quiet cores; a shared machine can be much slower
 REPAINT_TIMEOUT_S = 30  # time allowed for a slider's redraw to show up (the speed target itself is benchmarked)
 REAL_TIMEOUT_S = 180  # an explorer's real run: a few seconds on a laptop's CPU
+REPAINT_MS = 500  # the browser's slider -> repaint budget (benchmarks/README.md, browser_repaint.py)
+SHOTS_OF_PASSING_PAGES = bool(os.environ.get("BROWSER_SCREENSHOTS"))  # a folder asked for: every page's picture
 
 # an explorer's real-run button and its status line's "finished" words, per edition (widgets.pot: explorer.real*)
 REAL_RUN_WORDS = {"zh-TW": ("用真的模型跑一次", "真實執行完成"), "en": ("Run on the real model", "Real run finished")}
@@ -162,6 +170,14 @@ def _wait(predicate, timeout: float, what: str, page, shot):
         time.sleep(0.5)
 
 
+def _until(predicate, timeout: float):
+    """predicate()'s first true value within timeout seconds, else its last (polled every 0.25 s)."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return value
+
+
 def _shutdown_kernels(lab: str) -> None:
     """Free the notebook's kernel (each holds a model and traces) before the next notebook starts."""
     sessions = json.load(urllib.request.urlopen(f"{lab}/api/sessions", timeout=10))
@@ -243,6 +259,10 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             return s if (s["errors"] or not s["pending"]) and not s["running"] and "| Idle" in s["status"] else None
 
         s = _wait(finished, RUN_TIMEOUT_S, "every cell to run", page, shot)
+        # an output whose model the page's widget manager had not met yet says "Loading widget..." (it counts as
+        # drawn below) until the manager has restored its models from the kernel: wait (at most 60 s) for that and
+        # for every widget's comm, so the checks below see the widgets drawn and the keys reach the kernel
+        _until(lambda: page.evaluate(_WIDGETS_READY_JS), 60)
         # widget views and plotly figures render asynchronously after their output arrives: wait (at most 10 s)
         # until every one is drawn, then check; one still missing then fails below with its cell
         deadline = time.monotonic() + 10
@@ -279,11 +299,12 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             pytest.fail(f"choice controls showing no value: {blank} " + where.format(shot(page, "FAILED")))
         if has_a_deployment_explorer(notebook):
             _check_the_hand_off(page, notebook, shot)
+            _time_the_cursor(page, notebook, shot)
         if has_an_explorer(notebook):  # before any slider moves: the settings the explorer opens with
             _press_real_run(page, notebook, shot)
 
         if s["sliders"] and s["plotlyAll"] + page.evaluate(FIGURES_JS).count("data:image"):
-            moved = _move_sliders_until_a_figure_changes(page, state)
+            moved = _move_sliders_until_a_figure_changes(page, state, console)
             s2 = state()
             if not moved or s2["errors"] or s2["widgetsBad"] or s2["errorText"]:
                 pytest.fail(f"moving a slider: figure changed={moved}, errors {s2['errors']}, widgets "
@@ -294,7 +315,8 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             late = _predict_and_rerun(page, notebook, "1", state, shot)
             if late:
                 pytest.fail("; ".join(late) + " " + where.format(shot(page, "FAILED")))
-        shot(page)
+        if SHOTS_OF_PASSING_PAGES:
+            shot(page)
         passed = True
     finally:
         if not passed:  # what it left behind (a dialog, a hung kernel) stays out of the next notebook's page
@@ -316,7 +338,18 @@ QUESTION_JS = """() => { const cells = window.jupyterapp.shell.currentWidget.con
 COUNTS_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().trim() !== '')
   .map(c => c.model.executionCount)"""  # every code cell's count: each changes once Run All has run it
-RUN_ALL_AGAIN = {"chapters/7.1-static-batching.ipynb", "chapters/zh-TW/7.2-continuous-batching.ipynb"}  # one each
+# Run All again after a prediction, once per edition, on the cheapest page that proves it: 7.0 asks two questions,
+# so its second question's answers show that the others stay closed (the chapter's most expensive page, 7.1, ran
+# it before: a second full run of its real-model cells for the same check)
+RUN_ALL_AGAIN = {"chapters/7.0-why-batching.ipynb", "chapters/zh-TW/7.0-why-batching.ipynb"}
+
+
+def test_run_all_again_runs_on_pages_with_a_second_question():
+    """The Run All check needs answers that must stay closed: a page with at least two questions."""
+    for notebook in RUN_ALL_AGAIN:
+        assert notebook in pages_under_test(), notebook
+        src = ROOT / "chapters" / "src" / Path(notebook).name.replace(".ipynb", ".py")
+        assert len(re.findall(r"\b(?:Predict|Choose)\(", src.read_text(encoding="utf-8"))) >= 2, notebook
 
 
 def _predict_and_rerun(page, notebook: str, guess: str, state, shot) -> list[str]:
@@ -374,8 +407,56 @@ def _predict_and_rerun(page, notebook: str, guess: str, state, shot) -> list[str
     return problems
 
 
-def _move_sliders_until_a_figure_changes(page, state) -> str | None:
-    """Press an arrow key on each slider in turn until some figure is redrawn; which slider did it, or None."""
+# Whether the notebook's widgets can talk to the kernel: its widget manager has finished restoring (restoreWidgets;
+# until then an output whose model it has not met waits, undrawn, for `restored`), the kernel connection is up, and
+# every widget shown (each output's model and, through children, layout and style, the models it holds) has a live comm.
+# A key pressed before that reaches a model whose comm cannot send ("Could not send widget sync message" in the
+# console): the kernel never hears of the move and no figure changes.
+_WIDGETS_READY_JS = """async () => {
+  const p = window.jupyterapp.shell.currentWidget;
+  if (!p || !p.content) return false;
+  const soon = (x) => Promise.race([x, new Promise(r => setTimeout(() => r(null), 1000))]);
+  const isModel = (x) => x && typeof x === 'object' && x.model_id && typeof x.get === 'function';
+  for (const c of p.content.widgets) {
+    for (const a of (c.outputArea ? c.outputArea.widgets : [])) {
+      for (const w of (a.widgets || [])) {
+        if (!w._manager || !w._manager.promise) continue;  // not a widget output
+        if (w._rerenderMimeModel) return false;  // drawn only once the manager has restored
+        const m = await soon(w._manager.promise);
+        if (!m || !m.restoredStatus || !m.kernel || m.kernel.isDisposed || m.kernel.connectionStatus !== 'connected')
+          return false;
+        const view = w.widgets && w.widgets[0] && w.widgets[0]._view;
+        if (!view) continue;  // hidden (its widget was closed) or not a view
+        const seen = new Set(), todo = [view.model];
+        while (todo.length) {
+          const model = todo.pop();
+          if (seen.has(model)) continue;
+          seen.add(model);
+          const comm = model.comm && model.comm.jsServicesComm;
+          if (!model.comm_live || !comm || comm.isDisposed) return false;
+          for (const v of Object.values(model.attributes || {}))
+            for (const x of (Array.isArray(v) ? v : [v])) if (isModel(x)) todo.push(x);
+        }
+      }
+    }
+  }
+  return true;
+}"""
+SYNC_FAILED = "Could not send widget sync message"
+
+
+def _move_sliders_until_a_figure_changes(page, state, console: list[str] | None = None) -> str | None:
+    """Press an arrow key on each slider in turn until some figure is redrawn; which slider did it, or None.
+
+    Each key is pressed once the notebook's widgets are connected (_WIDGETS_READY_JS); a press the page could not
+    send to the kernel (its console logs SYNC_FAILED) is pressed once more when they are connected again. The
+    demo's page failed so once in a full run (SYNC_FAILED in the console, no figure changed; it passed alone): the
+    key reached a view whose model's comm could not send, the moment being a race with the page's widget manager
+    (it restores models from the kernel after the kernel connects, and its control request waits behind Run All
+    on a loaded machine); the key press did not wait for the widgets to be connected, only for the kernel's idle."""
+    console = [] if console is None else console
+    ready = lambda: _until(lambda: page.evaluate(_WIDGETS_READY_JS), 30)  # noqa: E731
+    ready()
     handles = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle")
     for i in range(min(handles.count(), 8)):
         before = page.evaluate(FIGURES_JS)
@@ -384,8 +465,16 @@ def _move_sliders_until_a_figure_changes(page, state) -> str | None:
         # a slider at its maximum moves left (trying right first cost 3 s of waiting for nothing to change)
         now, top = h.get_attribute("aria-valuenow"), h.get_attribute("aria-valuemax")
         for key in ("ArrowLeft", "ArrowRight") if top is not None and now == top else ("ArrowRight", "ArrowLeft"):
+            logged = sum(SYNC_FAILED in line for line in console)
             h.focus()
             h.press(key)
+            time.sleep(0.25)
+            if sum(SYNC_FAILED in line for line in console) > logged:  # the move never left the page
+                ready()
+                h.focus()
+                h.press("ArrowLeft" if key == "ArrowRight" else "ArrowRight")  # back where it was: the model
+                h.focus()  # already holds the first move, which the kernel never heard of
+                h.press(key)
             deadline, idle_since = time.monotonic() + REPAINT_TIMEOUT_S, None
             while time.monotonic() < deadline:
                 time.sleep(0.25)
@@ -498,3 +587,49 @@ def _check_the_hand_off(page, notebook: str, shot) -> None:
         pytest.fail(f"{notebook}: hovering a K/V arrow shows {shown_text!r}, not its request {request!r} "
                     f"(screenshot: {shot(page, 'FAILED')})")
     page.mouse.move(0, 0)
+
+
+# one-shot timer: a keydown starts it; the end of the frame that paints the first change of a plotly figure stops it
+ARM_JS = """() => {
+  if (window.__obs) window.__obs.disconnect();
+  window.__repaint = null;
+  let t0 = null;
+  const painted = () => { const ch = new MessageChannel();
+    ch.port1.onmessage = () => { if (window.__repaint === null) window.__repaint = performance.now() - t0; };
+    ch.port2.postMessage(0); };
+  const obs = new MutationObserver(() => { if (t0 !== null) requestAnimationFrame(painted); });
+  document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot').forEach(
+    p => obs.observe(p, {subtree: true, childList: true, attributes: true, characterData: true}));
+  window.__obs = obs;
+  document.addEventListener('keydown', () => { t0 = performance.now(); }, {once: true, capture: true});
+  return true;
+}"""
+IDLE_JS = "() => ((document.querySelector('#jp-main-statusbar') || {}).textContent || '').includes('| Idle')"
+
+
+def _time_the_cursor(page, notebook: str, shot) -> None:
+    """Issue 52 item 3: the deployment explorer's time cursor (the last slider of its output: the view's
+    FloatSlider), moved by a key, repaints within REPAINT_MS, timed in the page from the key press to the painted
+    change (the recipe of benchmarks/browser_repaint.py). Four moves, the first a warm-up; it ends where it began.
+    Judged on a quiet machine: where the load exceeds the cores a paint stretches with it, so the times are
+    reported, not judged. (This ran in a scratch notebook of its own before; the chapter's page is the same
+    explorer from the same call, in the page the learner meets, without two more JupyterLab sessions.)"""
+    _wait(lambda: page.evaluate(_WIDGETS_READY_JS), 30, "the widgets' comms", page, shot)
+    out = page.locator(".jp-OutputArea-output", has=page.locator(".rangeslider-container")).first
+    handle = out.locator(".widget-hslider .noUi-handle").last
+    handle.scroll_into_view_if_needed()
+    times = []
+    for m in range(4):  # the first move warms up
+        page.evaluate(ARM_JS)
+        handle.focus()
+        handle.press("ArrowRight" if m % 2 == 0 else "ArrowLeft")
+        ms = _wait(lambda: page.evaluate("() => window.__repaint"), 30, "the cursor's repaint", page, shot)
+        _wait(lambda: page.evaluate(IDLE_JS), 30, "the kernel to be idle", page, shot)
+        time.sleep(0.3)
+        times.append(ms)
+    print(f"{notebook}: cursor move -> painted, ms: {[round(t) for t in times]}")
+    if os.getloadavg()[0] < (os.cpu_count() or 1):
+        assert sorted(times[1:])[1] < REPAINT_MS, times  # the median of three moves
+    else:
+        warnings.warn(f"{notebook}: load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: cursor repaint "
+                      f"{[round(t) for t in times]} ms not judged against {REPAINT_MS} ms")

@@ -1,6 +1,7 @@
 """The real `tinyserve` command, run in subprocesses: bad input gets one clear line and exit 2, good input the
-contract's output (DESIGN.md). Most cases are dry runs or tiny JSONL workloads; the bad-input cases all run at
-once in a small process pool, so the file stays fast on two cores."""
+contract's output (DESIGN.md). Most cases are dry runs or tiny JSONL workloads; the bad-input cases run one after
+another in one interpreter through the command's entry point (ONE_INTERPRETER), a few of them also as real
+processes that must answer the same, so the file stays fast on two cores."""
 from __future__ import annotations
 
 import json
@@ -202,12 +203,51 @@ def workdir(tmp_path_factory) -> Path:
     return d
 
 
+# Every bad-input case through the command's entry point, one after another in ONE fresh interpreter (`python -c
+# ONE_INTERPRETER`, in the cases' folder, with the command's environment): what `python -m tinyserve ARGS` does is
+# `sys.exit(main(ARGS))`, so each case is main(ARGS) with its own stdout and stderr, its exit status from main's
+# return or SystemExit (argparse), an escaping exception printed as the interpreter prints it (a Traceback, exit 1),
+# and warnings shown afresh for each case (catch_warnings resets what was already shown), as in a process of its
+# own. The tests are about the message; REAL_PROCESS's cases also run as real processes and must answer the same,
+# byte for byte. (A process per case, ~70 of them, cost most of this file's time.)
+ONE_INTERPRETER = """
+import contextlib, io, json, sys, traceback, warnings
+from tinyserve.tools.cli import main
+results = {}
+for cid, argv in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) or e.code is None else (print(e.code, file=sys.stderr) or 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+    results[cid] = [code or 0, out.getvalue(), err.getvalue()]
+sys.__stdout__.write(json.dumps(results))
+"""
+# one case of each kind of answer: argparse's (SystemExit), a bad name before torch loads, a workload file's, an
+# output path's
+REAL_PROCESS = ["no-command", "unknown-device", "malformed-json", "trace-into-missing-dir"]
+
+
 @pytest.fixture(scope="module")
 def bad_results(workdir) -> dict[str, subprocess.CompletedProcess]:
-    """Every bad-input case, run side by side (3 at a time) once per module."""
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {cid: pool.submit(cli, argv, workdir) for cid, argv, _ in BAD}
-        return {cid: f.result() for cid, f in futures.items()}
+    """Every bad-input case, run once per module in one interpreter (ONE_INTERPRETER)."""
+    cases = json.dumps([[cid, argv] for cid, argv, _ in BAD])
+    p = subprocess.run([sys.executable, "-c", ONE_INTERPRETER], cwd=workdir, env=ENV, capture_output=True,
+                       text=True, timeout=TIMEOUT, input=cases)
+    assert p.returncode == 0 and p.stderr == "", p.stderr[-3000:]
+    got = json.loads(p.stdout)
+    return {cid: subprocess.CompletedProcess(argv, *got[cid]) for cid, argv, _ in BAD}
+
+
+@pytest.mark.parametrize("cid", REAL_PROCESS)
+def test_a_real_process_answers_bad_input_as_the_one_interpreter_does(bad_results, workdir, cid):
+    argv = next(argv for c, argv, _ in BAD if c == cid)
+    p, q = cli(argv, workdir), bad_results[cid]
+    assert (p.returncode, p.stdout, p.stderr) == (q.returncode, q.stdout, q.stderr)
 
 
 @pytest.mark.parametrize("cid,argv,needles", BAD, ids=[c[0] for c in BAD])
