@@ -386,12 +386,25 @@ def test_workloads_and_console_script_match_python_m(tmp_path):
 
 
 def test_ctrl_c_exits_130_with_one_line(tmp_path):
-    # a real run long enough to be interrupted mid-way (32 requests, one of 2,000 tokens)
-    p = subprocess.Popen([sys.executable, "-m", "tinyserve", "run", "--workload", "chapter-7.1-finisher",
-                          "--policy", "static", "--device", "cpu"], cwd=tmp_path, env=ENV,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                         preexec_fn=default_sigint)
-    time.sleep(3.0)  # well past interpreter start-up: inside main()
+    # a real run long enough to be interrupted mid-way (32 requests, one of 2,000 tokens), started as
+    # `python -m tinyserve` is, once its heavy imports are in: the child says so on a pipe of its own, so the signal
+    # lands inside main() however long a loaded machine takes to import torch (a fixed sleep could land in the
+    # imports, where no handler is yet, and the process died of the signal: exit -2)
+    ready_r, ready_w = os.pipe()
+    child = ("import os, runpy, sys, torch, tinyserve.tools.cli\n"
+             f"os.write({ready_w}, b'1'); os.close({ready_w})\n"
+             "sys.argv = ['tinyserve', 'run', '--workload', 'chapter-7.1-finisher', '--policy', 'static', "
+             "'--device', 'cpu']\n"
+             "runpy.run_module('tinyserve', run_name='__main__', alter_sys=True)\n")
+    p = subprocess.Popen([sys.executable, "-c", child], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, preexec_fn=default_sigint,
+                         pass_fds=(ready_w,))
+    os.close(ready_w)
+    try:
+        assert os.read(ready_r, 1) == b"1", p.communicate()  # b"": it exited before its imports were done
+    finally:
+        os.close(ready_r)
+    time.sleep(1.0)  # inside main(): parsing, loading the model, the run
     assert p.poll() is None, p.communicate()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
