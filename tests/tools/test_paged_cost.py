@@ -25,7 +25,9 @@ def test_the_table_covers_the_grid_before_and_after_with_the_load():
     for t in (table, table["before"]):
         assert {(r["batch"], r["context"]) for r in t["decode"]} == {(b, c) for b in (1, 16, 64)
                                                                     for c in (256, 1024, 2048)}
-        assert all(r["ratio"] == pytest.approx(r["paged_s"] / r["slab_s"], abs=1e-3) for r in t["decode"])
+        # the ratio is of the unrounded times, kept to 3 decimals; the times are kept to the microsecond, which on a
+        # 1.2 ms step moves their quotient by up to ~1e-3 more
+        assert all(r["ratio"] == pytest.approx(r["paged_s"] / r["slab_s"], abs=2.5e-3) for r in t["decode"])
         assert "load_start" in t and "load_end" in t and t["threads"] == 1 and t["block_size"] == 16
 
 
