@@ -18,8 +18,8 @@ import json
 import os
 import re
 import time
-import warnings
 import urllib.request
+import warnings
 from pathlib import Path
 
 import pytest
