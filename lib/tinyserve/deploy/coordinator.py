@@ -117,13 +117,9 @@ class Deployment:
         th, src = self._next_send() if any(self._queues) else (math.inf, None)
         tx = self._landing[0][0] if self._landing else math.inf
         ti, inst = math.inf, None
-        for x in self.instances:  # runs for every event: each property read once, `done` (a chain) last
-            if x.blocked:
-                continue
-            port = x.port
-            now = port.now
-            if now < ti and not port.done:
-                ti, inst = now, x
+        for x in self.instances:  # the earliest clock of those with work (ties: the lower index)
+            if not x.blocked and (t := x.port.next_step_s()) < ti:
+                ti, inst = t, x
         if ta == th == tx == ti == math.inf:
             if not self.done:
                 raise RuntimeError("deployment stalled with requests left")  # words: ok (a bug)
