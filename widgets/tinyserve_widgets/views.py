@@ -665,9 +665,10 @@ class RequestView(View):
 
     def _draw(self) -> None:
         b = D.request_bars(self.trace)
+        ids = np.array(b["ids"], dtype=object)  # one array for the four bars: plotly checks a list item by item
         for i, key in enumerate(REQ_KEYS):
             a, z = b[key]
-            self.tr(i).update(y=b["ids"], base=arr(a), x=arr(z - a), customdata=arr(z))
+            self.tr(i).update(y=ids, base=arr(a), x=arr(z - a), customdata=arr(z))
         self.xaxis().title.text = D.time_label(self.trace)
         cut = b["total"] > len(b["ids"])
         self.note(1).text = t("note.requests_cut", shown=len(b["ids"]), total=b["total"]) if cut else ""
