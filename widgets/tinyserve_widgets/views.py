@@ -327,7 +327,9 @@ class SlotTimeline(View):
         self.note(0).text = t("title.timeline", policy=policy_name(tr.policy), workload=workload_label(tr))
         self.xaxis().title.text = d.x_label
         # whole slots only (a 4-slot run must not get ticks at -0.5 and 1.5), at most ~8 of them
-        self.yaxis().update(tickmode="linear", tick0=0, dtick=max(1, -(-tr.num_slots // 8)), tickformat="d")
+        dtick, ya = max(1, -(-tr.num_slots // 8)), self.yaxis()
+        if ya.dtick != dtick:  # given when the slots change: plotly re-validates every property it is given
+            ya.update(tickmode="linear", tick0=0, dtick=dtick, tickformat="d")
         present = {int(c) for c in np.unique(d.z)} if d.z.size else set()
         for c in CODES[:-1]:  # a legend names only what is drawn
             legend_entry(self.tr(1 + c), c in present)
@@ -433,11 +435,12 @@ class StepComposition(View):
     def _draw(self) -> None:
         sa = self.trace.step_arrays()
         steps = np.arange(len(self.trace.steps))
+        x = arr(steps)  # encoded once for the series that share it
         for i, (_, attr, _) in enumerate(COMP_SERIES):
             y = getattr(sa, attr)
-            self.tr(i).x, self.tr(i).y = arr(steps), arr(y)
+            self.tr(i).x, self.tr(i).y = x, arr(y)
             self.tr(i).showlegend = bool(len(y) and np.any(y > 0))  # a legend names only what is drawn
-        self.tr(5).x, self.tr(5).y = arr(steps), arr(sa.max_itl_s * 1e3)
+        self.tr(5).x, self.tr(5).y = x, arr(sa.max_itl_s * 1e3)
         has_ttft = ~np.isnan(sa.max_ttft_s)
         self.tr(6).x, self.tr(6).y = arr(steps[has_ttft]), arr(sa.max_ttft_s[has_ttft] * 1e3)
         b = D.budget(self.trace)
