@@ -4,6 +4,7 @@ batch, its idle clock moved no further than the next event elsewhere, which may 
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Callable, Sequence
 
 from .core.config import RunConfig
@@ -33,6 +34,12 @@ class Port:
     def done(self) -> bool:
         """Nothing handed to it is left to arrive, wait or run."""
         return not self.inbox and self.run.done
+
+    def next_step_s(self) -> float:
+        """When its next step may start: its clock, or never (inf) when done. One call where `now` and `done` are
+        four: the coordinator asks every instance at every event."""
+        run = self.run
+        return run.now if self.inbox or run.pending or run.scheduler.busy else math.inf
 
     @property
     def num_done(self) -> int:

@@ -177,7 +177,7 @@ class DeploymentView:
         self.drawn_transfers = int(np.sum(drawn[1:] & ~drawn[:-1]) + (len(x) > 0 and drawn[0]))  # runs of points
         present = DD.phases_present(bl)
         for c in CODES:  # a legend names only what is drawn
-            fig.data[c].update(x=V.NO_POINT, y=V.NO_POINT, marker_size=11, showlegend=c in present)  # views.NO_POINT
+            V.legend_entry(fig.data[c], c in present)
         bottom = bl[-1].y1 if bl else 1.0
         fig.layout.yaxis.update(range=[bottom + 0.5, -0.5], autorange=False, tickvals=[b.centre for b in bl])
         whole = run_range(self.dt)
@@ -196,7 +196,9 @@ class DeploymentView:
             fig.data[c].name = D.phase_name(c)
         fig.data[self.n_fixed - 1].name = t("widgets.deploy.transfer")
         texts = DD.transfer_texts(dt)
-        fig.data[self.n_fixed - 1].text = [s for x in texts for s in [x] * (DD.POINTS - 1) + [""]]
+        # each transfer's words on its points (none on its break), as one array: plotly checks a list item by item
+        fig.data[self.n_fixed - 1].text = np.array([s for x in texts for s in [x] * (DD.POINTS - 1) + [""]],
+                                                   dtype=object)
         counts = D.bin_template()
         for i, label in enumerate(labels):
             self.heatmap(i).hovertemplate = t("widgets.deploy.hover.cell", instance=label, slot="%{customdata[7]}",

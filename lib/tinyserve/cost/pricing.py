@@ -62,7 +62,7 @@ def price(t: dict, hw: HardwarePreset) -> Price:
     """Seconds of a step's parts, and the bytes and flops they came from (Price). An empty step streams no weights."""
     attn_rate = hw.attn_flops or hw.peak_flops
     kv_bw = hw.kv_bandwidth_Bps or hw.bandwidth_Bps
-    hit = step_hit(t, hw)
+    hit = step_hit(t, hw) if hw.kv_cache_bytes else 0.0  # no cache stated (a GPU preset): no call, every step
     s_per_kv_byte = hit / hw.kv_cache_bandwidth_Bps + (1 - hit) / kv_bw if hit else 1 / kv_bw
     flops_per_pair = attn_flops_per_pair(hw)
     lin_bytes = hw.weight_bytes if t["attn"] or t["tokens"] else 0.0

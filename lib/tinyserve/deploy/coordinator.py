@@ -117,9 +117,9 @@ class Deployment:
         th, src = self._next_send() if any(self._queues) else (math.inf, None)
         tx = self._landing[0][0] if self._landing else math.inf
         ti, inst = math.inf, None
-        for x in self.instances:
-            if not x.blocked and x.port.now < ti and not x.port.done:
-                ti, inst = x.port.now, x
+        for x in self.instances:  # the earliest clock of those with work (ties: the lower index)
+            if not x.blocked and (t := x.port.next_step_s()) < ti:
+                ti, inst = t, x
         if ta == th == tx == ti == math.inf:
             if not self.done:
                 raise RuntimeError("deployment stalled with requests left")  # words: ok (a bug)

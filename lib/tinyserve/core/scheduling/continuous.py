@@ -7,7 +7,7 @@ from ...lang import t
 from ..knobs import DEFAULT_BATCH_SIZE, DEFAULT_MAX_WAITING_STEPS, UNBOUNDED
 from ..kv import SlotPool
 from ..request import Work
-from .scheduler import Plan, Policy, decode_work
+from .scheduler import Plan, Policy, decodes_of
 
 
 def waiting_steps(prefill_first: bool | None, max_waiting_steps: float | None) -> float:
@@ -59,7 +59,7 @@ class ContinuousBatching(Policy):
             self._claim(self.waiting.popleft())
 
     def _decodes(self) -> list[Work]:
-        return [decode_work(r) for r in self.running if r.num_prefilled == r.prefill_len]
+        return decodes_of(self.running)
 
     def plan(self, now: float, more_coming: bool) -> Plan:
         decodes = self._decodes()
@@ -69,7 +69,7 @@ class ContinuousBatching(Policy):
             self._admit()
             self.waited = 0
             # admitted prefilled (a deployment's decode instance): they decode in this step already
-            decodes += [decode_work(r) for r in self.running[n:] if r.num_prefilled == r.prefill_len]
+            decodes += decodes_of(self.running[n:])
         elif room:
             self.waited += 1  # this decode step runs while a newcomer could have entered
         return Plan(decodes + [Work(r.slot, r, "prefill", r.num_prefilled, r.prefill_len - r.num_prefilled)

@@ -122,6 +122,13 @@ def decode_work(r: Request) -> Work:
     return Work(r.slot, r, "decode", r.num_prefilled + len(r.output) - 1, 1)  # len(): runs per slot per step
 
 
+def decodes_of(requests: list[Request]) -> list[Work]:
+    """decode_work of each request whose prompt is in, in order: one list comprehension, no call per request (it
+    runs for every slot of every step: the call was a sixth of a continuous dry run's time)."""
+    return [Work(r.slot, r, "decode", r.num_prefilled + len(r.output) - 1, 1)  # as decode_work
+            for r in requests if r.num_prefilled == r.prefill_len]
+
+
 def reject(refused: list[tuple[Request, str]]) -> None:
     """Reject each (request, why) that can never be served, alone, with its reason."""
     for r, why in refused:
