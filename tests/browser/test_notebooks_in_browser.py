@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 import urllib.request
 import warnings
@@ -153,6 +154,27 @@ STATE_JS = """(path) => {
   return r;
 }"""
 
+# While cells run, only what says they are done: the open notebook's code cells not yet run, those running, error
+# outputs and the status bar's kernel state. STATE_JS, read once they are done, does the checks; it copies every
+# output (toJSON: a figure's whole JSON) and reads the page's innerText (a layout of the whole notebook), work the
+# page did every half second of a Run All while the same cores ran the kernel. null until the notebook is open.
+PROGRESS_JS = """(path) => {
+  const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.content.widgets || !panel.context || panel.context.path !== path)
+    return null;
+  const r = {pending: 0, running: 0, errors: 0,
+             idle: ((document.querySelector('#jp-main-statusbar') || {}).textContent || '').includes('| Idle')};
+  panel.content.widgets.forEach(cell => {
+    const m = cell.model;
+    if (m.type !== 'code') return;
+    if (m.sharedModel.getSource().trim() !== '' && m.executionCount === null) r.pending++;
+    const prompt = cell.node.querySelector('.jp-InputPrompt');
+    if (prompt && prompt.textContent.includes('*')) r.running++;
+    for (let j = 0; j < m.outputs.length; j++) if (m.outputs.get(j).type === 'error') r.errors++;
+  });
+  return r;
+}"""
+
 # What the figures look like now: every plotly SVG and every image in an output.
 FIGURES_JS = """() => [...document.querySelectorAll(
   '.jp-OutputArea-output .js-plotly-plot svg.main-svg, .jp-OutputArea-output img')]
@@ -178,12 +200,35 @@ def _until(predicate, timeout: float):
     return value
 
 
-def _shutdown_kernels(lab: str) -> None:
-    """Free the notebook's kernel (each holds a model and traces) before the next notebook starts."""
+def _shutdown_kernels(lab: str) -> threading.Thread:
+    """Free the notebook's kernel (each holds a model and traces) before the next notebook runs its cells.
+
+    The sessions open now are listed here; their DELETEs (~2.5 s each: the server waits for the kernel process to
+    exit) run in the thread returned, so the next notebook opens meanwhile; join it (_joined) before Run All."""
     sessions = json.load(urllib.request.urlopen(f"{lab}/api/sessions", timeout=10))
-    for s in sessions:
-        req = urllib.request.Request(f"{lab}/api/sessions/{s['id']}", method="DELETE")
-        urllib.request.urlopen(req, timeout=30).read()
+    failed: list[BaseException] = []
+
+    def delete():
+        try:
+            for s in sessions:
+                req = urllib.request.Request(f"{lab}/api/sessions/{s['id']}", method="DELETE")
+                urllib.request.urlopen(req, timeout=30).read()
+        except BaseException as e:  # noqa: BLE001  (raised where it is joined)
+            failed.append(e)
+
+    t = threading.Thread(target=delete, daemon=True)
+    t.failed = failed
+    t.start()
+    return t
+
+
+def _joined(closing: threading.Thread | None) -> None:
+    """Wait for the last notebook's kernels to be shut down (_shutdown_kernels); its error is this test's."""
+    if closing is not None:
+        closing.join(60)
+        assert not closing.is_alive(), "the last notebook's kernel did not shut down in 60 s"
+        if closing.failed:
+            raise RuntimeError(f"shutting down the last notebook's kernel failed: {closing.failed[0]!r}")
 
 
 # Opens a notebook in the running JupyterLab, then closes every other document in the main area, unsaved or not
@@ -209,6 +254,7 @@ def lab_page(browser):
     the next notebook starts a fresh one."""
     held: dict = {}
     yield held
+    _joined(held.pop("closing", None))
     if "context" in held:
         held["context"].close()
 
@@ -246,6 +292,7 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
             page.evaluate(OPEN_JS, notebook)
         _wait(lambda: (lambda s: s["ready"] and s["kernel"] == "idle" and "| Idle" in s["status"])(state()), 180,
               "the kernel to be idle", page, shot)
+        _joined(lab_page.pop("closing", None))  # the last notebook's kernel gone before this one runs its cells
         # the committed notebook is already executed: clear it, so a cell counts as run only once it ran here
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs'); }")
         _wait(lambda: (lambda s: s["pending"] == s["code"])(state()), 60, "outputs to clear", page, shot)
@@ -255,10 +302,10 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
               "run-all to start", page, shot)
 
         def finished():
-            s = state()
-            return s if (s["errors"] or not s["pending"]) and not s["running"] and "| Idle" in s["status"] else None
+            p = page.evaluate(PROGRESS_JS, notebook)
+            return p if p and (p["errors"] or not p["pending"]) and not p["running"] and p["idle"] else None
 
-        s = _wait(finished, RUN_TIMEOUT_S, "every cell to run", page, shot)
+        _wait(finished, RUN_TIMEOUT_S, "every cell to run", page, shot)
         # an output whose model the page's widget manager had not met yet says "Loading widget..." (it counts as
         # drawn below) until the manager has restored its models from the kernel: wait (at most 60 s) for that and
         # for every widget's comm, so the checks below see the widgets drawn and the keys reach the kernel
@@ -322,7 +369,7 @@ def test_notebook_renders_and_reacts(notebook, lab, lab_page, browser, screens_d
         if not passed:  # what it left behind (a dialog, a hung kernel) stays out of the next notebook's page
             lab_page.pop("page")
             lab_page.pop("context").close()
-        _shutdown_kernels(lab)
+        lab_page["closing"] = _shutdown_kernels(lab)
 
 
 RUN_CELL_JS = """(i) => { const p = window.jupyterapp.shell.currentWidget;
@@ -401,8 +448,9 @@ def _predict_and_rerun(page, notebook: str, guess: str, state, shot) -> list[str
     if notebook in RUN_ALL_AGAIN:
         counts = page.evaluate(COUNTS_JS)
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        _wait(lambda: all(a != b for a, b in zip(page.evaluate(COUNTS_JS), counts)) and not state()["running"]
-              and "| Idle" in state()["status"], RUN_TIMEOUT_S, "Run All after the prediction", page, shot)
+        _wait(lambda: all(a != b for a, b in zip(page.evaluate(COUNTS_JS), counts))
+              and (lambda p: p and not p["running"] and p["idle"])(page.evaluate(PROGRESS_JS, notebook)),
+              RUN_TIMEOUT_S, "Run All after the prediction", page, shot)
         problems += answers("Run All after the prediction")
     return problems
 
