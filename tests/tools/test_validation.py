@@ -54,8 +54,8 @@ def test_notebook_70_says_what_the_shipped_table_shows():
 
 
 def test_notebook_76_reads_the_shipped_table_as_it_is():
-    """7.6's reading of the table (every total within 10%, every typical step within 15%, how much slower paged runs are,
-    the slab run, the worst run) in both editions as built, checked against the shipped rows: a re-fit that changes
+    """7.6's reading of the table (every total within 10%, every typical step within 15%, paged runs up to some
+    times the slab run, the worst run) in both editions as built, checked against the shipped rows: a re-fit that changes
     them fails here until the notebook is rebuilt (its words and numbers are glued from the table)."""
     rows = validate.load_table()["rows"]
     slab = {(r["workload"], r["policy"]): r["measured_s"] for r in rows if r["kv_layout"] == "slab"}
