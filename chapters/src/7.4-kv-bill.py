@@ -356,7 +356,7 @@ for b, tr in by_size.items():
 # in this course has no such kernel: on this CPU it copies a call's blocks into one reused buffer, a few sequences at
 # a time, and attends over the copy while it is still in cache. Measured side by side (`benchmarks/paged.py`), a
 # paged decode step takes {glue}`paged_step_median` times the slab step typically and up to {glue}`paged_step_max`
-# times (at {glue}`paged_step_max_batch` sequences of {glue}`paged_step_max_context` positions).
+# times (a batch of {glue}`paged_step_max_batch`, each sequence {glue}`paged_step_max_context` positions long).
 #
 # **Question.** When the blocks ran out, the engine preempted the most recently admitted sequence. Why that one
 # rather than the longest?
