@@ -36,10 +36,10 @@ class Port:
         return not self.inbox and self.run.done
 
     def next_step_s(self) -> float:
-        """When its next step may start: its clock, or never (inf) when done. One call where `now` and `done` are
-        four: the coordinator asks every instance at every event."""
+        """When its next step may start: its clock, or never (inf) when done. One call where the `now` and `done`
+        properties were four: the coordinator asks every instance at every event."""
         run = self.run
-        return run.now if self.inbox or run.pending or run.scheduler.busy else math.inf
+        return run.now if self.inbox or not run.done else math.inf
 
     @property
     def num_done(self) -> int:

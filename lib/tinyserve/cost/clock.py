@@ -67,8 +67,8 @@ enough for the CPU's caches (gpt.GATHER_BYTES), so attention reads the copy from
 its prefix and its own K/V the same way. The terms count the groups and prefills that gather (`gathers`: one each,
 however many batches their copy takes) and the positions copied (`gathered`), priced at gather_call_s per gather
 and the copied bytes at gather_Bps, both fitted by calibration on paged steps: what a copy costs that lands in cache
-and is read from there, not from memory (cpu-tiny, fitted 2026-12-06 on the reads planned once a step: ~88 us a
-gather and 64 GB/s copied) (benchmarks/costmodel.py measured real paged steps at 1.4-2.8x the slab price
+and is read from there, not from memory; cpu-tiny's fit of 2026-12-06, on reads planned once a step: ~88 us a
+gather and 64 GB/s copied (benchmarks/costmodel.py measured real paged steps at 1.4-2.8x the slab price
 before this term existed, and up to 9x before the reused buffer: each copy was a fresh tensor, faulted in; issue 51,
 benchmarks/paged.py). The paged pool hands its run a PagedClock (PagedPool.priced: ModeledClock.for_layout), whose
 terms gather; a slab run's ModeledClock gathers nothing.
