@@ -17,6 +17,7 @@ from .core.kv import KVPool, words
 from .core.request import REJECTED, Request, SlotWork, Work, check_requests
 from .core.scheduling import Plan, Scheduler
 from .core.scheduling.scheduler import reject
+from .core.workloads import ids_known
 from .cost.clock import make_clock
 from .errors import TinyserveError
 from .lang import t
@@ -120,7 +121,8 @@ class Run:
         shape = model.config
         limit = config.context_limit(shape.n_positions)
         named = 'max_model_len' if config.max_model_len else 'the context'  # words: ok (a name check_requests compares)
-        reject(check_requests(requests, shape.vocab_size, limit, named, self.dry_run))
+        reject(check_requests(requests, shape.vocab_size, limit, named, self.dry_run,
+                              prompts_checked=ids_known(self.workload_name, shape.vocab_size)))
         reject(check_requests(handed, shape.vocab_size, limit, named, self.dry_run, prompts_checked=True))
         if config.policy == POLICY_OBJECT:  # a name's knobs were checked by RunConfig; an object's are checked here
             check_policy_object(policy)

@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 from tinyserve.core.scheduling.static import DONE, StaticBatching
+from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request, SlotWork, Work, _valid_ids
+from tinyserve.core.tokenizer import BOS
+from tinyserve.core.workloads import get_workload, ids_known, list_workloads
 from tinyserve.engine import Engine
+from tinyserve.errors import TinyserveError
 from tinyserve.loop import gc_paused
 from tinyserve.trace.arrays import _WORK_CODE
 
@@ -151,3 +155,21 @@ def test_an_empty_trace_still_has_empty_arrays():
     run = Engine().start([r], "static", batch_size=1, dry_run=True)
     trace = run.trace()  # before any step
     assert len(trace.works_table().step) == 0 and len(trace.step_arrays().end_s) == 0
+
+
+@pytest.mark.parametrize("name", [n for n, _ in list_workloads()])
+def test_a_named_workloads_ids_are_bos_and_bytes_as_ids_known_assumes(name):
+    # the premise of skipping the token-id scan for named workloads: every id is a byte or BOS, whatever the seed
+    for seed in (0, 1, 7):
+        ids = {i for r in get_workload(name, seed=seed) for i in r.prompt}
+        assert ids <= set(range(256)) | {BOS} and all(type(i) is int for i in ids)
+    assert ids_known(name, BOS + 1) and not ids_known(name, BOS)
+
+
+def test_a_model_whose_vocabulary_misses_bos_still_refuses_a_named_workload():
+    from tinyserve.model.gpt import TinyGPT  # torch only here: the other tests of this file run without it
+
+    small = TinyGPT(GPTConfig(vocab_size=BOS, n_positions=256, n_layer=1, n_head=1, n_embd=8)).eval()
+    with pytest.raises(TinyserveError, match="token ids"):
+        Engine(small).start("chapter-7.1-padding", "static")
+    assert not ids_known("custom", 10**6) and not ids_known("x.jsonl", 10**6)

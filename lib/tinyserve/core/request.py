@@ -198,9 +198,9 @@ def check_prompts(requests: list[Request], vocab: int) -> None:
 def check_requests(requests: list[Request], vocab: int, limit: int, limit_name: str, dry_run: bool,
                    prompts_checked: bool = False) -> list[tuple[Request, str]]:
     """Raise on malformed requests; return (request, why) for each that can never fit: the scheduler rejects them
-    (the others still run). prompts_checked: their token ids were checked against this vocabulary already
-    (check_prompts: a deployment checks once for all its instances, which share the prompts: 200 of 2,000-3,500
-    tokens in chapter-7.3-mixed, each scan ~5 ms)."""
+    (the others still run). prompts_checked: their token ids are known to fit this vocabulary already (a named
+    workload's: workloads.ids_known; or check_prompts ran: a deployment checks once for all its instances, which
+    share the prompts: 200 of 2,000-3,500 tokens in chapter-7.3-mixed, each scan ~5 ms)."""
     ids = set()
     refused = []
     for r in requests:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..core.config import RunConfig
 from ..core.request import REJECTED, Request, check_prompts
 from ..core.scheduling.scheduler import reject
-from ..core.workloads import Workload, resolve_workload
+from ..core.workloads import Workload, ids_known, resolve_workload
 from ..cost.links import get_link, transfer_s
 from ..loop import gc_paused
 from .config import DeploymentConfig
@@ -70,7 +70,8 @@ class Deployment:
         self.decode_side: dict[str, Request] = {}
         self._by_id = {r.id: r for r in self.requests}
         model = engine.model_side(rc)
-        check_prompts(self.requests, model.config.vocab_size)  # once: every instance shares the prompts
+        if not ids_known(name, model.config.vocab_size):
+            check_prompts(self.requests, model.config.vocab_size)  # once: every instance shares the prompts
         if dc.kind == "colocated":
             for i in range(dc.replicas):  # every replica sized for every request; each is admitted to one
                 self.instances.append(Instance("replica", i, rc, name, model, self.requests))
