@@ -140,6 +140,20 @@ def test_binned_timeline_says_so_and_keeps_the_most_frequent_phase():
     assert d.text[0, 2] == "steps 8–9: prefill 0, padding 0, decode 2, wasted 0, idle 0"
 
 
+def test_binned_counts_are_each_cells_phases_counted_one_by_one():
+    # static batches on several slots, padding and waste included; bins of 7 steps, the last one short
+    tr = Engine().run("chapter-7.1-padding", "static", batch_size=4, dry_run=True, progress=False)
+    d = D.timeline_data(tr, "steps", max_columns=max(2, len(tr.steps) // 7))
+    phase = tr.phase_grid().phase
+    code = {"prefill": PREFILL, "padding": PADDING, "decode": DECODE, "wasted": WASTED, "idle": IDLE}
+    assert d.bin > 1 and len(set(phase.ravel().tolist())) >= 3  # the premise: several phases share the bins
+    for s in range(tr.num_slots):
+        for c, (a, b) in enumerate(zip(d.first_step, d.last_step)):
+            cells = phase[s, a:b + 1].tolist()
+            want = [cells.count(code[f]) for f in D.BIN_FIELDS[2:]]
+            assert d.hover[s, c].tolist() == [a, b] + want
+
+
 def test_time_axis_labels_the_clock_and_shows_idle_gaps():
     # x arrives at 0 and finishes long before y arrives at 50 s: the gap is a column with no step
     tr = dry(reqs(("x", 4, 2, 0.0), ("y", 4, 2, 50.0)), "continuous", batch_size=1)

@@ -134,7 +134,10 @@ def timeline_data(trace: Trace, x: str = "steps", max_columns: int = MAX_COLUMNS
     if b > 1:  # counts of each phase per (slot, bin); the column shows the most frequent (ties: the later code)
         pad = len(first) * b - n
         g = np.concatenate([grid.phase, np.full((slots, pad), -1, dtype=np.int8)], axis=1).reshape(slots, -1, b)
-        counts = np.stack([(g == c).sum(axis=2) for c in range(len(GRID_PHASES))], axis=-1)
+        # one count of every (slot, bin, phase) cell: a pass over the grid, not a comparison and a sum per phase
+        cell = np.arange(g.shape[0] * g.shape[1]).reshape(slots, -1, 1) * len(GRID_PHASES) + g
+        counts = np.bincount(cell[g >= 0], minlength=g.shape[0] * g.shape[1] * len(GRID_PHASES)).reshape(
+            slots, -1, len(GRID_PHASES))
         z = (len(GRID_PHASES) - 1 - np.argmax(counts[..., ::-1], axis=-1)).astype(np.int8)
         code = {"prefill": PREFILL, "padding": PADDING, "decode": DECODE, "wasted": WASTED, "idle": IDLE}
         hover = np.stack([np.broadcast_to(first, z.shape), np.broadcast_to(last, z.shape)]
