@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import tinyserve
 from tinyserve.lang import t
 
 # every reveal cell of the open notebook: the text its outputs show on screen, pictures or widgets outside a
@@ -28,15 +27,14 @@ REVEAL_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
 
 
 def allowed_lines() -> set[str]:
-    """What a reveal cell may show before a prediction, in either language: the hint and the closed summary."""
-    lines = set()
-    for lang in ("en", "zh-TW"):
-        tinyserve.set_language(lang)
-        try:
-            lines |= {t("predict.hint"), t("predict.hint_choice"), t("predict.summary")}
-        finally:
-            tinyserve.set_language("en")
-    return lines
+    """What a reveal cell may show before a prediction, in either language: the hint and the closed summary.
+
+    Read with t(key, lang), not by switching tinyserve's language: a switch relabels every live view of this
+    process (tinyserve_widgets.views), and in the full run the worker still holds every widget the unit tests
+    made (ipywidgets keeps them), so each switch cost seconds, and this is called for every reveal cell while a
+    page is polled (most of a browser-stage worker's CPU, 2026-12-06)."""
+    keys = ("predict.hint", "predict.hint_choice", "predict.summary")
+    return {t(key, lang) for lang in ("en", "zh-TW") for key in keys}
 
 
 def before_prediction(cells: list[dict]) -> list[str]:

@@ -46,13 +46,15 @@ def pages_under_test() -> list[str]:
     """The harness's own page (a control: if it fails, the harness is broken, not a notebook), then
     widgets/demo.ipynb and every chapter notebook of both editions, chapters/*.ipynb and chapters/zh-TW/*.ipynb
     (not the exercises: they are meant to fail). Each page is a work unit of its own under pytest-xdist (the
-    root conftest.py), so the two workers share them; the longest (an explorer's real run) go first, so the run
-    does not end on one worker finishing a long page alone."""
+    root conftest.py), so the two workers share them; the largest notebooks first (most outputs to draw and
+    check: the explorers' pages and 7.5's figures; 7.0 and the short 7.6 last), so the run does not end on one
+    worker finishing a long page alone (explorers first left both 7.5 pages, ~30 s each, to the end while the
+    other worker idled ~45 s, 2026-12-06)."""
     pages = ["widgets/demo.ipynb"] if (ROOT / "widgets" / "demo.ipynb").exists() else []
     chapters = [p for p in sorted(ROOT.glob("chapters/*.ipynb")) + sorted(ROOT.glob("chapters/zh-TW/*.ipynb"))
                 if p.name not in NO_PAGE]
     pages += [p.relative_to(ROOT).as_posix() for p in chapters]
-    return ["tests/browser/placeholder.ipynb"] + sorted(pages, key=lambda p: not has_an_explorer(p))  # stable
+    return ["tests/browser/placeholder.ipynb"] + sorted(pages, key=lambda p: -(ROOT / p).stat().st_size)
 
 
 def test_jupyterlab_offers_its_own_menus_in_traditional_chinese(lab):
