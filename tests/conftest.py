@@ -117,7 +117,6 @@ def closed_widgets():
     before = set(mod._instances) if mod else set()
     yield
     mod = sys.modules.get("ipywidgets.widgets.widget")
-    for key in [k for k in mod._instances if k not in before] if mod else []:
-        w = mod._instances.get(key)
-        if w is not None:
-            w.close()
+    if mod:
+        for key in set(mod._instances) - before:
+            mod._instances[key].close()  # close() takes it out of _instances

@@ -6,6 +6,7 @@ import gc
 import numpy as np
 import pytest
 
+from tinyserve.core.scheduling.scheduler import decode_work, decodes_of
 from tinyserve.core.scheduling.static import DONE, StaticBatching
 from tinyserve.core.config import GPTConfig
 from tinyserve.core.request import Request, SlotWork, Work, _valid_ids
@@ -173,3 +174,17 @@ def test_a_model_whose_vocabulary_misses_bos_still_refuses_a_named_workload():
     with pytest.raises(TinyserveError, match="token ids"):
         Engine(small).start("chapter-7.1-padding", "static")
     assert not ids_known("custom", 10**6) and not ids_known("x.jsonl", 10**6)
+
+
+def test_decodes_of_is_decode_work_of_each_request_whose_prompt_is_in():
+    # decodes_of restates decode_work's position inline (a call per slot per step was a sixth of a dry run)
+    run = Engine().start("chapter-7.3-long-prompt", "chunked", chunk_size=64, dry_run=True)
+    checked = 0
+    while not run.done:
+        running = list(run.policy.running)
+        got = [(w.slot, w.request, w.phase, w.start, w.tokens) for w in decodes_of(running)]
+        want = [decode_work(r) for r in running if r.num_prefilled == r.prefill_len]
+        assert got == [(w.slot, w.request, w.phase, w.start, w.tokens) for w in want]
+        checked += len(got) > 0 and any(r.num_prefilled < r.prefill_len for r in running)
+        run.step()
+    assert checked  # steps where some running request was still prefilling, so the filter mattered

@@ -177,7 +177,7 @@ def ids_known(name: str, vocab: int) -> bool:
     """Whether a workload's prompts need no token-id scan for a model of `vocab` ids: a named workload's are BOS and
     bytes of prompts.txt (_prompt), all below it when vocab > BOS. (The scan costs ~6 ms a run: 116,000 ids in
     chapter-7.2-longtail, and a widget's knob move re-runs it.)"""
-    return name in WORKLOADS and vocab > max(BOS, 255)
+    return name in WORKLOADS and vocab > BOS  # BOS (256) is the largest id _prompt makes
 
 
 def get_workload(name: str, seed: int = 0, **knobs: Any) -> list[Request]:
