@@ -353,9 +353,14 @@ glue("grid_chunks", ", ".join(f"{c:,}" for c in fair.CHUNKS if c != "none"))
 glue("grid_batches", ", ".join(map(str, fair.BATCHES)))
 glue("memory_slots", fair.memory_slots())
 glue("n_seeds", len(two["seeds"]))
-# every rate run of every deployment and seed, and one saturation run each
-glue("n_runs", sum(len(met) + 1 for s in STUDIES["studies"].values() for side in s["sides"].values()
-                   for entry in side.values() for met in entry["met"].values()), "{:,}")
+# every rate run of every deployment and seed, and one saturation run each, the doubling check's included
+glue("n_runs", sum(len(met) + 1 for s in STUDIES["studies"].values() for runs in (s, s["doubled"])
+                   for side in runs["sides"].values() for entry in side.values() for met in entry["met"].values()),
+     "{:,}")
+glue("settled_pct", 100 * fair.SETTLED, "{:g}")
+unsettled, readings = fair.unsettled(STUDIES)
+glue("n_unsettled", unsettled)
+glue("n_readings", readings)
 glue("steady_min", STUDIES["steady"]["min_requests"], "{:,}")
 glue("steady_span", STUDIES["steady"]["span_s"], "{:g}")
 glue("sat_requests", STUDIES["steady"]["saturation_requests"], "{:,}")
@@ -500,18 +505,22 @@ glue("free_tokens_s", fits / step_ms * 1e3, "{:,.0f}")
 # TTFT with a TPOT target of {glue}`tight_tpot` ms, little more than a plain decode step, so that TPOT can bind:
 # at the other two it never does here (7.5, section 6, says why).
 #
-# **What ran.** Each point is a dry run at one rate (Poisson arrivals; a rate moves the arrivals, not the
-# prompts), modeled on `h200-70b-fp8`: rates from {glue}`lowest_per_gpu` to {glue}`highest_per_gpu` requests/s per
-# GPU, on {glue}`n_seeds` seeds. A run sends {glue}`steady_span` s of arrivals and at least {glue}`steady_min`
-# requests: a short burst above what a deployment sustains only shows its queue starting to fill, and reads a
-# goodput it cannot keep. Each deployment's *saturation*, the requests it completes per second when overloaded, is
-# measured on {glue}`sat_requests` requests; its curve stops a little past it, and no goodput here is above it.
-# Both sides searched the same knobs: a chunk length ({glue}`grid_chunks` tokens, or whole prompts; the split's
-# for its prefill GPU) and a batch size ({glue}`grid_batches`, capped by memory at {glue}`memory_slots` slots, so
-# {glue}`memory_slots` is what the larger two run); {glue}`n_runs` dry runs in all, run once by
-# `benchmarks/deployments.py` and read by these cells. Goodput is read on each seed where the attainment first
-# falls below the goal, interpolated between the two rates around it, as DistServe's scripts read it. A side's
-# best is its highest median. Below, one thing changed at a time.
+# **What ran.** Each point is a dry run at one rate (Poisson arrivals; a rate moves the arrivals, not the prompts),
+# modeled on `h200-70b-fp8`: rates from {glue}`lowest_per_gpu` to {glue}`highest_per_gpu` requests/s per GPU, on
+# {glue}`n_seeds` seeds. A run sends {glue}`steady_span` s of arrivals and at least {glue}`steady_min` requests: a
+# short burst above what a deployment sustains only shows its queue starting to fill, and reads a goodput it cannot
+# keep. Each deployment's *saturation*, the requests it completes per second when overloaded, is measured on
+# {glue}`sat_requests` requests; its curve stops a little past it, and no goodput here is above it. Both sides
+# searched the same knobs: a chunk length ({glue}`grid_chunks` tokens, or whole prompts; the split's for its prefill
+# GPU) and a batch size ({glue}`grid_batches`, capped by memory at {glue}`memory_slots` slots, so {glue}`memory_slots`
+# is what the larger two run); {glue}`n_runs` dry runs in all, run once by `benchmarks/deployments.py` and read by
+# these cells. Goodput is read on each seed where the attainment first falls below the goal, interpolated between the
+# two rates around it, as DistServe's scripts read it. A side's best is its highest median. Each side's best then ran
+# again with every run twice as long: where its median or either end of its range moves by more than
+# {glue}`settled_pct`%, the number is marked *unsettled*, with what the longer runs read beside it ({glue}`n_unsettled`
+# of the {glue}`n_readings` readings these cells can quote). At {glue}`art_ttft` ms the curves run flat just above
+# the goal, so a few requests more or less move the crossing a long way: there, read the verdicts, which hold on every
+# seed at both lengths, not the digits. Below, one thing changed at a time.
 
 # %%
 # NBVAL_CHECK_OUTPUT

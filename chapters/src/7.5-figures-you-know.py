@@ -479,7 +479,7 @@ with p_ds.after_prediction():
     print(p_ds.reveal(best_key, why=t("7.5.ds.why", gaps="; ".join(
         t("7.5.ds.gap", label=t(f"7.5.ds.label.{k}"), value=fair.number_words(ds_goodput["paper"][k]))
         for k in order))))
-    say("7.5.ds.head", n=len(two["seeds"]))
+    say("7.5.ds.head", n=len(two["seeds"]), pct=100 * fair.SETTLED)
     for pair in ("paper", "tight"):
         ttft, tpot = STUDIES["pairs"][pair]
         print(t("figures.fair.pair", name=t(f"figures.fair.pair.{pair}"), ttft=ttft, tpot=tpot))

@@ -127,3 +127,50 @@ def test_best_of_a_goodput_table_picks_each_sides_highest():
     best = fair.best_of(rows)
     assert best["replicas"]["deployment"] == "colocated:2,chunk_size=128"
     assert best["split"]["deployment"] == "disaggregated:1:1"
+
+
+def _with_doubled(s: dict, curves: dict) -> dict:
+    """s with a doubled block (the same layout, runs twice as long: 20 requests a run) holding `curves` (as _study's,
+    met counts out of 20)."""
+    twice = _study(curves)
+    for side in twice["sides"].values():
+        for e in side.values():
+            e["requests"] = {seed: [20] * len(n) for seed, n in e["requests"].items()}
+            for runs in e["met"].values():
+                for per_pair in runs:
+                    for per_conv in per_pair:
+                        for m in per_conv:
+                            m[1] = m[2] = 20
+    return {**s, "doubled": {**twice, "scale": 2}}
+
+
+def test_a_reading_that_runs_twice_as_long_move_is_said_to_be_unsettled():
+    # runs of 10: seed 0 crosses at 2.5 per GPU, seed 1 at least 4 (as above): median 2.5, range 2.5 to 4
+    once = {("split", "a"): {0: [10, 10, 8, 5], 1: [10, 10, 10, 10]}}
+    # twice as long, seed 0: 100% at 2, 85% at 4: 2 + 2 * 0.1 / 0.15 = 3.33 req/s, 1.67 per GPU: the median moves a
+    # third, so the reading is unsettled and its words carry the second median
+    s = _with_doubled(_study(once), {("split", "a"): {0: [20, 17, 16, 10], 1: [20, 20, 20, 20]}})
+    g = fair.goodput(s, "split", "a", "paper")
+    assert g["median"] == pytest.approx(2.5) and g["doubled"]["median"] == pytest.approx(5 / 3)
+    assert g["settled"] is False
+    words = fair.number_words(g)
+    assert words == "2.5 (seeds: 2.5 to ≥ 4; unsettled: on runs twice as long, 1.67, seeds 1.67 to ≥ 4)"
+    # twice as long, seed 0: 100% at 4, 82.5% at 6: 4 + 2 * 0.1 / 0.175 = 5.14 req/s, 2.57 per GPU, 3% from 2.5;
+    # seed 1 still at least 4: every reading within a tenth, settled, and said as before
+    s = _with_doubled(_study(once), {("split", "a"): {0: [20, 20, 16.5, 10], 1: [20, 20, 20, 20]}})
+    g = fair.goodput(s, "split", "a", "paper")
+    assert g["settled"] is True and fair.number_words(g) == "2.5 (seeds: 2.5 to ≥ 4)"
+    assert "doubled" not in fair.goodput(_study(once), "split", "a", "paper")  # a deployment the lessons do not quote
+
+
+def test_a_side_wins_only_where_it_wins_on_every_seed_with_runs_twice_as_long_too():
+    # a ahead on both seeds with runs of 10 (at least 4 against 3 and 3.5, as above); twice as long, a's seed 0 falls
+    # to 2 + 2 * 0.1 / 0.2 = 3 req/s, 1.5 per GPU, behind b's 3: no longer ahead on every seed
+    curves = {("split", "a"): {0: [10, 10, 10, 10], 1: [10, 10, 10, 10]},
+              ("replicas", "b"): {0: [10, 10, 9, 5], 1: [10, 10, 10, 8]}}
+    assert fair.compare(_study(curves), "paper")["verdict"] == "ahead"
+    twice = {("split", "a"): {0: [20, 16, 16, 16], 1: [20, 20, 20, 20]},
+             ("replicas", "b"): {0: [20, 20, 18, 10], 1: [20, 20, 20, 16]}}
+    assert fair.compare(_with_doubled(_study(curves), twice), "paper")["verdict"] == "mixed"
+    held = {**twice, ("split", "a"): {0: [20] * 4, 1: [20] * 4}}  # a still at least 4 on both: ahead at both lengths
+    assert fair.compare(_with_doubled(_study(curves), held), "paper")["verdict"] == "ahead"

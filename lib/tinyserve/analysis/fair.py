@@ -44,6 +44,10 @@ KINDS = ("both", "ttft", "tpot")  # the share meeting both targets, the TTFT tar
 # past every deployment's saturation (at most ~10 req/s per GPU here): each curve runs until it is past its own
 RATES_PER_GPU = (0.25, 0.5, 1, 1.5, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15)
 PAST = 1.25  # a curve stops at the first rate at least this far past the deployment's saturation where it fails
+# The doubling check of every goodput the lessons quote (doubled()): each quoted deployment runs again with every
+# run DOUBLED times as long, and a reading (a median, a seed's low or high) that moves by more than SETTLED of
+# itself is said to be unsettled, with its second reading beside it
+DOUBLED, SETTLED = 2, 0.10
 SEEDS = (0, 1, 2, 3, 4)
 WORKLOAD = "chapter-7.3-mixed"
 LINKS = ("nvlink-h200", "ib-ndr")
@@ -186,10 +190,23 @@ def goodput(s: dict, side: str, label: str, pair: str, conv: str = "prefill", ki
         per[seed] = {**r, "value": sat if capped else raw, "raw": raw, "saturation": sat,
                      **({"read": "saturation"} if capped else {})}
     ranked = sorted((v["value"] for v in per.values()), key=lambda v: -math.inf if v is None else v)
-    return {"per_seed": per, "median": ranked[(len(ranked) - 1) // 2], "min": ranked[0], "max": ranked[-1],
-            "lowest_per_gpu": min(s["rates"]) / entry["num_gpus"],
-            "at_least": any(v["read"] == "at_least" for v in per.values()),
-            "monotone": all(v["monotone"] for v in per.values())}
+    g = {"per_seed": per, "median": ranked[(len(ranked) - 1) // 2], "min": ranked[0], "max": ranked[-1],
+         "lowest_per_gpu": min(s["rates"]) / entry["num_gpus"],
+         "at_least": any(v["read"] == "at_least" for v in per.values()),
+         "monotone": all(v["monotone"] for v in per.values())}
+    again = s.get("doubled", {}).get("sides", {}).get(side, {})
+    if label in again:  # a quoted deployment: read again off its runs with twice the requests (doubled())
+        twice = goodput(s["doubled"], side, label, pair, conv, kind, goal)
+        g["doubled"] = twice
+        g["settled"] = all(_within(g[k], twice[k]) for k in ("median", "min", "max"))
+    return g
+
+
+def _within(a, b, tolerance: float = SETTLED) -> bool:
+    """Whether two readings of one goodput agree within tolerance (relative); two readings below the sweep agree."""
+    if a is None or b is None:
+        return a is b
+    return abs(b - a) <= tolerance * abs(a)
 
 
 def binds(s: dict, side: str, label: str, pair: str, conv: str = "prefill") -> str:
@@ -220,15 +237,47 @@ def best(s: dict, side: str, pair: str, conv: str = "prefill", kind: str = "both
     return max(scored, key=lambda x: (_key(x[1]["median"]), _key(x[1]["min"])))
 
 
+def quoted(s: dict) -> dict[str, list[str]]:
+    """The deployments of a study whose goodputs the lessons quote: each side's best at every pair and convention,
+    and the replicas' best with whole prompts (CLAIMS' b_having). {side: [label]}, in the study's order."""
+    keep: dict[str, set] = {side: set() for side in s["sides"]}
+    for pair in s["pairs"]:
+        for conv in CONVENTIONS:
+            for side in s["sides"]:
+                keep[side].add(best(s, side, pair, conv)[0])
+            if "replicas" in s["sides"]:
+                keep["replicas"].add(best(s, "replicas", pair, conv, having=f"chunk_size={WHOLE}")[0])
+    return {side: [x for x in s["sides"][side] if x in keep[side]] for side in s["sides"]}
+
+
+def doubled(s: dict, pool=None) -> dict:
+    """The doubling check of a study (its runs without one): its quoted deployments, every seed and rate it ran,
+    each run DOUBLED times as long (study's scale). goodput() reads each quoted goodput off both."""
+    out = study(quoted(s), s["gpus"], seeds=s["seeds"], rates=s["rates"], workload_knobs=s["workload_knobs"],
+                run_knobs=s["run_knobs"], pool=pool, pairs={p: PAIRS[p] for p in s["pairs"]}, scale=DOUBLED)
+    return {**out, "scale": DOUBLED}
+
+
+def unsettled(d: dict) -> tuple[int, int]:
+    """Of every goodput the studies d can quote (each quoted deployment at every pair, convention and kind), how
+    many runs twice as long move by more than SETTLED, and how many there are."""
+    flags = [goodput(s, side, label, pair, conv, kind)["settled"] for s in d["studies"].values()
+             for side, labels in quoted(s).items() for label in labels for pair in s["pairs"]
+             for conv in CONVENTIONS for kind in KINDS]
+    return flags.count(False), len(flags)
+
+
 def compare(s: dict, pair: str, conv: str = "prefill", a: str = "split", b: str = "replicas",
             b_having: str | None = None) -> dict:
     """Each side's best at a pair (b_having: side b's best among the deployments with that knob, best()), and what
-    holds on every seed: "ahead" (a's beats b's on every seed), "behind" (on every seed it is beaten), else "mixed"; the ratio of
-    medians."""
+    holds on every seed, and again with twice the requests where the file has both sides' doubled runs: "ahead" (a's
+    beats b's on every seed), "behind" (on every seed it is beaten), else "mixed"; the ratio of medians."""
     (la, ga) = best(s, a, pair, conv)
     (lb, gb) = best(s, b, pair, conv, having=b_having)
-    wins = [_key(ga["per_seed"][x]["value"]) > _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
-    loses = [_key(ga["per_seed"][x]["value"]) < _key(gb["per_seed"][x]["value"]) for x in s["seeds"]]
+    lengths = [(ga, gb)] + ([(ga["doubled"], gb["doubled"])] if "doubled" in ga and "doubled" in gb else [])
+    seen = [(_key(x["per_seed"][seed]["value"]), _key(y["per_seed"][seed]["value"])) for x, y in lengths
+            for seed in s["seeds"]]
+    wins, loses = [u > v for u, v in seen], [u < v for u, v in seen]
     verdict = "ahead" if all(wins) else "behind" if all(loses) else "mixed"
     ratio = (ga["median"] / gb["median"]) if ga["median"] and gb["median"] else None
     return {a: (la, ga), b: (lb, gb), "verdict": verdict, "ratio": ratio}
@@ -295,7 +344,8 @@ CLAIMS = {
 
 def number_words(g: dict) -> str:
     """A goodput's median and range over the seeds (goodput()), in words: "1.1 (1.0–1.2)", "≥ 10", "< 0.25", "≤ 11.8"
-    (a crossing past the saturation, read as it)."""
+    (a crossing past the saturation, read as it); a reading that runs twice as long move by more than SETTLED says
+    so, with what they read."""
     def one(x: dict | None, v) -> str:
         if v is None:
             return t("figures.fair.below", value=g["lowest_per_gpu"])
@@ -303,12 +353,22 @@ def number_words(g: dict) -> str:
         return t({"at_least": "figures.fair.at_least", "saturation": "figures.fair.at_most"}.get(
             read, "figures.fair.value"), value=v)
 
-    def seed_of(v):  # the seed's reading a median or an end of the range came from
+    def seed_of(v, g=g):  # the seed's reading a median or an end of the range came from
         return next((x for x in g["per_seed"].values() if x["value"] == v), None)
     median = one(seed_of(g["median"]), g["median"])
-    words = median if g["min"] == g["max"] else t("figures.fair.range", median=median,
-                                                   low=one(seed_of(g["min"]), g["min"]),
-                                                   high=one(seed_of(g["max"]), g["max"]))
+    ends = {} if g["min"] == g["max"] else {"low": one(seed_of(g["min"]), g["min"]),
+                                             "high": one(seed_of(g["max"]), g["max"])}
+    if g.get("settled", True):
+        words = t("figures.fair.range", median=median, **ends) if ends else median
+    else:  # runs twice as long moved it by more than SETTLED: said, with what they read
+        twice = g["doubled"]
+        doubled = one(seed_of(twice["median"], twice), twice["median"])
+        if twice["min"] != twice["max"]:
+            doubled = t("figures.fair.doubled_range", median=doubled,
+                        low=one(seed_of(twice["min"], twice), twice["min"]),
+                        high=one(seed_of(twice["max"], twice), twice["max"]))
+        words = t("figures.fair.range_unsettled" if ends else "figures.fair.unsettled", median=median,
+                  doubled=doubled, **ends)
     # a curve that climbs back above the goal after it first fell below: said (its first crossing is the one read)
     return words if g["monotone"] else t("figures.fair.not_monotone", words=words)
 
