@@ -344,8 +344,8 @@ CLAIMS = {
 
 def number_words(g: dict) -> str:
     """A goodput's median and range over the seeds (goodput()), in words: "1.1 (1.0–1.2)", "≥ 10", "< 0.25", "≤ 11.8"
-    (a crossing past the saturation, read as it); a reading that runs twice as long move by more than SETTLED says
-    so, with what they read."""
+    (a crossing past the saturation, read as it); one that moves by more than SETTLED when every run is twice as
+    long says so, with what the longer runs read."""
     def one(x: dict | None, v) -> str:
         if v is None:
             return t("figures.fair.below", value=g["lowest_per_gpu"])
@@ -362,13 +362,12 @@ def number_words(g: dict) -> str:
         words = t("figures.fair.range", median=median, **ends) if ends else median
     else:  # runs twice as long moved it by more than SETTLED: said, with what they read
         twice = g["doubled"]
-        doubled = one(seed_of(twice["median"], twice), twice["median"])
+        again = one(seed_of(twice["median"], twice), twice["median"])
         if twice["min"] != twice["max"]:
-            doubled = t("figures.fair.doubled_range", median=doubled,
-                        low=one(seed_of(twice["min"], twice), twice["min"]),
-                        high=one(seed_of(twice["max"], twice), twice["max"]))
+            again = t("figures.fair.doubled_range", median=again, low=one(seed_of(twice["min"], twice), twice["min"]),
+                      high=one(seed_of(twice["max"], twice), twice["max"]))
         words = t("figures.fair.range_unsettled" if ends else "figures.fair.unsettled", median=median,
-                  doubled=doubled, **ends)
+                  doubled=again, **ends)
     # a curve that climbs back above the goal after it first fell below: said (its first crossing is the one read)
     return words if g["monotone"] else t("figures.fair.not_monotone", words=words)
 
