@@ -56,9 +56,7 @@ def main() -> None:
             if not a.doubled_only:
                 doc["studies"][name] = fair.study(spec["specs"], spec["gpus"], run_knobs=spec.get("run_knobs"),
                                                   workload_knobs=spec.get("workload_knobs"), pool=run)
-            s = doc["studies"][name]
-            s.pop("doubled", None)  # the quoted deployments are read off the runs above, without it
-            s["doubled"] = fair.doubled(s, pool=run)
+            doc["studies"][name]["doubled"] = fair.doubled(doc["studies"][name], pool=run)
             print(f"{name}: {time.perf_counter() - t0:.0f} s", flush=True)
             # written after each study: a long regeneration keeps what it has done
             a.out.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n", encoding="utf-8")
